@@ -1,0 +1,196 @@
+"""Datasets: the private part (scored against, never logged), an optional public part,
+the schema and the privacy unit; loaders for the simulated taxi data, CSV files and the
+shared benchmark datasets."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError, DPArenaError
+from .schema import RunSpec, Schema, coerce_dtypes
+
+Unit = Literal["record", "user"]
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR_ENV = "DP_ARENA_DATA"
+SHARED_DATASETS = ("adult", "titanic", "nltcs", "msnbc")
+
+
+@dataclass
+class Dataset:
+    """What a mechanism sees.
+
+    ``private`` is the sensitive table: mechanisms may only touch it through noisy releases
+    charged to the ledger, and the harness never logs it. ``public`` (optional) is a different
+    population or year that mechanisms may use freely. ``unit`` is the privacy unit: ``record``
+    (one row per person) or ``user`` (``id_column`` identifies a person who may own many rows,
+    at most ``max_records_per_individual``; mechanisms must bound each person's contribution).
+    """
+
+    name: str
+    schema: Schema
+    private: pd.DataFrame
+    public: pd.DataFrame | None = None
+    unit: Unit = "record"
+    id_column: str | None = None
+    max_records_per_individual: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("record", "user"):
+            raise ConfigError(f"dataset.unit must be 'record' or 'user' (got {self.unit!r})",
+                              "set dataset.unit=record or dataset.unit=user")
+        if self.unit == "user" and not self.id_column:
+            raise ConfigError("user-level privacy needs an id column",
+                              "mark the person's id column with kind 'id' in the schema")
+
+    @property
+    def runs(self) -> tuple[RunSpec, ...]:
+        return self.schema.runs
+
+    @property
+    def ledger_unit(self) -> str:
+        return "record" if self.unit == "record" else f"user:{self.id_column}"
+
+    def fingerprint(self) -> str:
+        """A short content hash of the private and public parts (for run tags)."""
+        h = hashlib.sha256()
+        for part in (self.private, self.public):
+            if part is not None:
+                h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+        return h.hexdigest()[:16]
+
+
+# ----- loaders ----------------------------------------------------------------------------
+def load_dataset(cfg: dict[str, Any]) -> Dataset:
+    """Build the :class:`Dataset` a ``dataset`` config group describes."""
+    name = cfg.get("name")
+    if name == "taxi_sim":
+        return load_taxi_sim(**_without(cfg, "name"))
+    if name == "csv":
+        return load_csv_dataset(**_without(cfg, "name"))
+    if name in SHARED_DATASETS:
+        return load_shared_dataset(name, **_without(cfg, "name"))
+    raise ConfigError(f"unknown dataset {name!r}",
+                      f"use dataset=taxi_sim, dataset=csv or one of {list(SHARED_DATASETS)}")
+
+
+def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0,
+                  unit: Unit = "user") -> Dataset:
+    """The embedded simulated Chicago taxi data (public year + private year)."""
+    from .sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
+    from .taxi_sim import simulate_years
+
+    for key, n in (("n_private", n_private), ("n_public", n_public)):
+        if not isinstance(n, int) or n < 1000:
+            raise ConfigError(f"dataset.{key} must be an integer >= 1000 (got {n!r})",
+                              f"set dataset.{key} to e.g. 50000")
+    private, public = simulate_years(n_private=n_private, n_public=n_public, seed=seed)
+    return Dataset("taxi_sim", taxi_schema(), private, public, unit=unit, id_column="taxi_id",
+                   max_records_per_individual=MAX_TRIPS_PER_TAXI)
+
+
+def load_csv_dataset(path: str | None = None, schema: str | None = None,
+                     public_path: str | None = None, unit: Unit | None = None,
+                     public_fraction: float = 0.0, split_seed: int = 0,
+                     max_records_per_individual: int | None = None,
+                     label: str | None = None) -> Dataset:
+    """Any CSV plus a ``parameters.json`` / ``domain.json`` schema."""
+    if not path:
+        raise ConfigError("dataset=csv needs dataset.path", "pass dataset.path=/path/to/data.csv")
+    if not schema:
+        raise ConfigError("dataset=csv needs dataset.schema",
+                          "pass dataset.schema=/path/to/parameters.json (or domain.json)")
+    sch = Schema.load(_resolve(schema))
+    private = read_table(_resolve(path), sch, "dataset.path")
+    public = read_table(_resolve(public_path), sch, "dataset.public_path") if public_path else None
+    id_col = sch.id_column
+    unit = unit or ("user" if id_col else "record")
+    per_person = max_records_per_individual
+    if per_person is None and sch.runs:
+        per_person = sch.runs[0].max_records_per_individual
+    ds = Dataset(label or Path(path).stem, sch, private, public, unit=unit, id_column=id_col,
+                 max_records_per_individual=per_person)
+    return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
+
+
+def load_shared_dataset(name: str, data_dir: str | None = None, public_fraction: float = 0.0,
+                        split_seed: int = 0, max_rows: int | None = None) -> Dataset:
+    """A benchmark dataset from the shared data folder (``NAME.zip`` + ``NAME-domain.json``)."""
+    folder = shared_data_dir(data_dir)
+    sch = Schema.load(folder / f"{name}-domain.json")
+    private = read_table(folder / f"{name}.zip", sch, f"dataset {name}")
+    if max_rows is not None and len(private) > max_rows:
+        keep = np.random.default_rng(split_seed).choice(len(private), max_rows, replace=False)
+        private = private.iloc[np.sort(keep)].reset_index(drop=True)
+    ds = Dataset(name, sch, private, None, unit="record")
+    return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
+
+
+def shared_data_dir(data_dir: str | None = None) -> Path:
+    """The shared benchmark folder: ``data_dir``, else $DP_ARENA_DATA, else ../shared/data."""
+    raw = data_dir or os.environ.get(DATA_DIR_ENV) or str(PROJECT_ROOT.parent / "shared" / "data")
+    folder = Path(raw).expanduser()
+    if not folder.is_dir():
+        raise DPArenaError(
+            f"shared data folder not found: {folder}",
+            f"set {DATA_DIR_ENV}=/path/to/shared/data or dataset.data_dir=..., "
+            "or use the embedded dataset=taxi_sim",
+        )
+    return folder
+
+
+def with_public_split(ds: Dataset, fraction: float, seed: int) -> Dataset:
+    """Move a seeded random ``fraction`` of the private rows (of whole persons, for user-level
+    data) into a disjoint public part. The split is data-independent, so the remaining private
+    part keeps its guarantee; the public part is treated as released."""
+    if not 0 < fraction < 1:
+        raise ConfigError(f"dataset.public_fraction must be in (0, 1) (got {fraction})",
+                          "use e.g. dataset.public_fraction=0.5, or 0 for no public split")
+    if ds.public is not None:
+        raise ConfigError("dataset already has a public part; public_fraction would replace it",
+                          "drop dataset.public_fraction or dataset.public_path")
+    rng = np.random.default_rng(seed)
+    if ds.unit == "user":
+        ids = ds.private[ds.id_column].unique()
+        public_ids = rng.choice(ids, size=int(round(fraction * len(ids))), replace=False)
+        is_public = ds.private[ds.id_column].isin(public_ids).to_numpy()
+    else:
+        is_public = np.zeros(len(ds.private), dtype=bool)
+        is_public[rng.choice(len(ds.private), int(round(fraction * len(ds.private))),
+                             replace=False)] = True
+    public = ds.private[is_public].reset_index(drop=True)
+    private = ds.private[~is_public].reset_index(drop=True)
+    if len(private) == 0 or len(public) == 0:
+        raise ConfigError(f"public_fraction={fraction} leaves an empty part",
+                          "choose a fraction that keeps rows on both sides")
+    return Dataset(ds.name, ds.schema, private, public, ds.unit, ds.id_column,
+                   ds.max_records_per_individual)
+
+
+def read_table(path: Path | str, schema: Schema, what: str) -> pd.DataFrame:
+    """Read a CSV (or zipped CSV), validate it against ``schema`` and cast its dtypes."""
+    path = Path(path)
+    if not path.is_file():
+        raise DPArenaError(f"{what}: file not found: {path}",
+                           "check the path (relative paths are taken from the current folder)")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DPArenaError(f"{what}: cannot read {path} as CSV ({exc})",
+                           "pass a comma-separated file with a header row") from None
+    schema.validate(df, where=f"{what} ({path})")
+    return coerce_dtypes(schema, df)
+
+
+def _resolve(path: str) -> Path:
+    return Path(path).expanduser()
+
+
+def _without(cfg: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if k not in keys}

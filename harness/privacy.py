@@ -1,0 +1,247 @@
+"""Privacy accounting: budgets, calibration helpers and the per-run ledger.
+
+Every noisy release of a mechanism is charged to the run's :class:`Ledger`, which composes
+all charges with a named accountant and refuses a charge that would exceed the budget.
+
+Accountants
+-----------
+``gdp`` (default, tight)
+    Gaussian charges compose exactly as one Gaussian mechanism with
+    ``mu = sqrt(sum_i (Delta_i / sigma_i)^2)`` (Gaussian differential privacy, Dong, Roth & Su
+    2019), converted to (eps, delta) with the analytic Gaussian mechanism (Balle & Wang 2018):
+    ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``; autodp's
+    ``get_eps_ana_gaussian`` evaluates that conversion. Pure-DP charges (Laplace, exponential
+    mechanism) add their epsilons on top (basic composition), so mixing is valid, not tight.
+``zcdp``
+    Everything is converted to zero-concentrated DP (Bun & Steinke 2016): a Gaussian with
+    noise multiplier ``z = sigma/Delta`` is ``1/(2 z^2)``-zCDP, an eps-DP Laplace release
+    ``eps^2/2``-zCDP, an eps exponential mechanism ``eps^2/8``-zCDP (bounded range, Cesar &
+    Rogers 2021); rho adds up and converts with ``eps = rho + 2 sqrt(rho ln(1/delta))``
+    (what the Sprint 3 adaptive-grid write-up used).
+
+Both accountants report a release made only of pure-DP charges as ``(sum eps, 0)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from autodp import dp_bank
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from .errors import BudgetExceededError, ConfigError
+
+Accountant = Literal["gdp", "zcdp"]
+ACCOUNTANTS: tuple[str, ...] = ("gdp", "zcdp")
+NoiseKind = Literal["gaussian", "laplace", "exponential"]
+_REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A privacy budget ``(epsilon, delta)``; ``delta = 0`` means pure DP."""
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        eps, delta = self.epsilon, self.delta
+        if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+            raise ConfigError(f"privacy.epsilon must be a finite number > 0 (got {eps!r})",
+                              "set privacy.epsilon to a positive value, e.g. privacy.epsilon=1")
+        if not isinstance(delta, (int, float)) or not (0 <= delta < 1):
+            raise ConfigError(f"privacy.delta must be in [0, 1) (got {delta!r})",
+                              "set privacy.delta to e.g. 1e-6, or 0 for pure DP")
+
+    def split(self, fraction: float) -> "Budget":
+        """The share ``fraction`` of both epsilon and delta (basic composition)."""
+        if not 0 < fraction <= 1:
+            raise ConfigError(f"budget fraction must be in (0, 1] (got {fraction})",
+                              "use a split whose shares are positive and sum to 1")
+        return Budget(self.epsilon * fraction, self.delta * fraction)
+
+
+# ----- conversions ------------------------------------------------------------------------
+def analytic_gaussian_delta(epsilon: float, mu: float) -> float:
+    """delta of a mu-GDP mechanism at ``epsilon`` (Balle & Wang 2018, Thm. 8)."""
+    if mu <= 0:
+        return 0.0
+    a = log_ndtr(-epsilon / mu + mu / 2)
+    b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
+    return max(math.exp(a) - math.exp(b), 0.0)
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest epsilon at which a mu-GDP mechanism is (epsilon, delta)-DP (via autodp)."""
+    if mu <= 0:
+        return 0.0
+    if delta <= 0:
+        return math.inf
+    return float(dp_bank.get_eps_ana_gaussian(1.0 / mu, delta))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """Largest mu such that mu-GDP implies (epsilon, delta)-DP."""
+    if delta <= 0:
+        raise ConfigError("Gaussian noise needs delta > 0",
+                          "set privacy.delta > 0 or use a pure-DP (Laplace) mechanism")
+    f = lambda log_mu: analytic_gaussian_delta(epsilon, math.exp(log_mu)) - delta  # noqa: E731
+    return math.exp(brentq(f, math.log(1e-8), math.log(1e4), xtol=1e-14, rtol=1e-14))
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """Bun & Steinke (2016) conversion: rho-zCDP -> (rho + 2 sqrt(rho ln 1/delta), delta)."""
+    if rho <= 0:
+        return 0.0
+    if delta <= 0:
+        return math.inf
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """Largest rho whose Bun-Steinke conversion is (epsilon, delta)-DP."""
+    if delta <= 0:
+        raise ConfigError("zCDP accounting needs delta > 0",
+                          "set privacy.delta > 0 or use a pure-DP (Laplace) mechanism")
+    log_inv = math.log(1.0 / delta)
+    return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
+
+
+# ----- calibration ------------------------------------------------------------------------
+def laplace_scale(epsilon: float, l1_sensitivity: float) -> float:
+    """Laplace scale b = Delta_1 / epsilon for one epsilon-DP release."""
+    return l1_sensitivity / epsilon
+
+
+def gaussian_sigma(n: int, l2_sensitivity: float, budget: Budget,
+                   accountant: Accountant = "gdp") -> float:
+    """Noise sigma for ``n`` Gaussian releases of L2 sensitivity ``Delta`` whose composition
+    is exactly ``budget``-DP under ``accountant``."""
+    check_accountant(accountant)
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    if accountant == "gdp":
+        return l2_sensitivity * math.sqrt(n) / gdp_mu(budget.epsilon, budget.delta)
+    return l2_sensitivity * math.sqrt(n / (2.0 * zcdp_rho(budget.epsilon, budget.delta)))
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
+    """Analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma that makes one
+    release of L2 sensitivity Delta (epsilon, delta)-DP, valid for every epsilon > 0."""
+    return gaussian_sigma(1, l2_sensitivity, Budget(epsilon, delta), "gdp")
+
+
+def check_accountant(name: str) -> None:
+    if name not in ACCOUNTANTS:
+        raise ConfigError(f"unknown accountant {name!r}",
+                          f"set privacy.accountant to one of {list(ACCOUNTANTS)}")
+
+
+# ----- the ledger -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Charge:
+    """One (or ``count`` identical) noisy release(s).
+
+    ``sensitivity`` is the L2 sensitivity for Gaussian noise and the L1 sensitivity for
+    Laplace noise (for the exponential mechanism: the score's sensitivity). ``scale`` is sigma,
+    the Laplace b, or the exponential mechanism's temperature ``2 Delta / epsilon``.
+    """
+
+    name: str
+    kind: NoiseKind
+    sensitivity: float
+    scale: float
+    count: int = 1
+    note: str = ""
+
+    @property
+    def pure_epsilon(self) -> float:
+        """epsilon of one pure-DP release (Laplace / exponential)."""
+        if self.kind == "laplace":
+            return self.sensitivity / self.scale
+        if self.kind == "exponential":
+            return 2.0 * self.sensitivity / self.scale
+        raise ValueError("a Gaussian release is not pure DP")
+
+    @property
+    def gdp_mu_squared(self) -> float:
+        return self.count * (self.sensitivity / self.scale) ** 2
+
+    @property
+    def rho(self) -> float:
+        if self.kind == "gaussian":
+            return self.count * self.sensitivity**2 / (2.0 * self.scale**2)
+        eps = self.pure_epsilon
+        return self.count * (eps**2 / 2.0 if self.kind == "laplace" else eps**2 / 8.0)
+
+
+def compose(charges: list[Charge], delta: float, accountant: Accountant) -> tuple[float, float]:
+    """Total (epsilon, delta) of ``charges`` under ``accountant`` at target ``delta``."""
+    check_accountant(accountant)
+    if not charges:
+        return 0.0, 0.0
+    gaussian = [c for c in charges if c.kind == "gaussian"]
+    pure = [c for c in charges if c.kind != "gaussian"]
+    pure_eps = sum(c.count * c.pure_epsilon for c in pure)
+    if not gaussian:
+        return pure_eps, 0.0
+    if accountant == "gdp":
+        mu = math.sqrt(sum(c.gdp_mu_squared for c in gaussian))
+        return pure_eps + gdp_epsilon(mu, delta), delta
+    return zcdp_epsilon(sum(c.rho for c in charges), delta), delta
+
+
+@dataclass
+class Ledger:
+    """The privacy ledger of one run: every noisy release is charged here.
+
+    ``unit`` names the privacy unit the sensitivities refer to (``record`` or ``user:<id>``).
+    """
+
+    budget: Budget
+    accountant: Accountant = "gdp"
+    unit: str = "record"
+    charges: list[Charge] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_accountant(self.accountant)
+
+    def charge(self, name: str, kind: NoiseKind, sensitivity: float, scale: float,
+               count: int = 1, note: str = "") -> Charge:
+        """Record a release; raise :class:`BudgetExceededError` (recording nothing) if the
+        composition would exceed the budget."""
+        if kind not in ("gaussian", "laplace", "exponential"):
+            raise ValueError(f"unknown noise kind {kind!r}")
+        if not (sensitivity > 0 and scale > 0 and count >= 1):
+            raise ValueError(f"charge {name!r}: sensitivity, scale and count must be positive")
+        new = Charge(name, kind, float(sensitivity), float(scale), int(count), note)
+        eps, delta = compose([*self.charges, new], self.budget.delta, self.accountant)
+        if eps > self.budget.epsilon * (1 + _REL_TOL) or delta > self.budget.delta * (1 + _REL_TOL):
+            raise BudgetExceededError(
+                f"charge {name!r} ({kind}, sensitivity {sensitivity:g}, scale {scale:g}, "
+                f"x{count}) would bring the total to epsilon={eps:.6g}, delta={delta:.3g}, over "
+                f"the budget epsilon={self.budget.epsilon:g}, delta={self.budget.delta:g}",
+                "the mechanism must calibrate its noise to the budget it was given",
+            )
+        self.charges.append(new)
+        return new
+
+    def spent(self) -> tuple[float, float]:
+        return compose(self.charges, self.budget.delta, self.accountant)
+
+    def to_dict(self) -> dict[str, Any]:
+        eps, delta = self.spent()
+        return {
+            "budget": asdict(self.budget),
+            "accountant": self.accountant,
+            "unit": self.unit,
+            "spent": {"epsilon": eps, "delta": delta},
+            "charges": [asdict(c) for c in self.charges],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)

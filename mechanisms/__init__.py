@@ -1,0 +1,34 @@
+"""Mechanism families, looked up by name (``conf/mechanism/NAME.yaml``)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from harness.errors import ConfigError
+
+from .base import Mechanism
+
+#: mechanism name -> "module:Class" (imported on first use, so heavy deps load only if used).
+MECHANISMS: dict[str, str] = {
+    "independent": "mechanisms.independent:Independent",
+    "resample": "mechanisms.reference:Resample",
+    "public_only": "mechanisms.reference:PublicOnly",
+    "uniform": "mechanisms.reference:Uniform",
+}
+
+
+def mechanism_class(name: str) -> type[Mechanism]:
+    if name not in MECHANISMS:
+        raise ConfigError(f"unknown mechanism {name!r}", f"use one of {sorted(MECHANISMS)}")
+    module, cls = MECHANISMS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_mechanism(name: str, params: dict[str, Any] | None) -> Mechanism:
+    from harness.params import build_dataclass
+
+    return build_dataclass(mechanism_class(name), params or {}, f"mechanism.{name}")
+
+
+__all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism"]

@@ -1,0 +1,101 @@
+"""The mechanism interface and the helpers every mechanism shares.
+
+A mechanism is a dataclass whose fields are its hyperparameters (set from
+``conf/mechanism/NAME.yaml`` and sweepable as ``mechanism.FIELD=...``). The runner calls
+``fit_sample(data, budget, ledger, rng)``; every noisy release goes through ``ledger.charge``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+from harness.data import Dataset
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger
+
+#: Non-private reference points: ``ceiling`` (reads private data, epsilon = inf),
+#: ``public`` (public data only, epsilon = 0), ``floor`` (no data, epsilon = 0).
+Reference = Literal["ceiling", "public", "floor"]
+
+
+@dataclass
+class Mechanism(ABC):
+    """Base class: subclasses are dataclasses; their fields are the hyperparameters."""
+
+    name: ClassVar[str]
+    #: ``None`` for DP mechanisms; a :data:`Reference` kind for non-private reference points.
+    reference: ClassVar[Reference | None] = None
+    #: Privacy units the mechanism supports.
+    units: ClassVar[tuple[str, ...]] = ("record", "user")
+
+    @abstractmethod
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        """Return a synthetic table in ``data.schema`` (all columns, including the id column)."""
+
+    @property
+    def is_private(self) -> bool:
+        return self.reference is None
+
+
+def contribution_bound(data: Dataset, max_contrib: int | None) -> int:
+    """Rows a person may contribute after bounding: 1 for record-level data, else
+    ``max_contrib`` (default: the dataset's ``max_records_per_individual``)."""
+    if data.unit == "record":
+        return 1
+    bound = max_contrib if max_contrib is not None else data.max_records_per_individual
+    if bound is None or int(bound) < 1:
+        raise ConfigError(
+            "user-level data needs a contribution bound",
+            "set mechanism.max_contrib (rows kept per person) or the dataset's "
+            "max_records_per_individual",
+        )
+    return int(bound)
+
+
+def clip_contributions(df: pd.DataFrame, id_column: str, bound: int,
+                       rng: np.random.Generator) -> pd.DataFrame:
+    """Keep at most ``bound`` rows per person, chosen uniformly at random (row clipping).
+
+    After clipping, adding or removing one person changes any count query by at most
+    ``bound`` (L1) and any histogram by at most ``bound`` in L1 and in L2.
+    """
+    order = rng.permutation(len(df))
+    shuffled = df.iloc[order]
+    rank = shuffled.groupby(id_column, sort=False).cumcount().to_numpy()
+    return shuffled[rank < bound].sort_index()
+
+
+def assign_ids(n_rows: int, data: Dataset, rng: np.random.Generator) -> np.ndarray | None:
+    """Synthetic person ids for ``n_rows`` rows, using public data only (no privacy cost).
+
+    Group sizes follow the public trips-per-person distribution when public data with the id
+    column exists, otherwise every row is its own person. Ids are fresh integers inside the id
+    column's [min, max] range. Returns ``None`` when the schema has no id column.
+    """
+    id_col = data.schema.id_column
+    if id_col is None:
+        return None
+    col = data.schema[id_col]
+    if data.public is not None and id_col in data.public and len(data.public):
+        sizes_pool = data.public.groupby(id_col).size().to_numpy()
+        mean = max(float(sizes_pool.mean()), 1.0)
+        draws = rng.choice(sizes_pool, size=int(np.ceil(n_rows / mean * 1.5)) + 10)
+        while draws.sum() < n_rows:
+            draws = np.concatenate([draws, rng.choice(sizes_pool, size=len(draws))])
+        sizes = draws[: int(np.searchsorted(np.cumsum(draws), n_rows)) + 1]
+    else:
+        sizes = np.ones(n_rows, dtype=np.int64)
+    n_people = len(sizes)
+    span = int(col.max) - int(col.min) + 1  # type: ignore[arg-type]
+    if n_people > span:
+        raise ConfigError(f"cannot give {n_people} synthetic people distinct {id_col} values "
+                          f"in [{col.min}, {col.max}]", "widen the id column's range")
+    ids = int(col.min) + rng.choice(span, size=n_people, replace=False)  # type: ignore[arg-type]
+    per_row = np.repeat(ids, sizes)[:n_rows]
+    return rng.permutation(per_row)

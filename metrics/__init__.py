@@ -1,0 +1,34 @@
+"""Metric families, looked up by name (``conf/metrics/*.yaml`` keys)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from harness.errors import ConfigError
+
+from .base import Metric, MetricResult
+
+#: metric name -> "module:Class" (imported on first use).
+METRICS: dict[str, str] = {
+    "kmarginal": "metrics.kmarginal:KMarginal",
+    "challenge": "metrics.challenge:ChallengeMetric",
+    "count_query": "metrics.count_query:CountQuery",
+    "frequent_patterns": "metrics.frequent_patterns:FrequentPatterns",
+}
+
+
+def metric_class(name: str) -> type[Metric]:
+    if name not in METRICS:
+        raise ConfigError(f"unknown metric {name!r}", f"use one of {sorted(METRICS)}")
+    module, cls = METRICS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_metric(name: str, settings: dict[str, Any] | None) -> Metric:
+    from harness.params import build_dataclass
+
+    return build_dataclass(metric_class(name), settings or {}, f"metrics.{name}")
+
+
+__all__ = ["Metric", "MetricResult", "METRICS", "metric_class", "make_metric"]
