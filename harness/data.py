@@ -106,6 +106,9 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     if not schema:
         raise ConfigError("dataset=csv needs dataset.schema",
                           "pass dataset.schema=/path/to/parameters.json (or domain.json)")
+    if not _resolve(path).is_file():
+        raise DPArenaError(f"dataset.path: file not found: {path}",
+                           "check the path (relative paths are taken from the current folder)")
     sch = Schema.load(_resolve(schema))
     private = read_table(_resolve(path), sch, "dataset.path")
     public = read_table(_resolve(public_path), sch, "dataset.public_path") if public_path else None

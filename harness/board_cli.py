@@ -1,0 +1,54 @@
+"""``dp-arena-board``: the leaderboard of an MLflow experiment."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import DPArenaError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dp-arena-board",
+        description="Rank the runs of a dp-arena experiment: prints Markdown, writes CSV, "
+                    "HTML and a score-vs-epsilon plot.")
+    parser.add_argument("--experiment", default=None,
+                        help="MLflow experiment (default: the most recently created dp-arena/*)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
+                             "sqlite:///mlflow.db in this folder)")
+    parser.add_argument("--metric", default=None,
+                        help="score to rank by, e.g. kmarginal/score (default: challenge/overall "
+                             "if logged, else kmarginal/score)")
+    parser.add_argument("--sweep", default=None, help="only the runs of this sweep folder")
+    parser.add_argument("--out", default="leaderboard", help="output folder (default: leaderboard)")
+    args = parser.parse_args(argv)
+    try:
+        from .leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
+
+        experiment = args.experiment or latest_experiment(args.tracking_uri)
+        runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
+        board = build_leaderboard(runs, args.metric)
+        print(render_markdown(board, title=f"Leaderboard: {experiment}"))
+        paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
+        print(f"\nwritten: {', '.join(str(p) for p in paths)}")
+    except DPArenaError as exc:
+        print(f"dp-arena-board: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def latest_experiment(tracking_uri: str | None) -> str:
+    from .tracking import client_for
+
+    client = client_for(tracking_uri)
+    exps = [e for e in client.search_experiments() if e.name.startswith("dp-arena/")]
+    if not exps:
+        raise DPArenaError(f"no dp-arena experiments in {client.tracking_uri}",
+                           "run dp-arena first, or pass --tracking-uri / --experiment")
+    return max(exps, key=lambda e: e.creation_time or 0).name
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Shared fixtures: small hand-made schemas and frames, the shared data folder, MLflow stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.data import Dataset, shared_data_dir
+from harness.errors import DPArenaError
+from harness.schema import Column, RunSpec, Schema
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The shared benchmark folder, or a skip with the reason."""
+    try:
+        return shared_data_dir()
+    except DPArenaError as exc:
+        pytest.skip(f"shared benchmark data not available: {exc.problem}")
+
+
+@pytest.fixture
+def small_schema() -> Schema:
+    return Schema((
+        Column("pid", "id", min=1, max=10_000),
+        Column("color", "categorical", values=("red", "green", "blue"), dtype="str"),
+        Column("size", "categorical", values=(0, 1, 2, 3)),
+        Column("amount", "numeric", min=-1, max=100, bins=(0, 10, 50)),
+    ), (RunSpec(1.0, 1e-6, max_records=100_000, max_records_per_individual=5),))
+
+
+def make_small_frame(n: int, seed: int, n_people: int = 200, first_id: int = 1) -> pd.DataFrame:
+    """A toy table with ~n/n_people rows per person, ids first_id..first_id+n_people-1."""
+    rng = np.random.default_rng(seed)
+    size = rng.choice(4, size=n, p=[0.5, 0.3, 0.15, 0.05])
+    amount = np.clip(size * 20 + rng.integers(-5, 15, size=n), -1, 100)
+    return pd.DataFrame({
+        "pid": rng.integers(first_id, first_id + n_people, size=n),
+        "color": rng.choice(["red", "green", "blue"], size=n, p=[0.6, 0.3, 0.1]),
+        "size": size,
+        "amount": amount,
+    })
+
+
+@pytest.fixture
+def small_dataset(small_schema: Schema) -> Dataset:
+    private = make_small_frame(3000, seed=1)
+    public = make_small_frame(3000, seed=2, first_id=5001)
+    return Dataset("small", small_schema, private, public, unit="user", id_column="pid",
+                   max_records_per_individual=5)
+
+
+@pytest.fixture
+def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh SQLite MLflow store in a temporary working folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"

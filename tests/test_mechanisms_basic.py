@@ -1,0 +1,96 @@
+"""The reference mechanisms, `independent`, and the shared mechanism helpers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger
+from mechanisms import make_mechanism
+from mechanisms.base import assign_ids, clip_contributions
+from mechanisms.independent import measure_one_way
+
+
+@pytest.mark.parametrize("delta, accountant, kind", [
+    (1e-6, "gdp", "gaussian"), (1e-6, "zcdp", "gaussian"), (0.0, "gdp", "laplace")])
+def test_independent_spends_exactly_its_budget(small_dataset, delta, accountant, kind):
+    budget = Budget(2.0, delta)
+    ledger = Ledger(budget, accountant)
+    out = make_mechanism("independent", {}).fit_sample(small_dataset, budget, ledger,
+                                                       np.random.default_rng(0))
+    assert small_dataset.schema.problems(out) == []
+    assert [c.kind for c in ledger.charges] == [kind] * 3  # one release per attribute
+    assert {c.sensitivity for c in ledger.charges} == {5.0}  # max 5 rows per person
+    assert ledger.spent()[0] == pytest.approx(2.0, abs=1e-9)
+
+
+def test_independent_row_count_is_noisy_not_private(small_dataset):
+    sizes = {len(make_mechanism("independent", {}).fit_sample(
+        small_dataset, Budget(1.0, 1e-6), Ledger(Budget(1.0, 1e-6)), np.random.default_rng(s)))
+        for s in range(5)}
+    assert len(sizes) > 1  # different noise -> different counts
+    clipped = len(clip_contributions(small_dataset.private, "pid", 5, np.random.default_rng(0)))
+    assert all(abs(n - clipped) < 0.2 * clipped for n in sizes)
+
+
+def test_released_noise_has_the_charged_scale(small_dataset):
+    """The noise actually added matches the scale recorded in the ledger."""
+    codes = small_dataset.schema.encode(small_dataset.private)
+    domain = small_dataset.schema.domain()
+    true = np.bincount(codes["size"], minlength=4)
+    budget = Budget(1.0, 1e-6)
+    for kind, spread in (("gaussian", np.std), ("laplace", lambda x: np.mean(np.abs(x)))):
+        noise, scale = [], None
+        for seed in range(400):
+            ledger = Ledger(budget)
+            noisy = measure_one_way(codes, domain, 5.0, kind, budget, ledger,
+                                    np.random.default_rng(seed))
+            noise.append(noisy["size"] - true)
+            scale = ledger.charges[0].scale
+        # Gaussian: std = sigma; Laplace: mean |noise| = b. 1600 draws -> ~2.5% sampling error.
+        assert spread(np.concatenate(noise)) == pytest.approx(scale, rel=0.08)
+
+
+def test_clip_contributions_keeps_at_most_bound_rows_per_person():
+    df = pd.DataFrame({"pid": [1] * 10 + [2] * 3 + [3], "x": range(14)})
+    out = clip_contributions(df, "pid", 4, np.random.default_rng(0))
+    assert out.groupby("pid").size().to_dict() == {1: 4, 2: 3, 3: 1}
+    assert set(out["x"]) <= set(df["x"])
+
+
+def test_assign_ids_follow_public_group_sizes(small_dataset):
+    ids = assign_ids(5000, small_dataset, np.random.default_rng(0))
+    col = small_dataset.schema["pid"]
+    assert len(ids) == 5000 and ids.min() >= col.min and ids.max() <= col.max
+    public_mean = small_dataset.public.groupby("pid").size().mean()
+    assert pd.Series(ids).value_counts().mean() == pytest.approx(public_mean, rel=0.25)
+
+
+def test_reference_mechanisms(small_dataset):
+    budget, rng = Budget(1.0, 1e-6), np.random.default_rng(0)
+    priv = small_dataset.private
+    res = make_mechanism("resample", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
+    assert len(res) == len(priv)
+    assert len(res.merge(priv.drop_duplicates(), how="inner")) == len(res)  # all private rows
+    pub = make_mechanism("public_only", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
+    pd.testing.assert_frame_equal(pub.sort_values(list(pub.columns)).reset_index(drop=True),
+                                  small_dataset.public.sort_values(list(pub.columns))
+                                  .reset_index(drop=True))
+    uni = make_mechanism("uniform", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
+    assert small_dataset.schema.problems(uni) == []
+    shares = uni["size"].value_counts(normalize=True)
+    assert np.allclose(shares.sort_index().to_numpy(), 0.25, atol=0.03)
+
+
+def test_public_only_without_public_data(small_dataset):
+    small_dataset.public = None
+    with pytest.raises(ConfigError, match="needs a public part"):
+        make_mechanism("public_only", {}).fit_sample(small_dataset, Budget(1.0), Ledger(Budget(1.0)),
+                                                     np.random.default_rng(0))
+
+
+def test_unknown_mechanism_and_setting():
+    with pytest.raises(ConfigError, match="unknown mechanism 'nope'"):
+        make_mechanism("nope", {})
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['k'\]"):
+        make_mechanism("independent", {"k": 3})

@@ -1,0 +1,109 @@
+import math
+
+import pytest
+from autodp import mechanism_zoo, transformer_zoo
+from scipy.stats import norm
+
+from harness.errors import BudgetExceededError, ConfigError
+from harness.privacy import (Budget, Ledger, analytic_gaussian_delta, analytic_gaussian_sigma,
+                             compose, gaussian_sigma, gdp_epsilon, laplace_scale, zcdp_epsilon,
+                             zcdp_rho)
+
+DELTA = 2.5e-5
+
+
+@pytest.mark.parametrize("eps, C, zcdp_sigma, gdp_sigma", [
+    (1.0, 150, 5739.36, 4290.24),
+    (10.0, 200, 895.42, 784.12),
+])
+def test_adaptive_grid_writeup_sigmas(eps, C, zcdp_sigma, gdp_sigma):
+    budget = Budget(eps, DELTA)
+    assert gaussian_sigma(66, C, budget, "zcdp") == pytest.approx(zcdp_sigma, abs=0.01)
+    assert gaussian_sigma(66, C, budget, "gdp") == pytest.approx(gdp_sigma, rel=1e-3)
+
+
+def test_zcdp_conversion_is_bun_steinke():
+    rho = 0.05
+    assert zcdp_epsilon(rho, 1e-6) == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)))
+    assert zcdp_epsilon(zcdp_rho(1.3, 1e-6), 1e-6) == pytest.approx(1.3, rel=1e-12)
+
+
+def test_analytic_gaussian_delta_formula_matches_direct_evaluation():
+    # delta = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), the sign-corrected formula.
+    eps, mu = 0.7, 1.1
+    direct = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+    assert analytic_gaussian_delta(eps, mu) == pytest.approx(direct, rel=1e-12)
+
+
+def test_gdp_epsilon_agrees_with_autodp_composed_gaussian():
+    # 66 Gaussian releases of sensitivity 1 at noise multiplier z compose like one with z/sqrt(66).
+    z = 12.0
+    composed = transformer_zoo.ComposeGaussian()([mechanism_zoo.GaussianMechanism(z)], [66])
+    assert gdp_epsilon(math.sqrt(66) / z, DELTA) == pytest.approx(composed.get_approxDP(DELTA),
+                                                                  rel=1e-6)
+
+
+def test_analytic_gaussian_is_valid_above_epsilon_one():
+    # The classic sigma = sqrt(2 ln(1.25/delta))/eps needs eps < 1; the analytic one does not,
+    # and it is smaller everywhere.
+    for eps in (0.5, 1.0, 5.0, 20.0):
+        sigma = analytic_gaussian_sigma(eps, 1e-5, 1.0)
+        assert analytic_gaussian_delta(eps, 1.0 / sigma) == pytest.approx(1e-5, rel=1e-6)
+        if eps < 1:
+            assert sigma < math.sqrt(2 * math.log(1.25 / 1e-5)) / eps
+
+
+def test_laplace_scale():
+    assert laplace_scale(0.5, 3.0) == 6.0
+
+
+def test_ledger_accepts_exact_budget_and_refuses_overspend():
+    budget = Budget(1.0, DELTA)
+    ledger = Ledger(budget)
+    sigma = gaussian_sigma(10, 2.0, budget)
+    for i in range(10):
+        ledger.charge(f"m{i}", "gaussian", 2.0, sigma)
+    eps, delta = ledger.spent()
+    assert eps == pytest.approx(1.0, abs=1e-9) and delta == DELTA
+    with pytest.raises(BudgetExceededError, match="over the budget"):
+        ledger.charge("one too many", "gaussian", 2.0, sigma)
+    assert len(ledger.charges) == 10  # the refused charge was not recorded
+
+
+def test_pure_laplace_composition_and_refusal():
+    ledger = Ledger(Budget(1.0, 0.0))
+    ledger.charge("a", "laplace", 1.0, laplace_scale(0.25, 1.0), count=2)
+    ledger.charge("b", "laplace", 2.0, laplace_scale(0.5, 2.0))
+    assert ledger.spent() == pytest.approx((1.0, 0.0))
+    with pytest.raises(BudgetExceededError):
+        ledger.charge("c", "laplace", 1.0, 1e6)
+
+
+def test_gaussian_needs_delta():
+    ledger = Ledger(Budget(1.0, 0.0))
+    with pytest.raises(BudgetExceededError):
+        ledger.charge("g", "gaussian", 1.0, 100.0)
+    with pytest.raises(ConfigError, match="delta > 0"):
+        gaussian_sigma(1, 1.0, Budget(1.0, 0.0))
+
+
+def test_mixed_charges_compose_additively_under_gdp_and_via_rho_under_zcdp():
+    lap = dict(name="l", kind="laplace", sensitivity=1.0, scale=4.0)  # eps 0.25
+    gauss = dict(name="g", kind="gaussian", sensitivity=1.0, scale=5.0)
+    from harness.privacy import Charge
+    charges = [Charge(**lap), Charge(**gauss)]
+    eps_gdp, _ = compose(charges, 1e-6, "gdp")
+    assert eps_gdp == pytest.approx(0.25 + gdp_epsilon(0.2, 1e-6))
+    rho = 0.25**2 / 2 + 1 / (2 * 25)
+    assert compose(charges, 1e-6, "zcdp")[0] == pytest.approx(zcdp_epsilon(rho, 1e-6))
+
+
+@pytest.mark.parametrize("eps, delta", [(-1, 0), (0, 0), (math.inf, 0), (1, 1.0), (1, -0.1)])
+def test_bad_budgets(eps, delta):
+    with pytest.raises(ConfigError):
+        Budget(eps, delta)
+
+
+def test_unknown_accountant():
+    with pytest.raises(ConfigError, match="unknown accountant"):
+        Ledger(Budget(1, 1e-6), accountant="rdp-magic")  # type: ignore[arg-type]
