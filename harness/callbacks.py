@@ -26,31 +26,23 @@ class SweepSummary(Callback):
         for r in failed:
             first = (r.get("message") or "").splitlines()[0] if r.get("message") else ""
             print(f"  failed: {r['label']}: {first}")
-        if len(failed) < len(records):
-            self._print_leaderboard(config, str(sweep_dir))
+        finished = [r for r in records if r["status"] == "FINISHED"]
+        for experiment in sorted({r["experiment"] for r in finished}):
+            uri = next(r.get("tracking_uri") for r in finished if r["experiment"] == experiment)
+            print_leaderboard(experiment, uri, str(sweep_dir))
         if failed:
             sys.exit(1)
 
-    @staticmethod
-    def _print_leaderboard(config: DictConfig, sweep: str) -> None:
-        from .leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
-        from .runner import parse_run_config
-        from omegaconf import OmegaConf
 
-        keys = [k for k in config.keys() if k != "hydra"]
-        plain = OmegaConf.to_container(OmegaConf.masked_copy(config, keys), resolve=True)
-        try:
-            rc = parse_run_config(plain)  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - a broken config already failed every job
-            return
-        runs = load_runs(rc.experiment, rc.tracking_uri, sweep=sweep)
-        if runs.empty:
-            return
-        board = build_leaderboard(runs)
-        print()
-        print(render_markdown(board, title=f"Leaderboard: {rc.experiment} (this sweep)"))
-        out = write_outputs(board, runs, Path(sweep) / "leaderboard")
-        print(f"\nwritten: {', '.join(str(p) for p in out)}")
-        print("all runs of the experiment: dp-arena-board --experiment "
-              f"'{rc.experiment}'   |   browse: mlflow ui --backend-store-uri "
-              "sqlite:///mlflow.db")
+def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str) -> None:
+    """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``."""
+    from .leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
+
+    runs = load_runs(experiment, tracking_uri, sweep=sweep)
+    board = build_leaderboard(runs)
+    print()
+    print(render_markdown(board, title=f"Leaderboard: {experiment} (this sweep)"))
+    out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
+    print(f"\nwritten: {', '.join(str(p) for p in out)}")
+    print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
+          "    browse: mlflow ui --backend-store-uri sqlite:///mlflow.db")

@@ -42,6 +42,7 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     try:
         outcome = run_one(plain)
         record = {"status": outcome.status, "label": label, "run_id": outcome.run_id,
+                  "experiment": outcome.experiment, "tracking_uri": plain["tracking"]["uri"],
                   "seconds": outcome.seconds, "scores": outcome.scores}
         print(f"done   {label}  {headline(outcome.scores)}  ({outcome.seconds:.1f}s)", flush=True)
     except DPArenaError as exc:

@@ -47,7 +47,7 @@ class RunConfig:
     seed: int
     dataset: dict[str, Any]
     metrics: dict[str, dict[str, Any]]
-    experiment: str
+    experiment: str  # "" = dp-arena/<dataset name>, known once the dataset is loaded
     tracking_uri: str | None
     log_private_synthetic: bool
     sweep: str = ""
@@ -61,6 +61,7 @@ class RunOutcome:
     epsilon: float
     trial: int
     run_id: str | None = None
+    experiment: str = ""
     scores: dict[str, float] = field(default_factory=dict)
     message: str = ""
     seconds: float = 0.0
@@ -93,7 +94,7 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
     if not isinstance(trial, int) or not isinstance(seed, int) or trial < 0 or seed < 0:
         raise ConfigError(f"trial and seed must be non-negative integers (got {trial!r}, {seed!r})",
                           "e.g. trial=0 seed=0")
-    experiment = tracking.get("experiment") or f"dp-arena/{cfg['dataset'].get('name')}"
+    experiment = tracking.get("experiment") or ""
     return RunConfig(name, mech, budget, accountant, trial, seed, dict(cfg["dataset"]),
                      metrics_cfg, experiment, tracking.get("uri"),
                      bool(tracking.get("log_private_synthetic", False)),
@@ -136,13 +137,15 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
         raise ConfigError(f"none of the metrics {sorted(metrics)} applies to dataset {data.name!r}",
                           "add a generic metric, e.g. metrics.kmarginal={}")
     client = client_for(rc.tracking_uri)
-    exp_id = ensure_experiment(client, rc.experiment)
+    experiment = rc.experiment or f"dp-arena/{data.name}"
+    exp_id = ensure_experiment(client, experiment)
     fingerprint = data.fingerprint()
     tags = run_tags(rc, mechanism, data, fingerprint)
     run = client.create_run(exp_id, run_name=f"{rc.mechanism}/{rc.budget.epsilon:g}/{rc.trial}",
                             tags=tags)
     run_id = run.info.run_id
-    outcome = RunOutcome(STATUS_FAILED, rc.mechanism, rc.budget.epsilon, rc.trial, run_id)
+    outcome = RunOutcome(STATUS_FAILED, rc.mechanism, rc.budget.epsilon, rc.trial, run_id,
+                         experiment=experiment)
     try:
         log_params(client, run_id, rc)
         execute(rc, mechanism, applicable, data, client, run_id, outcome)
