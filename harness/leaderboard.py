@@ -199,9 +199,11 @@ def plot_score_vs_epsilon(board: pd.DataFrame, path: Path) -> Path:
     ax = fig.add_subplot()
     for (mech, hp), part in board.dropna(subset=["mean"]).groupby(["mechanism", "hyperparameters"]):
         part = part.sort_values("epsilon")
-        label = mech if hp == "-" else f"{mech} ({hp})"
+        label = _label(part.iloc[0]) + ("" if hp == "-" else f" ({hp})")
+        is_reference = bool(part["reference"].iloc[0])
         ax.errorbar(part["epsilon"], part["mean"], yerr=part["ci95"].fillna(0), marker="o",
-                    capsize=3, label=label)
+                    capsize=3, label=label, linestyle="--" if is_reference else "-",
+                    alpha=0.6 if is_reference else 1.0)
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")
     ax.set_ylabel(board.attrs.get("metric", "score"))
