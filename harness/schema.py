@@ -299,8 +299,8 @@ def encode_column(col: Column, values: pd.Series) -> np.ndarray:
         lookup = pd.Index(list(col.values))  # type: ignore[arg-type]
         codes = lookup.get_indexer(arr)
         if np.any(codes < 0):
-            bad = pd.unique(arr[codes < 0])[:_MAX_EXAMPLES]
-            raise SchemaError([f"{col.name}: values not in the domain, e.g. {list(bad)}"])
+            bad = _examples(pd.Series(arr[codes < 0]))
+            raise SchemaError([f"{col.name}: values not in the domain, e.g. {bad}"])
         return codes.astype(np.int64)
     if col.kind == "numeric":
         return np.searchsorted(col.cut_points, arr.astype(float), side="right").astype(np.int64)
@@ -360,27 +360,32 @@ def _column_problems(col: Column, s: pd.Series) -> list[str]:
         if needs_int:
             frac = as_num != np.floor(as_num)
             if frac.any():
-                ex = list(pd.unique(as_num[frac]))[:_MAX_EXAMPLES]
+                ex = _examples(as_num[frac])
                 out.append(f"{col.name}: {int(frac.sum())} non-integer value(s), e.g. {ex}")
         if col.kind in ("numeric", "id"):
             low, high = as_num < float(col.min), as_num > float(col.max)  # type: ignore[arg-type]
             if (low | high).any():
-                ex = list(pd.unique(as_num[low | high]))[:_MAX_EXAMPLES]
+                ex = _examples(as_num[low | high])
                 out.append(f"{col.name}: {int((low | high).sum())} value(s) outside "
                            f"[{_plain_number(col.min)}, {_plain_number(col.max)}], e.g. {ex}")
         else:
             allowed = pd.Index([float(v) for v in col.values])  # type: ignore[union-attr]
             bad = ~as_num.isin(allowed)
             if bad.any():
-                ex = [_plain_number(v) for v in pd.unique(as_num[bad])][:_MAX_EXAMPLES]
+                ex = _examples(as_num[bad])
                 out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain "
                            f"({len(allowed)} allowed values), e.g. {ex}")
     else:
         bad = ~vals.isin(list(col.values))  # type: ignore[arg-type]
         if bad.any():
-            ex = list(pd.unique(vals[bad]))[:_MAX_EXAMPLES]
-            out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain, e.g. {ex}")
+            out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain, "
+                       f"e.g. {_examples(vals[bad])}")
     return out
+
+
+def _examples(values: pd.Series) -> list[Any]:
+    """Up to five distinct offending values as plain Python scalars (for messages)."""
+    return [_plain_number(v) for v in pd.unique(values)[:_MAX_EXAMPLES]]
 
 
 def _plain_number(x: Any) -> Any:
@@ -388,6 +393,8 @@ def _plain_number(x: Any) -> Any:
         return int(x)
     if isinstance(x, np.integer):
         return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
     return x
 
 
