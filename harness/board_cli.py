@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 def latest_experiment(tracking_uri: str | None) -> str:
     from .tracking import client_for
 
-    client = client_for(tracking_uri)
+    client = client_for(tracking_uri, must_exist=True)
     exps = [e for e in client.search_experiments() if e.name.startswith("dp-arena/")]
     if not exps:
         raise DPArenaError(f"no dp-arena experiments in {client.tracking_uri}",

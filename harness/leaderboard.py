@@ -30,7 +30,7 @@ SHOWN_EXTRAS = ("epsilon_spent", "seconds", "peak_memory_mb", "n_synthetic_rows"
 def load_runs(experiment: str, tracking_uri: str | None = None,
               sweep: str | None = None) -> pd.DataFrame:
     """One row per MLflow run of ``experiment`` (optionally only one sweep's runs)."""
-    client = client_for(tracking_uri)
+    client = client_for(tracking_uri, must_exist=True)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         names = sorted(e.name for e in client.search_experiments())
@@ -135,6 +135,22 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None) -> pd.DataF
     return out
 
 
+def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
+    """Columns for the Markdown table: the parts of the ranking score (for the challenge:
+    its three components), then every other metric family's headline score."""
+    from metrics import METRICS, metric_class
+
+    family = ranked_by.split("/")[0]
+    parts = [c for c in board.columns if c.startswith(f"{family}/") and c != ranked_by
+             and family == "challenge"]
+    headlines = []
+    for name in METRICS:
+        col = f"{name}/{metric_class(name).headline}" if name != family else None
+        if col and col in board.columns:
+            headlines.append(col)
+    return parts + headlines
+
+
 def _fmt(x: object, digits: int = 1) -> str:
     if isinstance(x, float):
         if math.isnan(x):
@@ -155,7 +171,7 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     """A Markdown section per epsilon, ranked by the board's metric."""
     key = board.attrs.get("metric", "score")
     direction = "lower is better" if lower_is_better(key) else "higher is better"
-    extras = [c for c in board.columns if "/" in c][:4]
+    extras = shown_scores(board, key)
     lines = [f"## {title}", f"ranked by `{key}` ({direction}); mean ± 95% CI over n trials", ""]
     for eps, part in board.groupby("epsilon", sort=True):
         lines += [f"### epsilon = {eps:g}", ""]

@@ -16,9 +16,7 @@ from typing import Any, Mapping
 
 from . import __version__
 from .data import PROJECT_ROOT
-
-for _name in ("mlflow", "alembic", "sqlalchemy"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
+from .errors import DPArenaError
 
 #: MLflow stores +inf as the largest float; anything above this reads back as infinity.
 INF_THRESHOLD = 1e300
@@ -29,10 +27,25 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
 
-def client_for(uri: str | None = None):  # -> mlflow.MlflowClient
+def client_for(uri: str | None = None, must_exist: bool = False):  # -> mlflow.MlflowClient
+    """An MLflow client; with ``must_exist`` a missing local SQLite store is an error rather
+    than silently created empty."""
     from mlflow import MlflowClient
 
-    return MlflowClient(tracking_uri=resolve_tracking_uri(uri))
+    quiet_mlflow_logs()
+    resolved = resolve_tracking_uri(uri)
+    if must_exist and resolved.startswith("sqlite:///"):
+        path = Path(resolved.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise DPArenaError(f"no MLflow store at {path}",
+                               "run dp-arena in this folder first, or pass --tracking-uri")
+    return MlflowClient(tracking_uri=resolved)
+
+
+def quiet_mlflow_logs() -> None:
+    """MLflow (re)configures its loggers on import; keep database set-up chatter out."""
+    for name in ("mlflow", "alembic", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def ensure_experiment(client, name: str) -> str:

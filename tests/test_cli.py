@@ -89,4 +89,5 @@ def test_csv_with_out_of_domain_value_and_nan(csv_dir):
 def test_board_without_runs(tmp_path):
     proc = board(tmp_path)
     assert proc.returncode == 2
-    assert "no dp-arena experiments" in proc.stderr and "Traceback" not in proc.stderr
+    assert "no MLflow store at" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()  # nothing created behind the user's back

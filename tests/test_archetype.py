@@ -1,0 +1,188 @@
+"""The archetype (GooseDP) mechanism: ledger, sensitivity of the private step, valid output."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from harness.data import PROJECT_ROOT, Dataset, load_taxi_sim
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger, gdp_mu, zcdp_rho
+from harness.sprint3 import DELTA
+from mechanisms import make_mechanism
+from mechanisms.archetype import (count_taxis_by_mode, fit_public_archetypes, modal_values,
+                                  private_histograms, split_sigmas, tie_break_jitter)
+
+
+@pytest.fixture(scope="module")
+def taxi() -> Dataset:
+    return load_taxi_sim(n_private=20_000, n_public=20_000, seed=1)
+
+
+def run(data, eps, accountant="gdp", seed=0, **params):
+    budget = Budget(eps, DELTA)
+    ledger = Ledger(budget, accountant, unit=data.ledger_unit)
+    out = make_mechanism("archetype", params).fit_sample(data, budget, ledger,
+                                                         np.random.default_rng(seed))
+    return out, ledger
+
+
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_output_is_schema_valid(taxi, eps):
+    out, _ = run(taxi, eps)
+    assert taxi.schema.problems(out) == []
+    assert list(out.columns) == taxi.schema.names
+    assert (out["shift"] == out["trip_day_of_week"] * 3 + out["trip_hour_of_day"] // 8).all()
+    # taxis are fresh ids, never private ones
+    assert not set(out["taxi_id"]) & set(taxi.private["taxi_id"])
+    n_taxis = taxi.private["taxi_id"].nunique()
+    assert 0.7 * n_taxis < out["taxi_id"].nunique() < 1.3 * n_taxis
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_ledger_two_gaussian_charges_compose_to_the_budget(taxi, eps, accountant):
+    _, ledger = run(taxi, eps, accountant, k=4)
+    assert [(c.kind, c.sensitivity, c.count) for c in ledger.charges] == \
+        [("gaussian", 1.0, 1), ("gaussian", 1.0, 1)]
+    spent_eps, spent_delta = ledger.spent()
+    assert spent_eps == pytest.approx(eps, abs=1e-9)
+    assert spent_delta == pytest.approx(DELTA, abs=1e-15)
+    # the configured split of the accountant's additive budget (mu^2 / rho): 0.1 / 0.9
+    share = [1 / c.scale**2 for c in ledger.charges]
+    assert share[0] / sum(share) == pytest.approx(0.1, rel=1e-12)
+
+
+def test_split_sigmas_are_the_whole_budget_shared():
+    b = Budget(1.0, DELTA)
+    sa, sc = split_sigmas(b, "gdp", 0.25)
+    assert 1 / sa**2 + 1 / sc**2 == pytest.approx(gdp_mu(1.0, DELTA) ** 2, rel=1e-12)
+    assert sc / sa == pytest.approx(math.sqrt(0.25 / 0.75))
+    sa, sc = split_sigmas(b, "zcdp", 0.5)
+    assert 1 / (2 * sa**2) + 1 / (2 * sc**2) == pytest.approx(zcdp_rho(1.0, DELTA), rel=1e-12)
+    for bad in (0.0, 1.0, -0.1, 1.5):
+        with pytest.raises(ConfigError, match="split"):
+            split_sigmas(b, "gdp", bad)
+
+
+def random_trips(rng, n_taxis=300, n_values=6):
+    sizes = rng.integers(1, 15, size=n_taxis)
+    ids = np.repeat(rng.choice(10**6, n_taxis, replace=False) + 10**6, sizes)
+    # each taxi prefers one value, with plenty of ties among the small taxis
+    pref = np.repeat(rng.integers(0, n_values, n_taxis), sizes)
+    values = np.where(rng.random(len(ids)) < 0.5, pref, rng.integers(0, n_values, len(ids)))
+    return ids, values
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pre_noise_histogram_neighbours_differ_by_at_most_one(seed):
+    rng = np.random.default_rng(seed)
+    n_values, tie_seed = 6, int(rng.integers(2**62))
+    ids, values = random_trips(rng, n_values=n_values)
+    base = count_taxis_by_mode(ids, values, n_values, tie_seed)
+    assert base.sum() == len(np.unique(ids)) and len(base) == n_values
+    taxis = np.unique(ids)
+    for victim in rng.choice(taxis, 20, replace=False):
+        # remove one taxi: exactly one bin drops by one
+        keep = ids != victim
+        diff = base - count_taxis_by_mode(ids[keep], values[keep], n_values, tie_seed)
+        assert np.abs(diff).sum() == 1 and np.sqrt((diff**2).sum()) == 1 and diff.min() == 0
+        # add a new taxi with arbitrary trips: exactly one bin grows by one
+        extra = rng.integers(0, n_values, rng.integers(1, 30))
+        added = count_taxis_by_mode(np.r_[ids, np.full(len(extra), 42)], np.r_[values, extra],
+                                    n_values, tie_seed)
+        diff = added - base
+        assert np.abs(diff).sum() == 1 and diff.max() == 1
+        # change one taxi's trips: one taxi moves between two bins (L1 <= 2, L2 <= sqrt 2)
+        changed = values.copy()
+        changed[ids == victim] = rng.integers(0, n_values, (ids == victim).sum())
+        diff = count_taxis_by_mode(ids, changed, n_values, tie_seed) - base
+        assert np.abs(diff).sum() in (0, 2) and np.sqrt((diff**2).sum()) <= math.sqrt(2)
+
+
+def test_private_histograms_have_sensitivity_one_per_histogram(taxi):
+    model = fit_public_archetypes(taxi.public, "taxi_id", taxi.schema, 6,
+                                  np.random.default_rng(0))
+    base = private_histograms(taxi.private, model, "taxi_id", taxi.schema, seed=7)
+    assert [len(h) for h in base] == [6, 101]
+    assert all(h.sum() == taxi.private["taxi_id"].nunique() for h in base)
+    for victim in taxi.private["taxi_id"].drop_duplicates().sample(5, random_state=0):
+        fewer = taxi.private[taxi.private["taxi_id"] != victim]
+        for h0, h1 in zip(base, private_histograms(fewer, model, "taxi_id", taxi.schema, 7)):
+            assert np.abs(h0 - h1).sum() == 1
+
+
+def test_modes_break_ties_at_random_among_the_tied_values_only():
+    ids = np.array([1, 1, 1, 1, 2, 2, 2])
+    values = np.array([0, 0, 3, 3, 1, 2, 2])  # taxi 1: tie 0 / 3; taxi 2: clear mode 2
+    modes = {int(modal_values(ids, values, 5, s)[1][0]) for s in range(50)}
+    assert modes == {0, 3}
+    assert all(modal_values(ids, values, 5, s)[1][1] == 2 for s in range(50))
+    j = tie_break_jitter(3, np.arange(10_000), np.zeros(10_000))
+    assert 0 <= j.min() and j.max() < 1 and abs(j.mean() - 0.5) < 0.02
+
+
+def test_output_depends_on_private_data_only_through_the_histograms(taxi):
+    """Private tables with the same pre-noise histograms give identical output (same rng)."""
+    def same(private_a, private_b):
+        a, _ = run(Dataset("a", taxi.schema, private_a, taxi.public, "user", "taxi_id"), 1.0,
+                   seed=5, k=4)
+        b, _ = run(Dataset("b", taxi.schema, private_b, taxi.public, "user", "taxi_id"), 1.0,
+                   seed=5, k=4)
+        pd.testing.assert_frame_equal(a, b)
+
+    # every column the histograms do not read changed, rows shuffled
+    other = taxi.private.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    other[["fare", "tips", "trip_total", "trip_seconds", "trip_miles"]] = 7
+    other["payment_type"] = -1
+    same(taxi.private, other)
+    # taxis relabelled (tie-free: one trip per taxi, so the modes cannot depend on the ids)
+    single = taxi.private.drop_duplicates("taxi_id").reset_index(drop=True)
+    relabelled = single.assign(taxi_id=np.random.default_rng(0).permutation(
+        single["taxi_id"].to_numpy()) + 1)
+    same(single, relabelled.iloc[::-1].reset_index(drop=True))
+
+
+def test_row_cap_and_trip_count_modes(taxi):
+    out, _ = run(taxi, 10.0, max_rows=5000)
+    assert 0 < len(out) <= 5000
+    # mean: every taxi of an archetype gets its archetype's mean (+-1): few distinct counts
+    mean_out, _ = run(taxi, 10.0, trips_per_taxi="mean", k=5)
+    assert taxi.schema.problems(mean_out) == []
+    assert mean_out.groupby("taxi_id").size().nunique() <= 2 * 5
+    public_out, _ = run(taxi, 10.0, trips_per_taxi="public", k=5)
+    assert public_out.groupby("taxi_id").size().nunique() > 2 * 5
+
+
+def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
+    conf = yaml.safe_load((PROJECT_ROOT / "conf/mechanism/archetype.yaml").read_text())
+    assert conf.pop("name") == "archetype"
+    mech = make_mechanism("archetype", conf)
+    assert (mech.k, mech.split, mech.max_rows) == (10, 0.1, 2_000_000)
+    for bad, match in (({"k": 0}, "k"), ({"split": 1.0}, "split"),
+                       ({"gmm_covariance": "x"}, "covariance"),
+                       ({"trips_per_taxi": "x"}, "trips_per_taxi")):
+        with pytest.raises(ConfigError, match=match):
+            run(taxi, 1.0, **bad)
+    with pytest.raises(ConfigError, match="delta"):
+        make_mechanism("archetype", {}).fit_sample(taxi, Budget(1.0, 0.0), Ledger(Budget(1.0)),
+                                                   np.random.default_rng(0))
+    no_public = Dataset(taxi.name, taxi.schema, taxi.private, None, "user", "taxi_id")
+    with pytest.raises(ConfigError, match="public"):
+        run(no_public, 1.0)
+
+
+def test_one_run_through_the_runner(tracking_uri):
+    from harness.runner import run_one
+
+    out = run_one({
+        "dataset": {"name": "taxi_sim", "n_private": 5000, "n_public": 5000, "seed": 0},
+        "mechanism": {"name": "archetype", "k": 4},
+        "privacy": {"epsilon": 1.0, "delta": DELTA, "accountant": "gdp"},
+        "metrics": {"kmarginal": {"k": 2}},
+        "trial": 0, "seed": 0,
+        "tracking": {"uri": tracking_uri, "experiment": "test"},
+    })
+    assert out.status == "FINISHED" and out.scores
