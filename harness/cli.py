@@ -63,10 +63,13 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
 
 
 def describe(cfg: dict[str, Any]) -> str:
-    mech = cfg.get("mechanism") or {}
-    params = ",".join(f"{k}={v}" for k, v in mech.items() if k != "name" and v is not None)
+    from mechanisms import hyperparameter_label
+
+    mech = dict(cfg.get("mechanism") or {})
+    name = mech.pop("name", None)
+    params = hyperparameter_label(str(name), mech)
     privacy = cfg.get("privacy") or {}
-    return (f"{mech.get('name')}{'(' + params + ')' if params else ''} "
+    return (f"{name}{'(' + params + ')' if params != '-' else ''} "
             f"eps={privacy.get('epsilon')} trial={cfg.get('trial')}")
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechanisms import Mechanism, make_mechanism
+from mechanisms import Mechanism, hyperparameter_label, make_mechanism
 from metrics import Metric, make_metric
 
 from .data import Dataset, load_dataset
@@ -119,10 +119,6 @@ def run_key(rc: RunConfig, fingerprint: str) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def hyperparameter_label(params: dict[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if v is not None) or "-"
-
-
 def run_one(cfg: dict[str, Any]) -> RunOutcome:
     """Run, score and log one configuration. Raises DPArenaError for bad input found before
     the MLflow run starts; failures after that are logged and returned as FAILED."""
@@ -213,7 +209,7 @@ def spent_budget(mechanism: Mechanism, ledger: Ledger) -> tuple[float, float]:
 def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str) -> dict[str, str]:
     tags = {
         "mechanism": rc.mechanism,
-        "hyperparameters": hyperparameter_label(rc.mechanism_params),
+        "hyperparameters": hyperparameter_label(rc.mechanism, rc.mechanism_params),
         "epsilon": f"{rc.budget.epsilon:g}", "delta": f"{rc.budget.delta:g}",
         "trial": str(rc.trial), "accountant": rc.accountant,
         "privacy_unit": data.ledger_unit, "dataset": data.name,

@@ -32,10 +32,24 @@ def mechanism_class(name: str) -> type[Mechanism]:
     return getattr(importlib.import_module(module), cls)
 
 
+def hyperparameter_label(name: str, params: dict[str, Any]) -> str:
+    """``k=5,C=150``: the settings that differ from the mechanism's defaults ("-" if none).
+    Used to group runs on the leaderboard; every setting is logged to MLflow regardless."""
+    import dataclasses
+
+    try:
+        defaults = {f.name: f.default for f in dataclasses.fields(mechanism_class(name))
+                    if f.default is not dataclasses.MISSING}
+    except (ConfigError, ImportError):
+        defaults = {}
+    changed = {k: v for k, v in params.items() if k not in defaults or defaults[k] != v}
+    return ",".join(f"{k}={v}" for k, v in sorted(changed.items())) or "-"
+
+
 def make_mechanism(name: str, params: dict[str, Any] | None) -> Mechanism:
     from harness.params import build_dataclass
 
     return build_dataclass(mechanism_class(name), params or {}, f"mechanism.{name}")
 
 
-__all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism"]
+__all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism", "hyperparameter_label"]
