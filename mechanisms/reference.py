@@ -1,6 +1,6 @@
 """Non-private reference points every leaderboard needs.
 
-- ``resample``: the ceiling. Draws private rows with replacement. NOT differentially private
+- ``resample``: the ceiling. Draws private rows (persons, for user-level data) with replacement. NOT differentially private
   (epsilon = inf); its synthetic data *is* private data, so the runner does not log it unless
   the user opts in.
 - ``public_only``: releases a sample of the public part. Spends nothing (epsilon = 0): the
@@ -27,7 +27,9 @@ from .base import Mechanism, Reference, assign_ids
 
 @dataclass
 class Resample(Mechanism):
-    """Private rows drawn with replacement (``n_rows`` default: as many as the private part)."""
+    """Private data drawn with replacement: rows for record-level data; whole persons (all
+    their rows, so each person's sequence stays intact) for user-level data, a repeated
+    person getting a fresh id. ``n_rows`` (default: the private size) caps the rows."""
 
     n_rows: int | None = None
     name: ClassVar[str] = "resample"
@@ -36,8 +38,36 @@ class Resample(Mechanism):
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
         n = self.n_rows or len(data.private)
-        rows = rng.integers(0, len(data.private), size=n)
-        return data.private.iloc[rows].reset_index(drop=True)
+        if data.unit == "record":
+            return data.private.iloc[rng.integers(0, len(data.private), size=n)].reset_index(drop=True)
+        return resample_persons(data, n, rng)
+
+
+def resample_persons(data: Dataset, n_rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Persons drawn with replacement until ``n_rows`` rows; repeats get unused ids."""
+    id_col = data.id_column
+    private = data.private
+    codes, ids = pd.factorize(private[id_col])
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(len(ids)))
+    sizes = np.bincount(codes, minlength=len(ids))
+    draws = rng.integers(0, len(ids), size=len(ids))
+    while sizes[draws].sum() < n_rows:
+        draws = np.concatenate([draws, rng.integers(0, len(ids), size=len(ids))])
+    draws = draws[: int(np.searchsorted(np.cumsum(sizes[draws]), n_rows)) + 1]
+    rows = np.concatenate([order[starts[d]: starts[d] + sizes[d]] for d in draws])
+    out = private.iloc[rows].reset_index(drop=True)
+    first = ~pd.Series(draws).duplicated().to_numpy()
+    col = data.schema[id_col]  # type: ignore[index]
+    taken = set(ids.tolist())
+    fresh_needed = int((~first).sum())
+    pool = np.setdiff1d(rng.choice(np.arange(int(col.min), int(col.max) + 1),  # type: ignore[arg-type]
+                                   size=min(2 * fresh_needed + len(taken), int(col.max - col.min + 1)),
+                                   replace=False), list(taken))[:fresh_needed]
+    new_ids = ids.to_numpy()[draws].copy()
+    new_ids[~first] = pool
+    out[id_col] = np.repeat(new_ids, sizes[draws])
+    return out.iloc[:n_rows]
 
 
 @dataclass

@@ -71,7 +71,18 @@ def test_reference_mechanisms(small_dataset):
     priv = small_dataset.private
     res = make_mechanism("resample", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
     assert len(res) == len(priv)
-    assert len(res.merge(priv.drop_duplicates(), how="inner")) == len(res)  # all private rows
+    attrs = ["color", "size", "amount"]
+    assert len(res[attrs].merge(priv[attrs].drop_duplicates(), how="inner")) == len(res)
+    # user-level: whole persons are copied, so every synthetic person's rows are exactly some
+    # private person's rows (as a multiset), and ids stay unique per copy.
+    private_people = {tuple(sorted(map(tuple, g[attrs].to_numpy().tolist())))
+                      for _, g in priv.groupby("pid")}
+    cut = res["pid"].iloc[-1]  # the last person drawn may be cut by the row limit
+    for pid, g in res.groupby("pid"):
+        if pid == cut:
+            continue
+        assert tuple(sorted(map(tuple, g[attrs].to_numpy().tolist()))) in private_people
+    assert res["pid"].between(1, 10_000).all()
     pub = make_mechanism("public_only", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
     pd.testing.assert_frame_equal(pub.sort_values(list(pub.columns)).reset_index(drop=True),
                                   small_dataset.public.sort_values(list(pub.columns))
