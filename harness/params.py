@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -18,3 +19,17 @@ def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
         raise ConfigError(f"{where}: unknown setting(s) {unknown}",
                           f"valid settings are {sorted(fields) or 'none'}")
     return cls(**values)
+
+
+def load_registered(registry: dict[str, str], name: str, kind: str) -> Any:
+    """The object ``registry[name]`` names as ``"module:attribute"`` (imported on first use)."""
+    if name not in registry:
+        raise ConfigError(f"unknown {kind} {name!r}", f"use one of {sorted(registry)}")
+    module, attribute = registry[name].split(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise ConfigError(f"{kind} {name!r} is registered but its module {module} is missing",
+                          f"choose another {kind}") from None

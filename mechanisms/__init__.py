@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from harness.errors import ConfigError
@@ -26,10 +25,9 @@ MECHANISMS: dict[str, str] = {
 
 
 def mechanism_class(name: str) -> type[Mechanism]:
-    if name not in MECHANISMS:
-        raise ConfigError(f"unknown mechanism {name!r}", f"use one of {sorted(MECHANISMS)}")
-    module, cls = MECHANISMS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    from harness.params import load_registered
+
+    return load_registered(MECHANISMS, name, "mechanism")
 
 
 def hyperparameter_label(name: str, params: dict[str, Any]) -> str:

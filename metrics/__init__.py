@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from harness.errors import ConfigError
 
 from .base import Metric, MetricResult
 
@@ -19,10 +17,9 @@ METRICS: dict[str, str] = {
 
 
 def metric_class(name: str) -> type[Metric]:
-    if name not in METRICS:
-        raise ConfigError(f"unknown metric {name!r}", f"use one of {sorted(METRICS)}")
-    module, cls = METRICS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    from harness.params import load_registered
+
+    return load_registered(METRICS, name, "metric")
 
 
 def make_metric(name: str, settings: dict[str, Any] | None) -> Metric:
