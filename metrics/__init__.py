@@ -13,6 +13,7 @@ METRICS: dict[str, str] = {
     "challenge": "metrics.challenge:ChallengeMetric",
     "count_query": "metrics.count_query:CountQuery",
     "frequent_patterns": "metrics.frequent_patterns:FrequentPatterns",
+    "duke_utility": "metrics.duke_utility:DukeUtility",
 }
 
 

@@ -1,0 +1,662 @@
+"""``rdt``: private attributes synthesized with random decision trees.
+
+After the Duke report "Differentially private synthetic attribute generation using variable
+depth random decision trees", whose trees follow Jagannathan, Pillaipakkamnatt & Wright
+(Transactions on Data Privacy 5, 2012).
+
+Roles
+-----
+- **Predictors X**: public attributes (``predictors``; default every attribute that is neither
+  private nor the id column).
+- **Private attributes P** (``private_attributes``; default ``["sex", "race"]`` when the
+  schema has them), synthesized in the order given.
+- **AD**, the private data: ``data.private`` (X and P).
+- **SD**, the structure data: records with X that are public or already differentially
+  private: the public part (``base=public``) or the output of the base mechanism.
+- **Targets**: the records whose X is kept and whose P is synthesized: the public part's rows
+  (``base=public``, the default) or the rows of another registered mechanism's output
+  (``base=mst``, ``base=independent``, ...). The output is a complete table in the schema.
+
+Algorithm (one forest per private attribute, in order)
+------------------------------------------------------
+1. *Collapse.* An attribute with more than ``collapse_above`` values keeps at most
+   ``collapse_above - 1`` of them, the most frequent in SD among those with at least
+   ``collapse_min_count`` SD records (default ``n_B``); all others become one shared value.
+   Computed from SD only.
+2. *Structure.* Each of the ``m`` trees is grown from SD alone: at a node, a random
+   not-yet-used node attribute is drawn with probability proportional to
+   ``attribute_weights`` (default 1 each; ``sd_association``: each attribute's mutual
+   information with ``P[j]`` in SD, relative to the largest, floored at 0.05; attributes with
+   a single collapsed value are never drawn), with one child per collapsed value. A node
+   keeps splitting while SD has at least ``n_B`` records on it and its depth is below
+   ``max_depth`` (default: half the number of node attributes, rounded up, as in Jagannathan
+   et al.); otherwise it is a leaf. Node attributes
+   of the forest for ``P[j]`` are X plus the private attributes synthesized before it
+   (``race`` splits on ``sex``): AD records use their real values, targets the synthesized ones.
+3. *Leaves.* The label counts of ``P[j]`` of the AD records reaching each leaf get Laplace
+   noise (every leaf, every label, whether or not a record reached it).
+4. *Proportions (post-processing).* A node's noisy counts are the sums of the noisy leaf
+   counts below it. Top-down from the root, whose parent is the SD proportions of ``P[j]``,
+   each node's proportions are its noisy shares shrunk towards its parent's, label by label,
+   with the empirical-Bayes weight of :func:`node_proportions` (own share trusted when the
+   node's noise is small next to how far a share may stray from the parent's), then clamped
+   at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") takes its parent's
+   proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised noisy
+   counts, empty leaves falling back to the parent.
+5. *Synthesis.* Each target record goes down every tree; the leaf proportions are averaged
+   over the ``m`` trees and ``P[j]`` is drawn from the average.
+
+Hyperparameters (``conf/mechanism/rdt.yaml``)
+---------------------------------------------
+``m`` trees per private attribute (default 3: every tree costs ``eps/m``, and on Adult at
+epsilon 0.1-1 three trees beat five and ten), ``n_B`` (1000), ``max_depth``,
+``attribute_weights``, ``collapse_above`` / ``collapse_min_count``, ``budget_split`` (shares
+of the trees' epsilon per private attribute), ``shrinkage`` (1; 0 = plain clamped
+proportions), ``private_attributes``, ``predictors``, ``base`` (``public`` or a registered
+mechanism name) with ``base_params`` and ``base_share``, ``structure`` (``base``: SD = the
+targets; ``public``: SD = the public part even when the targets come from a base mechanism),
+``max_contrib`` (rows kept per person for user-level data).
+
+Privacy argument
+----------------
+Private: ``data.private`` (AD). Each person contributes at most ``C`` rows: ``C = 1`` for
+record-level data; for user-level data each person's rows are clipped to ``C = max_contrib``
+rows chosen at random (default: the dataset's ``max_records_per_individual``).
+
+- The collapse maps, the tree structures, ``max_depth`` and the SD proportions are functions
+  of SD, the settings and a random generator drawn before AD is read. SD is public (the
+  public part) or the output of a differentially private base mechanism whose releases are
+  charged to the same ledger, so reading it is free (post-processing).
+- The only access to AD is the label-count vector of each tree's leaves. Every AD row
+  reaches exactly one leaf of a tree, so adding or removing one person changes a tree's
+  whole leaf-count table by at most ``C`` in L1 (parallel composition across the leaves):
+  Laplace noise of scale ``C / eps_tree`` on every count makes one tree ``eps_tree``-DP.
+- Budget: the base mechanism (if any) runs with ``base_share`` of the budget. The trees get
+  ``eps_trees``: the whole epsilon with ``base=public``, otherwise what the base left (the
+  largest value the ledger's accountant admits; under ``gdp`` exactly ``epsilon - spent``).
+  Private attribute ``j`` gets ``budget_split[j] * eps_trees`` (default equal shares) and each
+  of its ``m`` trees ``eps_tree = budget_split[j] * eps_trees / m`` (sequential composition);
+  the ``m * |P|`` Laplace charges sum to ``eps_trees``.
+- Everything after the noisy counts (aggregating them up the tree, clamping, normalising,
+  shrinking towards the parent or the SD proportions, averaging, sampling, decoding) reads only
+  noisy counts, SD and the targets' X, so it is post-processing: the raw counts are never used
+  again, in particular not by the fallback for empty leaves.
+- Targets' X and ids come from the public part or the base mechanism's output (no cost).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+from harness.data import Dataset
+from harness.errors import BudgetExceededError, ConfigError
+from harness.privacy import Budget, Charge, Ledger, compose, laplace_scale
+from harness.schema import Schema, decode_column, encode_column
+
+from .base import Mechanism, clip_contributions, contribution_bound
+
+DEFAULT_PRIVATE_ATTRIBUTES: tuple[str, ...] = ("sex", "race")
+#: ``attribute_weights`` value: split weights from the SD association with the private attribute.
+SD_ASSOCIATION = "sd_association"
+
+
+# ----- trees ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TreeStructure:
+    """A random decision tree's shape; nodes are numbered in breadth-first order.
+
+    ``split[i]`` is the node-attribute column node ``i`` splits on (-1: a leaf); its children
+    are ``first_child[i] + v`` for every collapsed value ``v`` of that attribute. ``sd_count``
+    is the number of SD records reaching each node (public).
+    """
+
+    split: np.ndarray
+    first_child: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    sd_count: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.split)
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.split < 0
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.is_leaf.sum())
+
+    def same_shape(self, other: "TreeStructure") -> bool:
+        """Whether two trees have the same nodes, splits and children."""
+        return all(np.array_equal(getattr(self, f), getattr(other, f))
+                   for f in ("split", "first_child", "parent", "depth"))
+
+
+def grow_tree(sd_codes: np.ndarray, n_values: np.ndarray, weights: np.ndarray, n_B: int,
+              max_depth: int, rng: np.random.Generator) -> TreeStructure:
+    """Grow one tree from the structure data only (``sd_codes``: rows x node attributes,
+    collapsed codes). A node splits on a random unused attribute (probability proportional to
+    ``weights``; single-valued attributes never) while it holds at least ``n_B`` SD rows and
+    its depth is below ``max_depth``."""
+    n_attrs = sd_codes.shape[1]
+    usable = (np.asarray(weights, float) > 0) & (np.asarray(n_values) > 1)
+    split, first, parent, depth, count = [-1], [-1], [-1], [0], [len(sd_codes)]
+    members: dict[int, np.ndarray] = {0: np.arange(len(sd_codes))}
+    used: dict[int, np.ndarray] = {0: np.zeros(n_attrs, dtype=bool)}
+    frontier = [0]
+    while frontier:
+        next_frontier: list[int] = []
+        for node in frontier:
+            rows, node_used = members.pop(node), used.pop(node)
+            allowed = usable & ~node_used
+            if len(rows) < n_B or depth[node] >= max_depth or not allowed.any():
+                continue
+            w = np.where(allowed, weights, 0.0)
+            attr = int(rng.choice(n_attrs, p=w / w.sum()))
+            k = int(n_values[attr])
+            split[node], first[node] = attr, len(split)
+            values = sd_codes[rows, attr]
+            order = np.argsort(values, kind="stable")
+            bounds = np.searchsorted(values[order], np.arange(k + 1))
+            child_used = node_used.copy()
+            child_used[attr] = True
+            for v in range(k):
+                child = len(split)
+                split.append(-1), first.append(-1), parent.append(node)
+                depth.append(depth[node] + 1)
+                members[child] = rows[order[bounds[v]:bounds[v + 1]]]
+                count.append(len(members[child]))
+                used[child] = child_used
+                next_frontier.append(child)
+        frontier = next_frontier
+    return TreeStructure(np.array(split), np.array(first), np.array(parent), np.array(depth),
+                         np.array(count))
+
+
+def grow_forest(sd_codes: np.ndarray, n_values: np.ndarray, weights: np.ndarray, m: int,
+                n_B: int, max_depth: int, rng: np.random.Generator) -> list[TreeStructure]:
+    """``m`` independent random trees grown from the structure data."""
+    return [grow_tree(sd_codes, n_values, weights, n_B, max_depth, rng) for _ in range(m)]
+
+
+def route_to_leaves(tree: TreeStructure, codes: np.ndarray) -> np.ndarray:
+    """The leaf each row of ``codes`` (rows x node attributes, collapsed codes) reaches."""
+    node = np.zeros(len(codes), dtype=np.int64)
+    active = np.flatnonzero(tree.split[node] >= 0)
+    while len(active):
+        here = node[active]
+        node[active] = tree.first_child[here] + codes[active, tree.split[here]]
+        active = active[tree.split[node[active]] >= 0]
+    return node
+
+
+# ----- counts and their post-processing ---------------------------------------------------
+def leaf_label_counts(tree: TreeStructure, leaves: np.ndarray, labels: np.ndarray,
+                      n_labels: int) -> np.ndarray:
+    """Raw (private) label counts per node (nodes x labels; internal nodes are 0)."""
+    flat = np.bincount(leaves * n_labels + labels, minlength=tree.n_nodes * n_labels)
+    return flat.reshape(tree.n_nodes, n_labels).astype(float)
+
+
+def add_laplace_noise(counts: np.ndarray, tree: TreeStructure, scale: float,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Laplace(``scale``) noise on every leaf's every label count; internal rows set to 0.
+    The number of draws depends on the tree's shape only."""
+    noisy = np.zeros_like(counts, dtype=float)
+    leaves = tree.is_leaf
+    noisy[leaves] = counts[leaves] + rng.laplace(0.0, scale, size=(tree.n_leaves, counts.shape[1]))
+    return noisy
+
+
+def subtree_sums(tree: TreeStructure, leaf_values: np.ndarray) -> np.ndarray:
+    """Every node's sum of ``leaf_values`` over the leaves below it (leaves keep their own)."""
+    out = np.array(leaf_values, dtype=float, copy=True)
+    out[~tree.is_leaf] = 0.0
+    for d in range(int(tree.depth.max()), 0, -1):
+        nodes = np.flatnonzero(tree.depth == d)
+        np.add.at(out, tree.parent[nodes], out[nodes])
+    return out
+
+
+def node_proportions(tree: TreeStructure, noisy_leaf_counts: np.ndarray, scale: float,
+                     prior: np.ndarray, shrinkage: float) -> np.ndarray:
+    """Label proportions of every node, from the *noisy* leaf counts only (post-processing).
+
+    A node's noisy counts ``y`` are the sums of the noisy leaf counts below it, ``n = sum(y)``
+    its noisy total and ``sigma^2 = 2 scale^2 L`` the noise variance of one of its counts
+    (``L`` leaves below). Top-down, label ``k`` of the node gets
+    ``w_k * y_k / n + (1 - w_k) * parent_k`` with the empirical-Bayes weight
+    ``w_k = n^2 v_k / (n^2 v_k + shrinkage^2 sigma^2)``: the node's own share is trusted when
+    its noise is small next to the spread ``v_k = parent_k (1 - parent_k)`` (floored at
+    1e-4) a share may have around its parent's. The result is clamped at 0 and
+    normalised. The root's parent is ``prior`` (the SD proportions); a node whose noisy total
+    is ``<= 0`` ("empty") takes its parent's proportions. ``shrinkage = 0`` is the plain rule:
+    clamped, normalised noisy counts, empty nodes falling back to the parent.
+    """
+    n_labels = noisy_leaf_counts.shape[1]
+    counts = subtree_sums(tree, noisy_leaf_counts)
+    leaves_below = subtree_sums(tree, tree.is_leaf[:, None].astype(float))[:, 0]
+    total = counts.sum(axis=1)
+    nonempty = total > 0
+    own = np.divide(counts, total[:, None], out=np.zeros_like(counts),
+                    where=nonempty[:, None])
+    noise = (shrinkage * scale) ** 2 * 2.0 * leaves_below[:, None]
+    props = np.zeros_like(counts)
+    for d in range(int(tree.depth.max()) + 1):
+        nodes = np.flatnonzero(tree.depth == d)
+        above = np.broadcast_to(prior, (len(nodes), n_labels)) if d == 0 \
+            else props[tree.parent[nodes]]
+        signal = np.clip(total[nodes], 0.0, None)[:, None] ** 2 * spread(above)
+        w = np.where(nonempty[nodes, None],
+                     signal / np.where(signal + noise[nodes] > 0, signal + noise[nodes], 1.0), 0.0)
+        props[nodes] = normalised(np.clip(w * own[nodes] + (1.0 - w) * above, 0.0, None),
+                                  fallback=above)
+    return props
+
+
+def spread(proportions: np.ndarray) -> np.ndarray:
+    """Bernoulli variance of each share, floored at 1e-4 (the prior spread of a child's share)."""
+    return np.maximum(proportions * (1.0 - proportions), 1e-4)
+
+
+def normalised(rows: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Rows scaled to sum to 1; rows summing to 0 are replaced by ``fallback``'s rows."""
+    sums = rows.sum(axis=1, keepdims=True)
+    return np.where(sums > 0, rows / np.where(sums > 0, sums, 1.0), fallback)
+
+
+def ensemble_proportions(trees: list[TreeStructure], proportions: list[np.ndarray],
+                         codes: np.ndarray) -> np.ndarray:
+    """Per row of ``codes``: the leaf proportions averaged over the trees."""
+    total = np.zeros((len(codes), proportions[0].shape[1]))
+    for tree, props in zip(trees, proportions):
+        total += props[route_to_leaves(tree, codes)]
+    return total / len(trees)
+
+
+def sample_labels(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One label per row drawn from that row's probability vector."""
+    probabilities = np.clip(probabilities, 0, None)
+    cum = np.cumsum(probabilities, axis=1)
+    u = rng.random(len(probabilities))[:, None] * cum[:, -1:]
+    return np.minimum((cum <= u).sum(axis=1), probabilities.shape[1] - 1)
+
+
+# ----- attributes -------------------------------------------------------------------------
+def collapse_rare_values(sd_codes: np.ndarray, size: int, collapse_above: int,
+                         min_count: int) -> np.ndarray:
+    """Map ``code -> collapsed code`` of one attribute from its SD counts.
+
+    Attributes with at most ``collapse_above`` values are unchanged. Otherwise the (at most
+    ``collapse_above - 1``) most frequent SD values with at least ``min_count`` records keep
+    their own code (in their original order) and every other value shares the last code.
+    """
+    if size <= collapse_above:
+        return np.arange(size)
+    counts = np.bincount(sd_codes, minlength=size)
+    by_frequency = np.argsort(-counts, kind="stable")
+    candidates = by_frequency[:collapse_above - 1]
+    kept = np.sort(candidates[counts[candidates] >= min_count]).astype(np.int64)
+    mapping = np.full(size, len(kept), dtype=np.int64)
+    mapping[kept] = np.arange(len(kept))
+    return mapping
+
+
+def sd_proportions(sd_labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """Label proportions in the structure data (uniform when it has no rows)."""
+    counts = np.bincount(sd_labels, minlength=n_labels).astype(float)
+    return counts / counts.sum() if counts.sum() > 0 else np.full(n_labels, 1.0 / n_labels)
+
+
+def encode_columns(schema: Schema, frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Codes ``0..n-1`` of ``columns`` (rows x columns, int64)."""
+    if not columns:
+        return np.zeros((len(frame), 0), dtype=np.int64)
+    return np.column_stack([encode_column(schema[c], frame[c]) for c in columns])
+
+
+def resolve_private_attributes(schema: Schema, requested: list[str] | None) -> list[str]:
+    """The private attributes, in synthesis order (default: sex then race when present)."""
+    attrs = schema.attributes
+    if requested is None:
+        if all(a in attrs for a in DEFAULT_PRIVATE_ATTRIBUTES):
+            return list(DEFAULT_PRIVATE_ATTRIBUTES)
+        raise ConfigError(
+            f"mechanism.private_attributes is required: the schema has no "
+            f"{' and '.join(DEFAULT_PRIVATE_ATTRIBUTES)} columns (its columns: {attrs})",
+            "set e.g. mechanism.private_attributes=[" + attrs[-1] + "]")
+    requested = [requested] if isinstance(requested, str) else list(requested)
+    if not requested:
+        raise ConfigError("mechanism.private_attributes is empty",
+                          f"name at least one of the columns {attrs}")
+    unknown = [a for a in requested if a not in attrs]
+    if unknown:
+        raise ConfigError(f"mechanism.private_attributes: {unknown} not in the schema "
+                          f"(columns: {attrs})", "name columns of the dataset (not the id)")
+    if len(set(requested)) != len(requested):
+        raise ConfigError(f"mechanism.private_attributes lists a column twice: {requested}",
+                          "name each private attribute once")
+    return requested
+
+
+def resolve_predictors(schema: Schema, private: list[str],
+                       requested: list[str] | None) -> list[str]:
+    """The predictor attributes X (default: every attribute that is not private)."""
+    attrs = schema.attributes
+    if requested is None:
+        predictors = [a for a in attrs if a not in private]
+    else:
+        predictors = [requested] if isinstance(requested, str) else list(requested)
+        unknown = [a for a in predictors if a not in attrs]
+        if unknown:
+            raise ConfigError(f"mechanism.predictors: {unknown} not in the schema "
+                              f"(columns: {attrs})", "name columns of the dataset (not the id)")
+        overlap = [a for a in predictors if a in private]
+        if overlap:
+            raise ConfigError(f"mechanism.predictors and private_attributes overlap: {overlap}",
+                              "a column is either a predictor or a private attribute")
+    if not predictors:
+        raise ConfigError("rdt needs at least one predictor attribute",
+                          "leave mechanism.predictors=null or name public columns")
+    return predictors
+
+
+def budget_shares(split: list[float] | None, private: list[str]) -> list[float]:
+    """Each private attribute's share of the trees' epsilon (default: equal shares)."""
+    if split is None:
+        return [1.0 / len(private)] * len(private)
+    shares = [float(s) for s in split]
+    if len(shares) != len(private) or any(not s > 0 for s in shares) or \
+            not math.isclose(sum(shares), 1.0, rel_tol=1e-9):
+        raise ConfigError(f"mechanism.budget_split must give one positive share per private "
+                          f"attribute {private}, summing to 1 (got {split})",
+                          f"e.g. mechanism.budget_split=[{', '.join(['0.5'] * 2)}] for two")
+    return shares
+
+
+def attribute_weight_vector(weights: dict[str, float] | str | None, node_attrs: list[str],
+                            all_node_attrs: list[str]) -> np.ndarray:
+    """Sampling weight of each node attribute from a ``{name: weight}`` setting (default 1;
+    names checked against every attribute any forest may split on)."""
+    if isinstance(weights, str):
+        if weights != SD_ASSOCIATION:
+            raise ConfigError(f"mechanism.attribute_weights must be a mapping or "
+                              f"{SD_ASSOCIATION!r} (got {weights!r})",
+                              "e.g. mechanism.attribute_weights={relationship: 2, fnlwgt: 0}")
+        return np.ones(len(node_attrs))
+    weights = dict(weights or {})
+    unknown = sorted(set(weights) - set(all_node_attrs))
+    if unknown:
+        raise ConfigError(f"mechanism.attribute_weights: {unknown} are not node attributes",
+                          f"use names among {all_node_attrs}")
+    bad = {k: v for k, v in weights.items()
+           if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0}
+    if bad:
+        raise ConfigError(f"mechanism.attribute_weights must be finite numbers >= 0 (got {bad})",
+                          "e.g. mechanism.attribute_weights={relationship: 2, fnlwgt: 0}")
+    return np.array([float(weights.get(a, 1.0)) for a in node_attrs])
+
+
+def mutual_information(codes: np.ndarray, n_values: int, labels: np.ndarray,
+                       n_labels: int) -> float:
+    """Empirical mutual information (nats) between two code vectors."""
+    if len(codes) == 0:
+        return 0.0
+    joint = np.bincount(codes * n_labels + labels,
+                        minlength=n_values * n_labels).reshape(n_values, n_labels) / len(codes)
+    outer = joint.sum(axis=1, keepdims=True) * joint.sum(axis=0, keepdims=True)
+    nz = joint > 0
+    return float(np.sum(joint[nz] * np.log(joint[nz] / outer[nz])))
+
+
+def sd_association_weights(sd_codes: np.ndarray, n_values: np.ndarray, sd_labels: np.ndarray,
+                           n_labels: int, floor: float = 0.05) -> np.ndarray:
+    """Split weights from the structure data only: each node attribute's mutual information
+    with the private attribute in SD, relative to the largest, floored at ``floor``."""
+    mi = np.array([mutual_information(sd_codes[:, i], int(n_values[i]), sd_labels, n_labels)
+                   for i in range(sd_codes.shape[1])])
+    top = mi.max() if len(mi) else 0.0
+    return np.maximum(mi / top, floor) if top > 0 else np.ones(len(mi))
+
+
+def tree_epsilon(ledger: Ledger, shares: list[float], m: int, sensitivity: float) -> float:
+    """The epsilon the trees may spend: what the ledger's accountant admits on top of the
+    charges already recorded (the base mechanism's), for ``m`` Laplace trees per share."""
+    budget = ledger.budget
+    if not ledger.charges:
+        return budget.epsilon
+    if ledger.accountant == "gdp" or all(c.kind != "gaussian" for c in ledger.charges):
+        left = budget.epsilon - ledger.spent()[0]  # pure epsilons add on top (linear)
+    else:
+        def total(eps: float) -> float:
+            planned = [Charge("plan", "laplace", sensitivity, sensitivity * m / (eps * s), m)
+                       for s in shares]
+            return compose([*ledger.charges, *planned], budget.delta, ledger.accountant)[0]
+        lo, hi = 0.0, budget.epsilon
+        if total(hi) <= budget.epsilon:
+            return hi
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if total(mid) <= budget.epsilon else (lo, mid)
+        left = lo
+    if not left > budget.epsilon * 1e-9:
+        raise BudgetExceededError(
+            f"the base mechanism spent the whole budget (epsilon {budget.epsilon:g}); "
+            "nothing is left for the trees", "lower mechanism.base_share")
+    return left
+
+
+# ----- the mechanism ----------------------------------------------------------------------
+@dataclass
+class ForestFit:
+    """One private attribute's forest: its shapes, noisy leaf counts and node proportions."""
+
+    attribute: str
+    node_attributes: list[str]
+    trees: list[TreeStructure]
+    noisy_counts: list[np.ndarray]
+    proportions: list[np.ndarray]
+    noise_scale: float
+    epsilon: float
+
+
+@dataclass
+class RDTFit:
+    """A run's output table, its forests, the collapse maps and the trees' total epsilon."""
+
+    synthetic: pd.DataFrame
+    forests: dict[str, ForestFit]
+    collapse: dict[str, np.ndarray]
+    tree_epsilon: float
+
+
+@dataclass
+class RDTPlan:
+    """Validated settings: private attributes (in order), predictors, budget shares and the
+    base mechanism (``None``: targets and SD are the public part)."""
+
+    private: list[str]
+    predictors: list[str]
+    shares: list[float]
+    base: Mechanism | None
+
+
+EXAMPLE_VALUES = {"m": 3, "n_B": 1000, "collapse_above": 16}
+
+
+@dataclass
+class RDT(Mechanism):
+    """Random decision trees for private attributes (see the module docstring)."""
+
+    private_attributes: list[str] | None = None
+    predictors: list[str] | None = None
+    m: int = 3
+    n_B: int = 1000
+    max_depth: int | None = None
+    attribute_weights: dict[str, float] | str | None = None
+    collapse_above: int = 16
+    collapse_min_count: int | None = None
+    budget_split: list[float] | None = None
+    shrinkage: float = 1.0
+    base: str = "public"
+    base_params: dict[str, Any] | None = None
+    base_share: float = 0.5
+    structure: Literal["base", "public"] = "base"
+    max_contrib: int | None = None
+    name: ClassVar[str] = "rdt"
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        return self.fit(data, budget, ledger, rng).synthetic
+
+    # -- checks ---------------------------------------------------------------------------
+    def check_settings(self, data: Dataset) -> RDTPlan:
+        """Validate every setting against the dataset (before anything is run)."""
+        private = resolve_private_attributes(data.schema, self.private_attributes)
+        predictors = resolve_predictors(data.schema, private, self.predictors)
+        shares = budget_shares(self.budget_split, private)
+        for key, value, least in (("m", self.m, 1), ("n_B", self.n_B, 1),
+                                  ("collapse_above", self.collapse_above, 2)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"mechanism.{key} must be an integer >= {least} (got {value!r})",
+                                  f"e.g. mechanism.{key}={EXAMPLE_VALUES[key]}")
+        for key, value in (("max_depth", self.max_depth),
+                           ("collapse_min_count", self.collapse_min_count)):
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ConfigError(f"mechanism.{key} must be null or an integer >= 0 "
+                                  f"(got {value!r})", f"e.g. mechanism.{key}=null")
+        if not isinstance(self.shrinkage, (int, float)) or not self.shrinkage >= 0:
+            raise ConfigError(f"mechanism.shrinkage must be a number >= 0 (got {self.shrinkage!r})",
+                              "e.g. mechanism.shrinkage=1 (0: plain clamped proportions)")
+        if self.structure not in ("base", "public"):
+            raise ConfigError(f"mechanism.structure must be base or public "
+                              f"(got {self.structure!r})", "e.g. mechanism.structure=base")
+        attribute_weight_vector(self.attribute_weights, predictors + private[:-1],
+                                predictors + private[:-1])
+        needs_public = self.base == "public" or self.structure == "public"
+        if needs_public and data.public is None:
+            raise ConfigError(
+                f"rdt with base=public (or structure=public) needs a public part, and dataset "
+                f"{data.name!r} has none",
+                "set dataset.public_fraction (e.g. 0.5) or dataset.public_path, or take the "
+                "predictors from another mechanism: mechanism.base=mst")
+        base = self.make_base(data) if self.base != "public" else None
+        return RDTPlan(private, predictors, shares, base)
+
+    def make_base(self, data: Dataset) -> Mechanism:
+        """The mechanism whose output supplies the targets' X (and SD)."""
+        from . import make_mechanism
+
+        if self.base == self.name:
+            raise ConfigError("mechanism.base cannot be rdt itself",
+                              "use base=public or another mechanism, e.g. base=mst")
+        if not isinstance(self.base_share, (int, float)) or not 0 < self.base_share < 1:
+            raise ConfigError(f"mechanism.base_share must be in (0, 1) (got {self.base_share!r})",
+                              "e.g. mechanism.base_share=0.5")
+        base = make_mechanism(self.base, self.base_params)
+        if base.reference == "ceiling":
+            raise ConfigError(f"mechanism.base={self.base} reads private rows without noise "
+                              "(not differentially private)",
+                              "use a DP mechanism (mst, aim, independent, ...) or base=public")
+        if data.unit not in base.units:
+            raise ConfigError(f"mechanism.base={self.base} does not support {data.unit}-level "
+                              "privacy", f"use a base mechanism with unit {data.unit}")
+        return base
+
+    # -- the run --------------------------------------------------------------------------
+    def fit(self, data: Dataset, budget: Budget, ledger: Ledger,
+            rng: np.random.Generator) -> RDTFit:
+        """Run the mechanism and keep the forests (for inspection and tests)."""
+        plan = self.check_settings(data)
+        private, predictors, shares = plan.private, plan.predictors, plan.shares
+        schema = data.schema
+        # Independent streams, drawn before any data is read: the structure stream never
+        # depends on AD, and the noise stream's draws depend on the trees' shapes only.
+        structure_rng, clip_rng, noise_rng, sample_rng, base_rng = rng.spawn(5)
+
+        if plan.base is None:
+            targets = data.public.reset_index(drop=True)  # type: ignore[union-attr]
+        else:
+            base_out = plan.base.fit_sample(data, budget.split(self.base_share),
+                                                       ledger, base_rng)
+            targets = schema.validate(base_out, where=f"output of base mechanism {self.base!r}")
+            targets = targets[schema.names].reset_index(drop=True)
+        sd = targets if self.structure == "base" \
+            else data.public.reset_index(drop=True)  # type: ignore[union-attr]
+
+        bound = contribution_bound(data, self.max_contrib)
+        ad = data.private
+        if data.unit == "user":
+            ad = clip_contributions(ad, data.id_column, bound, clip_rng)  # type: ignore[arg-type]
+        eps_trees = tree_epsilon(ledger, shares, self.m, float(bound))
+
+        node_attrs_all = predictors + private
+        sizes = {a: schema[a].size for a in node_attrs_all}
+        sd_raw = encode_columns(schema, sd, node_attrs_all)
+        min_count = self.n_B if self.collapse_min_count is None else self.collapse_min_count
+        collapse = {a: collapse_rare_values(sd_raw[:, i], sizes[a], self.collapse_above, min_count)
+                    for i, a in enumerate(node_attrs_all)}
+        sd_codes = collapsed(sd_raw, node_attrs_all, collapse)
+        ad_codes = collapsed(encode_columns(schema, ad, node_attrs_all), node_attrs_all, collapse)
+        target_labels = encode_columns(schema, targets, node_attrs_all)  # P overwritten below
+        target_codes = collapsed(target_labels, node_attrs_all, collapse)
+        ad_labels = encode_columns(schema, ad, private)
+        sd_labels = encode_columns(schema, sd, private)
+
+        forests: dict[str, ForestFit] = {}
+        for j, attr in enumerate(private):
+            cols = list(range(len(predictors) + j))  # X, then P synthesized before attr
+            node_attrs = [node_attrs_all[c] for c in cols]
+            n_values = np.array([collapse[a].max() + 1 for a in node_attrs])
+            weights = attribute_weight_vector(self.attribute_weights, node_attrs,
+                                              predictors + private[:-1])
+            if self.attribute_weights == SD_ASSOCIATION:
+                weights = sd_association_weights(sd_codes[:, cols], n_values, sd_labels[:, j],
+                                                 sizes[attr])
+            depth = self.max_depth if self.max_depth is not None else math.ceil(len(node_attrs) / 2)
+            eps_tree = shares[j] * eps_trees / self.m
+            scale = laplace_scale(eps_tree, float(bound))
+            n_labels = sizes[attr]
+            trees = grow_forest(sd_codes[:, cols], n_values, weights, self.m, self.n_B, depth,
+                                structure_rng)
+            prior = sd_proportions(sd_labels[:, j], n_labels)
+            noisy_all, props_all = [], []
+            for t, tree in enumerate(trees):
+                counts = leaf_label_counts(tree, route_to_leaves(tree, ad_codes[:, cols]),
+                                           ad_labels[:, j], n_labels)
+                ledger.charge(f"rdt {attr}: tree {t + 1}/{self.m} leaf label counts", "laplace",
+                              float(bound), scale,
+                              note=f"{tree.n_leaves} leaves x {n_labels} labels, "
+                                   f"epsilon {eps_tree:.6g}")
+                noisy = add_laplace_noise(counts, tree, scale, noise_rng)
+                del counts  # nothing below reads raw counts
+                noisy_all.append(noisy)
+                props_all.append(node_proportions(tree, noisy, scale, prior, self.shrinkage))
+            probs = ensemble_proportions(trees, props_all, target_codes[:, cols])
+            labels = sample_labels(probs, sample_rng)
+            target_labels[:, len(predictors) + j] = labels
+            target_codes[:, len(predictors) + j] = collapse[attr][labels]
+            forests[attr] = ForestFit(attr, node_attrs, trees, noisy_all, props_all, scale,
+                                      shares[j] * eps_trees)
+
+        out = targets[schema.names].copy()
+        for j, attr in enumerate(private):
+            ref = data.public[attr] if data.public is not None else None
+            out[attr] = decode_column(schema[attr], target_labels[:, len(predictors) + j],
+                                      sample_rng, ref)
+        return RDTFit(out, forests, collapse, eps_trees)
+
+
+def collapsed(codes: np.ndarray, attrs: list[str], collapse: dict[str, np.ndarray]) -> np.ndarray:
+    """Apply each attribute's collapse map to its column of ``codes``."""
+    out = np.empty_like(codes)
+    for i, a in enumerate(attrs):
+        out[:, i] = collapse[a][codes[:, i]]
+    return out

@@ -1,0 +1,381 @@
+"""``duke_utility``: the utility report of the Duke random-decision-tree project.
+
+Compares how the private attributes P (default ``sex`` and ``race``) relate to the other
+attributes in the real table (``data.private``) and in the synthetic one.
+
+Scores
+------
+Joint proportions
+    For every private attribute ``p`` and every other attribute ``a`` (the predictors, and the
+    private attributes after ``p``): the proportions of the joint categories ``(p, a)``, real and
+    synthetic. ``joint_prop_corr`` is the Pearson correlation of real vs synthetic proportions
+    over all cells of all pairs (each pair's cells sum to 1); ``joint_prop_corr_<p>`` the same
+    per private attribute. Figure ``duke_joint_proportions``: real on x, synthetic on y, the
+    line y = x.
+Association slopes (the report's "least-squares slopes between category indicator vectors")
+    Within one table, the least-squares slope of the indicator ``1[p = v]`` on the indicator
+    ``1[a = u]`` is ``P(p = v | a = u) - P(p = v | a != u)``: how much being in category ``u``
+    of ``a`` moves the share of ``v``. It is computed for every cell on the real and on the
+    synthetic table (cells where ``a = u`` holds for no row or for every row have no slope and
+    are skipped). ``assoc_slope_corr`` is their correlation real vs synthetic and
+    ``assoc_slope_fit`` the least-squares slope of the synthetic slopes on the real ones
+    (1: associations kept at full strength; 0: lost, e.g. P drawn independently of X), both
+    weighted by ``s_u (1 - s_u)``, ``s_u`` the real share of ``a = u``: the variance of the
+    regressor, to which a slope's precision is proportional, so that categories of a handful
+    of rows (whose real slopes are mostly sampling noise) do not dominate.
+Logistic regression
+    ``1[binary_target = positive_value]`` (default: sex, its second value) is regressed on
+    one-hot indicators of every other attribute (``logreg_predictors``; default the predictors
+    plus the other private attributes), with scikit-learn's L2-regularised logistic regression
+    fitted separately on the real and on the synthetic table with the same design: per
+    attribute the real data's most frequent category is the reference, and categories with
+    fewer than ``min_category_count`` real rows are pooled with it. ``logreg_coef_corr``
+    (headline) and ``logreg_coef_rmse`` compare the two coefficient vectors (intercept
+    excluded); table ``duke_logreg_coefficients`` and figure ``duke_logreg_coefficients``.
+    A constant label gives all-zero coefficients ("no association"), and a correlation with a
+    constant vector counts as 0.
+Label accuracy (controlled evaluation only)
+    When the synthetic table has exactly the real table's X rows (same length, same values of
+    every predictor row by row, e.g. a mechanism asked to re-synthesise P for the real records),
+    also ``label_accuracy_<p>`` (share of rows whose synthetic label equals the real one) and
+    ``indicator_slope_<p>`` (mean over categories of the least-squares slope of the synthetic
+    indicator on the real one, see :func:`indicator_agreement`). In the harness the synthetic
+    rows normally are other records (e.g. the public part's), so these are absent; the
+    benchmark calls :func:`label_accuracy` directly on targets whose true labels are known.
+
+Tables and figures hold aggregates only (proportions, slopes, coefficients).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import sparse
+
+from harness.data import Dataset
+from harness.errors import ConfigError
+from harness.schema import Schema
+
+from .base import Metric, MetricResult
+
+
+# ----- small statistics -------------------------------------------------------------------
+def pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """(Weighted) Pearson correlation; 0 when either vector is constant (no linear
+    association)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2:
+        return 0.0
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, float)
+    w = w / w.sum()
+    dx, dy = x - w @ x, y - w @ y
+    den = math.sqrt(float(w @ (dx * dx)) * float(w @ (dy * dy)))
+    return float(w @ (dx * dy)) / den if den > 1e-300 else 0.0
+
+
+def ls_slope(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """(Weighted) least-squares slope of ``y`` on ``x`` with intercept; 0 when ``x`` is
+    constant."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) == 0:
+        return 0.0
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, float)
+    w = w / w.sum()
+    dx = x - w @ x
+    den = float(w @ (dx * dx))
+    return float(w @ (dx * (y - w @ y))) / den if den > 1e-300 else 0.0
+
+
+def rmse(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((np.asarray(x, float) - np.asarray(y, float)) ** 2)))
+
+
+def safe_key(name: str) -> str:
+    """A metric-key-safe version of a column name (MLflow allows ``[A-Za-z0-9_\\-. /]``)."""
+    return re.sub(r"[^A-Za-z0-9_\-. ]", "_", str(name))
+
+
+# ----- joint proportions and association slopes -------------------------------------------
+def joint_proportions(p_codes: np.ndarray, a_codes: np.ndarray, p_size: int,
+                      a_size: int) -> np.ndarray:
+    """Proportions of the joint categories (``p_size`` x ``a_size``; zeros for no rows)."""
+    counts = np.bincount(p_codes * a_size + a_codes, minlength=p_size * a_size).astype(float)
+    total = counts.sum()
+    return (counts / total if total else counts).reshape(p_size, a_size)
+
+
+def association_slopes(p_codes: np.ndarray, a_codes: np.ndarray, p_size: int,
+                       a_size: int) -> np.ndarray:
+    """LS slope of ``1[p = v]`` on ``1[a = u]`` for every cell: ``P(v | u) - P(v | not u)``
+    (NaN where ``a = u`` holds for no row or for every row)."""
+    joint = np.bincount(p_codes * a_size + a_codes,
+                        minlength=p_size * a_size).astype(float).reshape(p_size, a_size)
+    n_u = joint.sum(axis=0)
+    n_v = joint.sum(axis=1)
+    n = joint.sum()
+    rest = n - n_u
+    with np.errstate(divide="ignore", invalid="ignore"):
+        in_u = joint / n_u
+        out_u = (n_v[:, None] - joint) / rest
+        out = in_u - out_u
+    out[:, (n_u == 0) | (rest == 0)] = np.nan
+    return out
+
+
+def pair_table(real: pd.DataFrame, synth: pd.DataFrame, pairs: list[tuple[str, str]],
+               domain: dict[str, int]) -> pd.DataFrame:
+    """One row per cell ``(p = v, a = u)`` of every pair: real and synthetic joint proportions
+    and association slopes."""
+    parts = []
+    for p, a in pairs:
+        ps, as_ = domain[p], domain[a]
+        args_r = (real[p].to_numpy(), real[a].to_numpy(), ps, as_)
+        args_s = (synth[p].to_numpy(), synth[a].to_numpy(), ps, as_)
+        v, u = np.meshgrid(np.arange(ps), np.arange(as_), indexing="ij")
+        share_u = np.bincount(args_r[1], minlength=as_) / max(len(real), 1)
+        parts.append(pd.DataFrame({
+            "private": p, "attribute": a, "private_code": v.ravel(), "attribute_code": u.ravel(),
+            "weight": (share_u * (1.0 - share_u))[u.ravel()],
+            "real": joint_proportions(*args_r).ravel(),
+            "synthetic": joint_proportions(*args_s).ravel(),
+            "real_slope": association_slopes(*args_r).ravel(),
+            "synthetic_slope": association_slopes(*args_s).ravel(),
+        }))
+    return pd.concat(parts, ignore_index=True)
+
+
+def slope_scores(table: pd.DataFrame) -> dict[str, float]:
+    """Weighted correlation and LS fit of synthetic vs real association slopes over the cells
+    where both exist (weights: the ``weight`` column)."""
+    ok = (np.isfinite(table["real_slope"]) & np.isfinite(table["synthetic_slope"])
+          & (table["weight"] > 0))
+    if not ok.any():
+        return {"assoc_slope_corr": 0.0, "assoc_slope_fit": 0.0}
+    r, s = table.loc[ok, "real_slope"].to_numpy(), table.loc[ok, "synthetic_slope"].to_numpy()
+    w = table.loc[ok, "weight"].to_numpy()
+    return {"assoc_slope_corr": pearson(r, s, w), "assoc_slope_fit": ls_slope(r, s, w)}
+
+
+# ----- logistic regression ----------------------------------------------------------------
+def design_categories(real: pd.DataFrame, columns: list[str], domain: dict[str, int],
+                      min_count: int) -> list[tuple[str, int]]:
+    """The (column, code) indicators of the design: per column every category with at least
+    ``min_count`` real rows except the most frequent one (the reference)."""
+    out = []
+    for c in columns:
+        counts = np.bincount(real[c].to_numpy(), minlength=domain[c])
+        reference = int(np.argmax(counts))
+        out += [(c, v) for v in range(domain[c]) if v != reference and counts[v] >= min_count]
+    return out
+
+
+def one_hot(codes: pd.DataFrame, categories: list[tuple[str, int]]) -> sparse.csr_matrix:
+    """Sparse 0/1 design matrix with one column per (column, code) indicator."""
+    if not categories:
+        return sparse.csr_matrix((len(codes), 0))
+    rows, cols = [], []
+    for j, (c, v) in enumerate(categories):
+        hit = np.flatnonzero(codes[c].to_numpy() == v)
+        rows.append(hit)
+        cols.append(np.full(len(hit), j))
+    r, k = np.concatenate(rows), np.concatenate(cols)
+    return sparse.csr_matrix((np.ones(len(r)), (r, k)), shape=(len(codes), len(categories)))
+
+
+def logreg_coefficients(design: sparse.spmatrix, y: np.ndarray, C: float = 1.0,
+                        max_iter: int = 1000) -> tuple[float, np.ndarray]:
+    """(intercept, coefficients) of an L2 logistic regression of the 0/1 vector ``y``;
+    all zeros (intercept +-inf clipped to +-20) when ``y`` is constant."""
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.asarray(y, dtype=int)
+    if y.min() == y.max() or design.shape[1] == 0:
+        mean = float(y.mean()) if len(y) else 0.5
+        mean = min(max(mean, 1e-9), 1 - 1e-9)
+        return float(np.clip(math.log(mean / (1 - mean)), -20, 20)), np.zeros(design.shape[1])
+    model = LogisticRegression(C=C, max_iter=max_iter)
+    model.fit(design, y)
+    return float(model.intercept_[0]), model.coef_[0].copy()
+
+
+# ----- controlled evaluation --------------------------------------------------------------
+def label_accuracy(real: np.ndarray, synthetic: np.ndarray) -> float:
+    """Share of records whose synthetic label equals the true one (rows aligned)."""
+    real, synthetic = np.asarray(real), np.asarray(synthetic)
+    if len(real) != len(synthetic):
+        raise ValueError("label_accuracy needs one synthetic label per real record")
+    return float(np.mean(real == synthetic)) if len(real) else float("nan")
+
+
+def indicator_agreement(real: np.ndarray, synthetic: np.ndarray, values: list[Any]) -> pd.DataFrame:
+    """Per category ``v``, over aligned records: the share of real ``v``, the LS slope of
+    ``1[synthetic = v]`` on ``1[real = v]`` (``P(syn = v | real = v) - P(syn = v | real != v)``;
+    1 for a perfect copy, 0 for labels drawn independently of the truth) and the correlation
+    of the two indicators (phi coefficient)."""
+    real, synthetic = np.asarray(real), np.asarray(synthetic)
+    rows = []
+    for v in values:
+        r, s = (real == v).astype(float), (synthetic == v).astype(float)
+        rows.append({"value": v, "real_share": float(r.mean()) if len(r) else float("nan"),
+                     "slope": ls_slope(r, s), "correlation": pearson(r, s)})
+    return pd.DataFrame(rows)
+
+
+def same_predictor_rows(real: pd.DataFrame, synthetic: pd.DataFrame, columns: list[str]) -> bool:
+    """Whether ``synthetic`` has exactly ``real``'s rows on ``columns``, in the same order."""
+    if len(real) != len(synthetic):
+        return False
+    return all(np.array_equal(real[c].to_numpy(), synthetic[c].to_numpy()) for c in columns)
+
+
+# ----- figures ----------------------------------------------------------------------------
+def joint_proportion_figure(table: pd.DataFrame, corr: float) -> Figure:
+    """Scatter of real (x) vs synthetic (y) joint proportions with the line y = x."""
+    fig = Figure(figsize=(5.5, 5))
+    ax = fig.subplots()
+    for p, part in table.groupby("private", sort=False):
+        ax.scatter(part["real"], part["synthetic"], s=8, alpha=0.6, label=str(p))
+    top = max(float(table["real"].max()), float(table["synthetic"].max()), 1e-6) * 1.05
+    ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="y = x")
+    ax.set_xlim(0, top), ax.set_ylim(0, top)
+    ax.set_xlabel("real proportion"), ax.set_ylabel("synthetic proportion")
+    ax.set_title(f"Joint category proportions (corr {corr:.3f})")
+    ax.legend(title="private attribute", fontsize=8)
+    return fig
+
+
+def coefficient_figure(coefs: pd.DataFrame, target: str, corr: float) -> Figure:
+    """Coefficients per term (sorted by the real value) and real vs synthetic scatter."""
+    fig = Figure(figsize=(11, 4.5))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    order = coefs.sort_values("real").reset_index(drop=True)
+    x = np.arange(len(order))
+    left.plot(x, order["real"], "o", markersize=3, label="real")
+    left.plot(x, order["synthetic"], "x", markersize=3, label="synthetic")
+    left.axhline(0, color="grey", linewidth=0.5)
+    left.set_xlabel("term (sorted by real coefficient)"), left.set_ylabel("coefficient")
+    left.set_title(f"Logistic regression of {target}")
+    left.legend(fontsize=8)
+    right.scatter(order["real"], order["synthetic"], s=8, alpha=0.6)
+    lo = float(min(order["real"].min(), order["synthetic"].min(), 0)) if len(order) else -1.0
+    hi = float(max(order["real"].max(), order["synthetic"].max(), 0)) if len(order) else 1.0
+    right.plot([lo, hi], [lo, hi], color="black", linewidth=0.8)
+    right.set_xlabel("real"), right.set_ylabel("synthetic")
+    right.set_title(f"corr {corr:.3f}")
+    return fig
+
+
+# ----- the metric -------------------------------------------------------------------------
+@dataclass
+class DukeUtility(Metric):
+    private_attributes: list[str] = field(default_factory=lambda: ["sex", "race"])
+    predictors: list[str] | None = None
+    binary_target: str = "sex"
+    positive_value: Any = None
+    logreg_predictors: list[str] | None = None
+    min_category_count: int = 30
+    C: float = 1.0
+    max_iter: int = 1000
+    figures: bool = True
+    name: ClassVar[str] = "duke_utility"
+    headline: ClassVar[str] = "logreg_coef_corr"
+
+    def applies_to(self, data: Dataset) -> bool:
+        attrs = data.schema.attributes
+        return all(a in attrs for a in [*self._private(), self.binary_target])
+
+    def _private(self) -> list[str]:
+        p = self.private_attributes
+        return [p] if isinstance(p, str) else list(p)
+
+    def check(self, schema: Schema) -> tuple[list[str], list[str], list[str], int]:
+        """(private, predictors, logreg predictors, positive code) with clear errors."""
+        attrs = schema.attributes
+        private = self._private()
+        missing = [a for a in [*private, self.binary_target] if a not in attrs]
+        if not private or missing:
+            raise ConfigError(f"metrics.duke_utility: columns {missing or private} are not "
+                              f"attributes of the schema (columns: {attrs})",
+                              "set metrics.duke_utility.private_attributes / binary_target")
+        predictors = [a for a in attrs if a not in private] if self.predictors is None \
+            else list(self.predictors)
+        bad = [a for a in predictors if a not in attrs or a in private]
+        if bad or not predictors:
+            raise ConfigError(f"metrics.duke_utility.predictors: {bad or 'none'} (must be "
+                              f"non-private attributes of {attrs})",
+                              "leave predictors=null for all non-private attributes")
+        lr = [a for a in [*predictors, *private] if a != self.binary_target] \
+            if self.logreg_predictors is None else list(self.logreg_predictors)
+        bad = [a for a in lr if a not in attrs or a == self.binary_target]
+        if bad:
+            raise ConfigError(f"metrics.duke_utility.logreg_predictors: {bad} (must be "
+                              f"attributes other than {self.binary_target!r})",
+                              "leave logreg_predictors=null")
+        col = schema[self.binary_target]
+        if col.kind != "categorical":
+            raise ConfigError(f"metrics.duke_utility.binary_target {self.binary_target!r} must "
+                              "be a categorical column", "choose e.g. binary_target=sex")
+        values = list(col.values)  # type: ignore[arg-type]
+        if self.positive_value is None:
+            if len(values) != 2:
+                raise ConfigError(f"binary_target {self.binary_target!r} has {len(values)} "
+                                  "values; say which one is positive",
+                                  f"set metrics.duke_utility.positive_value to one of {values}")
+            return private, predictors, lr, 1
+        if self.positive_value not in values:
+            raise ConfigError(f"metrics.duke_utility.positive_value {self.positive_value!r} is "
+                              f"not a value of {self.binary_target!r} ({values})",
+                              f"use one of {values}")
+        return private, predictors, lr, values.index(self.positive_value)
+
+    def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
+        schema = data.schema
+        private, predictors, lr_cols, positive = self.check(schema)
+        domain = schema.domain()
+        real, synth = schema.encode(data.private), schema.encode(synthetic)
+
+        pairs = [(p, a) for i, p in enumerate(private) for a in [*predictors, *private[i + 1:]]]
+        cells = pair_table(real, synth, pairs, domain)
+        scores = {"joint_prop_corr": pearson(cells["real"], cells["synthetic"])}
+        for p in private:
+            part = cells[cells["private"] == p]
+            scores[f"joint_prop_corr_{safe_key(p)}"] = pearson(part["real"], part["synthetic"])
+        scores.update(slope_scores(cells))
+
+        categories = design_categories(real, lr_cols, domain, self.min_category_count)
+        y_real = (real[self.binary_target].to_numpy() == positive)
+        y_synth = (synth[self.binary_target].to_numpy() == positive)
+        b0_r, b_r = logreg_coefficients(one_hot(real, categories), y_real, self.C, self.max_iter)
+        b0_s, b_s = logreg_coefficients(one_hot(synth, categories), y_synth, self.C,
+                                        self.max_iter)
+        coefs = pd.DataFrame({"term": [f"{c}={v}" for c, v in categories], "real": b_r,
+                              "synthetic": b_s})
+        coefs = pd.concat([pd.DataFrame({"term": ["(intercept)"], "real": [b0_r],
+                                         "synthetic": [b0_s]}), coefs], ignore_index=True)
+        scores["logreg_coef_corr"] = pearson(b_r, b_s)
+        scores["logreg_coef_rmse"] = rmse(b_r, b_s) if len(b_r) else 0.0
+
+        tables = {"duke_joint_proportions": cells, "duke_logreg_coefficients": coefs}
+        if same_predictor_rows(data.private.reset_index(drop=True),
+                               synthetic.reset_index(drop=True), predictors):
+            for p in private:
+                values = list(range(domain[p]))
+                agreement = indicator_agreement(real[p].to_numpy(), synth[p].to_numpy(), values)
+                scores[f"label_accuracy_{safe_key(p)}"] = label_accuracy(real[p], synth[p])
+                present = agreement[agreement["real_share"] > 0]
+                scores[f"indicator_slope_{safe_key(p)}"] = float(present["slope"].mean())
+                tables[f"duke_label_agreement_{safe_key(p)}"] = agreement
+        figures = {}
+        if self.figures:
+            figures = {
+                "duke_joint_proportions": joint_proportion_figure(cells, scores["joint_prop_corr"]),
+                "duke_logreg_coefficients": coefficient_figure(
+                    coefs.iloc[1:], self.binary_target, scores["logreg_coef_corr"]),
+            }
+        return MetricResult(scores=scores, tables=tables, figures=figures)

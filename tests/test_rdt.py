@@ -1,0 +1,382 @@
+"""``rdt``: random decision trees for private attributes (mechanisms.rdt).
+
+Ledger totals, structure independence from the private data, the leaf noise's scale, chained
+private attributes, fallbacks that read no raw private counts, schema-valid output and clear
+errors; on Adult (shared data) the run time and a win over the noisy-marginal baseline.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mechanisms.rdt as rdt
+from harness.data import Dataset, load_shared_dataset
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger
+from harness.schema import Column, Schema
+from mechanisms import make_mechanism
+from mechanisms.rdt import (
+    TreeStructure,
+    collapse_rare_values,
+    grow_tree,
+    leaf_label_counts,
+    node_proportions,
+    route_to_leaves,
+    subtree_sums,
+)
+
+
+# ----- a small dataset with public predictors and private sex/race -------------------------
+def people_schema() -> Schema:
+    return Schema((
+        Column("age", "numeric", min=0, max=99, bins=(30, 50, 70)),
+        Column("job", "categorical", values=("a", "b", "c"), dtype="str"),
+        Column("hours", "categorical", values=tuple(range(30))),
+        Column("sex", "categorical", values=(0, 1)),
+        Column("race", "categorical", values=(0, 1, 2)),
+    ))
+
+
+def people(n: int, seed: int, sex_from_job: bool = True) -> pd.DataFrame:
+    """Sex follows job (job a: mostly 0, c: mostly 1); race follows sex."""
+    rng = np.random.default_rng(seed)
+    job = rng.choice(3, size=n, p=[0.4, 0.35, 0.25])
+    p_one = np.array([0.1, 0.5, 0.9])[job] if sex_from_job else np.full(n, 0.5)
+    sex = (rng.random(n) < p_one).astype(int)
+    race = np.where(sex == 1, rng.choice(3, size=n, p=[0.8, 0.15, 0.05]),
+                    rng.choice(3, size=n, p=[0.3, 0.3, 0.4]))
+    return pd.DataFrame({
+        "age": rng.integers(0, 100, size=n),
+        "job": np.array(["a", "b", "c"])[job],
+        "hours": np.minimum(rng.geometric(0.3, size=n) - 1, 29),
+        "sex": sex, "race": race,
+    })
+
+
+def people_dataset(n: int = 3000, private_seed: int = 1, public_seed: int = 2,
+                   private: pd.DataFrame | None = None) -> Dataset:
+    return Dataset("people", people_schema(),
+                   people(n, private_seed) if private is None else private,
+                   people(n, public_seed), unit="record")
+
+
+def fit(data: Dataset, eps: float = 1.0, seed: int = 0, delta: float = 0.0,
+        accountant: str = "gdp", **params):
+    budget = Budget(eps, delta)
+    ledger = Ledger(budget, accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
+    result = make_mechanism("rdt", params).fit(data, budget, ledger, np.random.default_rng(seed))
+    return result, ledger
+
+
+# ----- ledger -----------------------------------------------------------------------------
+@pytest.mark.parametrize("m, split", [(4, None), (3, [0.25, 0.75])])
+def test_ledger_has_m_trees_per_private_attribute_summing_to_the_budget(m, split):
+    data = people_dataset()
+    result, ledger = fit(data, eps=0.8, m=m, n_B=50, budget_split=split)
+    assert len(ledger.charges) == 2 * m
+    assert {c.kind for c in ledger.charges} == {"laplace"}
+    assert {c.sensitivity for c in ledger.charges} == {1.0}
+    shares = split or [0.5, 0.5]
+    for attr, share in zip(("sex", "race"), shares):
+        mine = [c for c in ledger.charges if c.name.startswith(f"rdt {attr}:")]
+        assert len(mine) == m
+        assert all(c.pure_epsilon == pytest.approx(0.8 * share / m) for c in mine)
+        assert result.forests[attr].noise_scale == pytest.approx(m / (0.8 * share))
+    assert ledger.spent() == (pytest.approx(0.8, abs=1e-12), 0.0)
+
+
+@pytest.mark.parametrize("delta, accountant", [(0.0, "gdp"), (1e-6, "gdp"), (1e-6, "zcdp")])
+def test_ledger_with_a_base_mechanism_stays_within_and_uses_the_budget(delta, accountant):
+    data = people_dataset()
+    result, ledger = fit(data, eps=2.0, delta=delta, accountant=accountant, base="independent",
+                         base_share=0.3, m=2)
+    base_charges = [c for c in ledger.charges if not c.name.startswith("rdt ")]
+    tree_charges = [c for c in ledger.charges if c.name.startswith("rdt ")]
+    assert len(base_charges) == 5 and len(tree_charges) == 4
+    eps, spent_delta = ledger.spent()
+    assert eps <= 2.0 * (1 + 1e-9) and spent_delta <= delta
+    assert eps == pytest.approx(2.0, rel=1e-6)  # the trees take exactly what the base left
+    if delta == 0:  # pure DP: the base spends its share, the trees the rest
+        assert sum(c.pure_epsilon for c in base_charges) == pytest.approx(0.6)
+        assert result.tree_epsilon == pytest.approx(1.4)
+    # The targets' predictors are the base mechanism's output, P the trees'.
+    assert data.schema.problems(result.synthetic) == []
+
+
+def test_public_reference_base_spends_nothing_and_trees_get_everything():
+    data = people_dataset()
+    result, ledger = fit(data, eps=1.0, base="public_only", m=2)
+    assert all(c.name.startswith("rdt ") for c in ledger.charges)
+    assert result.tree_epsilon == pytest.approx(1.0)
+
+
+# ----- structure --------------------------------------------------------------------------
+def test_tree_structure_does_not_depend_on_the_private_data():
+    first = people_dataset(private_seed=1)
+    other_rows = people(2500, seed=7, sex_from_job=False)  # different rows, sizes and labels
+    second = people_dataset(private=other_rows)
+    a, _ = fit(first, seed=3, m=4, n_B=40)
+    b, _ = fit(second, seed=3, m=4, n_B=40)
+    for attr in ("sex", "race"):
+        assert len(a.forests[attr].trees) == 4
+        for ta, tb in zip(a.forests[attr].trees, b.forests[attr].trees):
+            assert ta.same_shape(tb)
+            assert np.array_equal(ta.sd_count, tb.sd_count)
+        assert any(t.n_leaves > 3 for t in a.forests[attr].trees)  # the trees do split
+    # ... while the noisy counts (which do read AD) differ.
+    assert not np.allclose(a.forests["sex"].noisy_counts[0], b.forests["sex"].noisy_counts[0])
+    # Sanity: the trees are grown from SD: other structure data, other trees.
+    moved = Dataset("people", people_schema(), first.private, people(1500, 9))
+    c, _ = fit(moved, seed=3, m=4, n_B=40)
+    assert not all(ta.same_shape(tc) and np.array_equal(ta.sd_count, tc.sd_count)
+                   for ta, tc in zip(a.forests["sex"].trees, c.forests["sex"].trees))
+
+
+def test_grow_tree_splits_while_n_B_rows_and_depth_allow():
+    rng = np.random.default_rng(0)
+    sd = np.column_stack([rng.integers(0, 2, 400), rng.integers(0, 3, 400)])
+    tree = grow_tree(sd, np.array([2, 3]), np.array([1.0, 1.0]), n_B=100, max_depth=5, rng=rng)
+    internal = ~tree.is_leaf
+    assert np.all(tree.sd_count[internal] >= 100)
+    assert np.all(tree.depth <= 2)  # two attributes, each used once per path
+    leaf_parents = tree.parent[tree.is_leaf & (tree.depth > 0)]
+    assert np.all(tree.sd_count[leaf_parents] >= 100)
+    shallow = grow_tree(sd, np.array([2, 3]), np.array([1.0, 1.0]), 100, max_depth=1, rng=rng)
+    assert shallow.depth.max() == 1
+    stump = grow_tree(sd, np.array([2, 3]), np.array([1.0, 1.0]), 100, max_depth=0, rng=rng)
+    assert stump.n_nodes == 1
+    only_second = grow_tree(sd, np.array([2, 3]), np.array([0.0, 1.0]), 1, 5, rng)
+    assert set(only_second.split[only_second.split >= 0]) == {1}
+
+
+def test_route_to_leaves_follows_the_splits():
+    # root splits on column 1 (3 values); its child for value 2 splits on column 0.
+    tree = TreeStructure(split=np.array([1, -1, -1, 0, -1, -1]),
+                         first_child=np.array([1, -1, -1, 4, -1, -1]),
+                         parent=np.array([-1, 0, 0, 0, 3, 3]), depth=np.array([0, 1, 1, 1, 2, 2]),
+                         sd_count=np.zeros(6))
+    codes = np.array([[0, 0], [1, 1], [0, 2], [1, 2]])
+    assert route_to_leaves(tree, codes).tolist() == [1, 2, 4, 5]
+    counts = leaf_label_counts(tree, route_to_leaves(tree, codes), np.array([0, 1, 1, 0]), 2)
+    assert counts.tolist() == [[0, 0], [1, 0], [0, 1], [0, 0], [0, 1], [1, 0]]
+    sums = subtree_sums(tree, counts)
+    assert sums[0].tolist() == [2, 2] and sums[3].tolist() == [1, 1]
+
+
+def test_collapse_rare_values_keeps_frequent_sd_values():
+    codes = np.array([0] * 50 + [1] * 3 + [2] * 20 + [3] * 2 + [4] * 30 + [5] * 10)
+    assert collapse_rare_values(codes, 6, collapse_above=6, min_count=5).tolist() == list(range(6))
+    # at most 3 kept (0, 4, 2 are the most frequent), then the rest share code 3
+    assert collapse_rare_values(codes, 6, collapse_above=4, min_count=5).tolist() == \
+        [0, 3, 1, 3, 2, 3]
+    # min_count: only values with >= 25 rows keep their own code
+    assert collapse_rare_values(codes, 6, collapse_above=4, min_count=25).tolist() == \
+        [0, 2, 2, 2, 1, 2]
+
+
+# ----- noise and post-processing ----------------------------------------------------------
+def test_leaf_noise_has_the_charged_laplace_scale():
+    data = people_dataset()
+    result, ledger = fit(data, eps=2.0, m=10, n_B=10, max_depth=3, seed=4)
+    schema = data.schema
+    for attr, forest in result.forests.items():
+        cols = forest.node_attributes
+        codes = np.column_stack([result.collapse[c][schema.encode(data.private)[c].to_numpy()]
+                                 for c in cols])
+        labels = schema.encode(data.private)[attr].to_numpy()
+        noise = []
+        for tree, noisy in zip(forest.trees, forest.noisy_counts):
+            raw = leaf_label_counts(tree, route_to_leaves(tree, codes), labels, noisy.shape[1])
+            noise.append((noisy - raw)[tree.is_leaf].ravel())
+            assert np.all(noisy[~tree.is_leaf] == 0)  # only leaves are released
+        noise = np.concatenate(noise)
+        charged = {c.scale for c in ledger.charges if c.name.startswith(f"rdt {attr}:")}
+        assert len(charged) == 1 and charged.pop() == pytest.approx(forest.noise_scale)
+        assert forest.noise_scale == pytest.approx(10 / (2.0 * 0.5))
+        assert len(noise) > 2000
+        # Laplace(b): mean |noise| = b, median 0.
+        assert np.mean(np.abs(noise)) == pytest.approx(forest.noise_scale, rel=0.08)
+        assert abs(np.median(noise)) < 0.15 * forest.noise_scale
+
+
+def _two_leaf_tree() -> TreeStructure:
+    return TreeStructure(split=np.array([0, -1, -1]), first_child=np.array([1, -1, -1]),
+                         parent=np.array([-1, 0, 0]), depth=np.array([0, 1, 1]),
+                         sd_count=np.array([10, 5, 5]))
+
+
+def test_node_proportions_plain_rule_and_empty_leaf_fallback():
+    tree = _two_leaf_tree()
+    noisy = np.array([[0.0, 0.0], [3.0, 1.0], [-2.0, -1.0]])  # leaf 2 is empty (total <= 0)
+    props = node_proportions(tree, noisy, scale=1.0, prior=np.array([0.5, 0.5]), shrinkage=0)
+    # root: clamp([1, 0]) normalised; leaf 1: [3, 1] / 4; leaf 2 falls back to the root.
+    assert props.tolist() == [[1.0, 0.0], [0.75, 0.25], [1.0, 0.0]]
+    # a root with no noisy mass falls back to the prior (SD proportions)
+    empty = node_proportions(tree, np.array([[0.0, 0.0], [-1.0, 0.5], [0.0, -1.0]]), 1.0,
+                             np.array([0.2, 0.8]), 0)
+    assert np.allclose(empty, [[0.2, 0.8], [0.2, 0.8], [0.2, 0.8]])
+
+
+def test_node_proportions_shrinkage_weights_by_hand():
+    tree = _two_leaf_tree()
+    noisy = np.array([[0.0, 0.0], [8.0, 2.0], [6.0, 4.0]])
+    prior = np.array([0.5, 0.5])
+    props = node_proportions(tree, noisy, scale=1.0, prior=prior, shrinkage=1.0)
+    # root: n = 20, sigma^2 = 2 * 1 * 2 leaves = 4, v = 0.25 -> w = 100 / 104
+    w_root = 400 * 0.25 / (400 * 0.25 + 4)
+    root = w_root * np.array([0.7, 0.3]) + (1 - w_root) * prior
+    assert np.allclose(props[0], root)
+    # leaf 1: n = 10, sigma^2 = 2, v_k = root_k (1 - root_k)
+    v = root * (1 - root)
+    w = 100 * v / (100 * v + 2)
+    leaf = w * np.array([0.8, 0.2]) + (1 - w) * root
+    assert np.allclose(props[1], leaf / leaf.sum())
+    # more shrinkage pulls every node towards the prior
+    strong = node_proportions(tree, noisy, 1.0, prior, shrinkage=100.0)
+    assert np.allclose(strong, 0.5, atol=0.01)
+
+
+def test_fallbacks_read_no_raw_private_counts(monkeypatch):
+    """With the noisy release replaced by all-zero counts (every leaf empty), the output must
+    not depend on the private data at all: it is the SD proportions, whatever AD holds."""
+    monkeypatch.setattr(rdt, "add_laplace_noise",
+                        lambda counts, tree, scale, rng: np.zeros_like(counts, dtype=float))
+    data_a = people_dataset(private_seed=1)
+    data_b = people_dataset(private=people(1000, seed=5, sex_from_job=False).assign(sex=1))
+    a, _ = fit(data_a, seed=2, m=3, n_B=40)
+    b, _ = fit(data_b, seed=2, m=3, n_B=40)
+    pd.testing.assert_frame_equal(a.synthetic, b.synthetic)
+    public = data_a.public
+    for attr, k in (("sex", 2), ("race", 3)):
+        sd = np.bincount(public[attr], minlength=k) / len(public)
+        for props in a.forests[attr].proportions:
+            assert np.allclose(props, sd)
+
+
+# ----- chaining and output ----------------------------------------------------------------
+def test_race_is_chained_on_the_synthesized_sex():
+    n = 4000
+    rng = np.random.default_rng(0)
+    frame = people(n, 1, sex_from_job=False)
+    frame["race"] = np.where(frame["sex"] == 1, 0, 2)  # race determined by sex only
+    public = people(n, 2, sex_from_job=False)
+    public["race"] = np.where(public["sex"] == 1, 0, 2)
+    data = Dataset("people", people_schema(), frame, public)
+    weights = {"age": 0, "job": 0, "hours": 0, "sex": 1}
+    result, _ = fit(data, eps=20.0, m=2, n_B=50, attribute_weights=weights,
+                    seed=int(rng.integers(9)))
+    assert result.forests["sex"].node_attributes == ["age", "job", "hours"]
+    assert result.forests["race"].node_attributes == ["age", "job", "hours", "sex"]
+    assert all(t.split[0] == 3 for t in result.forests["race"].trees)  # root splits on sex
+    out = result.synthetic
+    # X carries no information about sex, so only the chain can make race follow it.
+    agree = np.mean(out["race"].to_numpy() == np.where(out["sex"] == 1, 0, 2))
+    assert agree > 0.95
+    assert abs(np.mean(out["sex"].to_numpy() == public["sex"].to_numpy()) - 0.5) < 0.05
+
+
+def test_output_is_schema_valid_and_keeps_the_targets_predictors():
+    data = people_dataset()
+    result, _ = fit(data, eps=1.0, n_B=200)
+    out = result.synthetic
+    assert data.schema.problems(out) == []
+    assert list(out.columns) == data.schema.names
+    pd.testing.assert_frame_equal(out[["age", "job", "hours"]],
+                                  data.public[["age", "job", "hours"]].reset_index(drop=True))
+    # sex follows job in the synthetic data too (eps = 1 on 3000 rows)
+    share = out.groupby("job")["sex"].mean()
+    assert share["a"] < 0.35 < 0.65 < share["c"]
+
+
+def test_user_level_data_clips_contributions(small_dataset):
+    budget = Budget(1.0)
+    ledger = Ledger(budget, unit=small_dataset.ledger_unit)
+    out = make_mechanism("rdt", {"private_attributes": ["color"], "m": 2, "n_B": 100}).fit_sample(
+        small_dataset, budget, ledger, np.random.default_rng(0))
+    assert small_dataset.schema.problems(out) == []
+    assert {c.sensitivity for c in ledger.charges} == {5.0}  # max 5 rows per person
+    assert set(out["pid"]) <= set(small_dataset.public["pid"])
+    assert ledger.spent()[0] == pytest.approx(1.0)
+
+
+def test_max_depth_zero_is_a_noisy_marginal():
+    data = people_dataset()
+    result, _ = fit(data, eps=50.0, m=1, max_depth=0, shrinkage=0)
+    assert all(t.n_nodes == 1 for f in result.forests.values() for t in f.trees)
+    share = result.synthetic["sex"].mean()
+    assert share == pytest.approx(data.private["sex"].mean(), abs=0.04)
+
+
+# ----- errors -----------------------------------------------------------------------------
+@pytest.mark.parametrize("params, match", [
+    ({"private_attributes": ["nope"]}, r"\['nope'\] not in the schema"),
+    ({"private_attributes": []}, "is empty"),
+    ({"private_attributes": ["sex", "sex"]}, "twice"),
+    ({"predictors": ["sex", "job"]}, "overlap"),
+    ({"predictors": ["job", "zzz"]}, r"\['zzz'\] not in the schema"),
+    ({"budget_split": [1.0]}, "one positive share per private attribute"),
+    ({"budget_split": [0.7, 0.7]}, "summing to 1"),
+    ({"m": 0}, r"mechanism.m must be an integer >= 1"),
+    ({"n_B": 0}, r"mechanism.n_B must be an integer >= 1"),
+    ({"max_depth": -1}, "max_depth must be null or an integer"),
+    ({"shrinkage": -1}, "shrinkage must be a number >= 0"),
+    ({"attribute_weights": {"zzz": 1}}, r"\['zzz'\] are not node attributes"),
+    ({"attribute_weights": {"race": 1}}, r"\['race'\] are not node attributes"),
+    ({"attribute_weights": {"job": -1}}, "finite numbers >= 0"),
+    ({"attribute_weights": "mutual"}, "a mapping or 'sd_association'"),
+    ({"base": "resample"}, "not differentially private"),
+    ({"base": "rdt"}, "cannot be rdt itself"),
+    ({"base": "nope"}, "unknown mechanism 'nope'"),
+    ({"base": "independent", "base_share": 1.5}, r"base_share must be in \(0, 1\)"),
+    ({"base": "independent", "base_params": {"k": 1}}, r"unknown setting\(s\) \['k'\]"),
+    ({"structure": "other"}, "structure must be base or public"),
+])
+def test_bad_settings_raise_clear_config_errors(params, match):
+    with pytest.raises(ConfigError, match=match):
+        fit(people_dataset(), **params)
+
+
+def test_public_base_without_public_part_is_a_config_error():
+    data = people_dataset()
+    data.public = None
+    with pytest.raises(ConfigError, match="needs a public part") as info:
+        fit(data)
+    assert "public_fraction" in info.value.fix
+
+
+def test_private_attributes_are_required_without_sex_and_race(small_dataset):
+    with pytest.raises(ConfigError, match="private_attributes is required") as info:
+        fit(small_dataset)
+    assert "['color', 'size', 'amount']" in str(info.value)
+
+
+def test_unknown_setting_is_refused():
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['depth'\]"):
+        make_mechanism("rdt", {"depth": 3})
+
+
+# ----- Adult ------------------------------------------------------------------------------
+@pytest.mark.realdata
+def test_adult_beats_the_noisy_marginal_and_runs_fast(shared_data):
+    from metrics.duke_utility import DukeUtility
+
+    data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
+    budget = Budget(1.0)
+    started = time.perf_counter()
+    ledger = Ledger(budget)
+    out = make_mechanism("rdt", {}).fit_sample(data, budget, ledger, np.random.default_rng(0))
+    seconds = time.perf_counter() - started
+    assert seconds < 60
+    assert data.schema.problems(out) == []
+    assert len(ledger.charges) == 2 * 3 and ledger.spent()[0] == pytest.approx(1.0)
+    stump_ledger = Ledger(budget)
+    stump = make_mechanism("rdt", {"m": 1, "max_depth": 0, "shrinkage": 0}).fit_sample(
+        data, budget, stump_ledger, np.random.default_rng(0))  # = noisy marginals, ignores X
+    metric = DukeUtility(figures=False)
+    trees, marginal = metric.score(data, out).scores, metric.score(data, stump).scores
+    assert trees["logreg_coef_corr"] > marginal["logreg_coef_corr"] + 0.3
+    assert trees["joint_prop_corr"] > marginal["joint_prop_corr"]
