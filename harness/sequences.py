@@ -222,9 +222,7 @@ def sequences_from_trips(df: pd.DataFrame, id_column: str = "taxi_id",
     locations, alphabet = trip_location_codes(df, location, schema)
     n = len(df)
     person, person_ids = pd.factorize(df[id_column], sort=True)
-    keys = [np.arange(n)]
-    keys += [df[c].to_numpy() for c in (HOUR_COLUMN, DAY_COLUMN) if c in df.columns]
-    order = np.lexsort([*keys, person])
+    order = trip_order(df, id_column)
     person_sorted = person[order]
     lengths = np.bincount(person_sorted, minlength=len(person_ids)).astype(np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -234,6 +232,15 @@ def sequences_from_trips(df: pd.DataFrame, id_column: str = "taxi_id",
     codes = np.full((len(person_ids), max_len), FILL, dtype=np.int32)
     codes[person_sorted, position] = locations[order]
     return SequenceView(codes, lengths, alphabet, np.asarray(person_ids))
+
+
+def trip_order(df: pd.DataFrame, id_column: str = "taxi_id") -> np.ndarray:
+    """Row positions of ``df`` in the shared trip order: by person id, then
+    ``trip_day_of_week``, ``trip_hour_of_day`` (when present), then original row position."""
+    person = pd.factorize(df[id_column], sort=True)[0]
+    keys = [np.arange(len(df))]
+    keys += [df[c].to_numpy() for c in (HOUR_COLUMN, DAY_COLUMN) if c in df.columns]
+    return np.lexsort([*keys, person])
 
 
 def sequences_from_lists(sequences: Sequence[Sequence[Any]],
