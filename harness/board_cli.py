@@ -1,4 +1,6 @@
-"""``dp-arena-board``: the leaderboard of an MLflow experiment."""
+"""``dp-arena-board``: the leaderboard of an MLflow experiment (any tracking URI: the local
+SQLite file or a shared ``mlflow server``). Prints Markdown; writes CSV, a self-contained HTML
+page and PNG plots (score vs epsilon with CI bands, score-vs-runtime Pareto front)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="dp-arena-board",
         description="Rank the runs of a dp-arena experiment: prints Markdown, writes CSV, "
-                    "HTML and a score-vs-epsilon plot.")
+                    "a self-contained HTML page and PNG plots (score vs epsilon, Pareto front).")
     parser.add_argument("--experiment", default=None,
                         help="MLflow experiment (default: the most recently created dp-arena/*)")
     parser.add_argument("--tracking-uri", default=None,
@@ -22,14 +24,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="score to rank by, e.g. kmarginal/score (default: challenge/overall "
                              "if logged, else kmarginal/score)")
     parser.add_argument("--sweep", default=None, help="only the runs of this sweep folder")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="significance level of the paired tests that decide ties "
+                             "(default 0.05)")
     parser.add_argument("--out", default="leaderboard", help="output folder (default: leaderboard)")
     args = parser.parse_args(argv)
+    if not 0 < args.alpha < 1:
+        parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
     try:
         from .leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
 
         experiment = args.experiment or latest_experiment(args.tracking_uri)
         runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
-        board = build_leaderboard(runs, args.metric)
+        if runs.empty:
+            raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
+                               f"{' in sweep ' + args.sweep if args.sweep else ''}",
+                               "run dp-arena first, or check --experiment / --sweep")
+        board = build_leaderboard(runs, args.metric, alpha=args.alpha)
         print(render_markdown(board, title=f"Leaderboard: {experiment}"))
         paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
         print(f"\nwritten: {', '.join(str(p) for p in paths)}")

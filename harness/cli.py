@@ -1,9 +1,14 @@
 """``dp-arena``: the Hydra runner.
 
 With no arguments it runs the default competition (``conf/config.yaml``: every mechanism of
-the default sweep x epsilon 1 and 10 on the simulated taxi data) and prints the leaderboard.
-Any Hydra override narrows or widens the sweep, e.g.
-``dp-arena mechanism=independent privacy.epsilon=1,2,4 trial=0,1,2``.
+the default sweep x epsilon 1 and 10 on the simulated taxi data) in parallel through the
+Hydra joblib launcher and prints the leaderboard. Any Hydra override narrows or widens the
+sweep, e.g. ``dp-arena mechanism=independent privacy.epsilon=1,2,4 trial=0,1,2``; a named
+competition fixes the whole setting: ``dp-arena competition=sprint3``.
+
+Every job prints one progress line (``done``, ``skip`` for a run whose content key already
+finished, or ``FAILED`` with the reason) and writes ``outcome.json`` into its output folder,
+which the sweep summary (:mod:`harness.callbacks`, in the parent process) reads.
 
 Bad input ends with one message naming the problem and the fix, no traceback (set
 ``DP_ARENA_DEBUG=1`` for one), and a non-zero exit code.
@@ -12,6 +17,7 @@ Bad input ends with one message naming the problem and the fix, no traceback (se
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import traceback
@@ -28,38 +34,90 @@ from .errors import DPArenaError
 
 CONF_DIR = str(PROJECT_ROOT / "conf")
 OUTCOME_FILE = "outcome.json"
+RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 
 
-def run_task(cfg: DictConfig) -> dict[str, Any]:
-    """Hydra task: one run. Writes ``outcome.json`` into the job's output folder so the
-    sweep summary (which may run in another process) can report every job."""
-    from .runner import run_one  # imported here so `--help` stays fast
-
+def run_task(cfg: DictConfig) -> Any:
+    """Hydra task: one run. Writes ``outcome.json`` into the job's output folder. Returns the
+    outcome record, or for a tuning search job the objective Optuna maximizes (``-inf`` for a
+    failed run, so a failure never aborts the study; the final choice ignores failed runs)."""
     hc = HydraConfig.get()
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-    plain["sweep"] = hc.sweep.dir if hc.mode == RunMode.MULTIRUN else ""
+    multirun = hc.mode == RunMode.MULTIRUN
+    plain["sweep"] = hc.sweep.dir if multirun else ""
+    search = is_search(plain)
+    if search and multirun:
+        plain["trial"] = int(hc.job.num)  # every Optuna trial gets fresh noise
+    record = execute_job(plain, swept_setting(plain, list(hc.overrides.task)))
+    Path(hc.runtime.output_dir, OUTCOME_FILE).write_text(json.dumps(record))
+    if not multirun and record["status"] == "FAILED":
+        sys.exit(2)
+    if search:  # a failed trial is the worst possible value: the study goes on without it
+        return record["objective"] if record["objective"] is not None else -math.inf
+    return record
+
+
+def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run one config, print its progress line, and return its outcome record."""
+    from .runner import run_one  # imported here so `--help` stays fast
+
     label = describe(plain)
+    base = {"label": label, "setting": setting or {}, "objective": None,
+            "tracking_uri": (plain.get("tracking") or {}).get("uri")}
     try:
         outcome = run_one(plain)
-        record = {"status": outcome.status, "label": label, "run_id": outcome.run_id,
-                  "experiment": outcome.experiment, "tracking_uri": plain["tracking"]["uri"],
-                  "seconds": outcome.seconds, "scores": outcome.scores}
-        print(f"done   {label}  {headline(outcome.scores)}  ({outcome.seconds:.1f}s)", flush=True)
+        record = {**base, "status": "SKIPPED" if outcome.skipped else outcome.status,
+                  "run_id": outcome.run_id, "experiment": outcome.experiment,
+                  "tracking_uri": outcome.tracking_uri or base["tracking_uri"],
+                  "seconds": outcome.seconds, "scores": outcome.scores,
+                  "objective": objective_value(outcome.scores, plain)}
+        if outcome.skipped:
+            print(f"skip   {label}  already finished (run {outcome.run_id[:8]}): "
+                  f"{headline(outcome.scores)}", flush=True)
+        else:
+            print(f"done   {label}  {headline(outcome.scores)}  ({outcome.seconds:.1f}s)",
+                  flush=True)
     except DPArenaError as exc:
-        record = {"status": "FAILED", "label": label, "message": str(exc)}
+        record = {**base, **getattr(exc, "dp_arena_run", {}), "status": "FAILED",
+                  "message": str(exc)}
         print(f"FAILED {label}\n{indent(str(exc))}", file=sys.stderr, flush=True)
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
         message = f"{type(exc).__name__}: {exc}"
-        record = {"status": "FAILED", "label": label, "message": message}
+        record = {**base, **getattr(exc, "dp_arena_run", {}), "status": "FAILED",
+                  "message": message}
         print(f"FAILED {label}\n{indent(message)}", file=sys.stderr, flush=True)
         if os.environ.get("DP_ARENA_DEBUG"):
             traceback.print_exc()
+            print(getattr(exc, "child_traceback", ""), file=sys.stderr)
         else:
             print("  (set DP_ARENA_DEBUG=1 to see the traceback)", file=sys.stderr)
-    Path(hc.runtime.output_dir, OUTCOME_FILE).write_text(json.dumps(record))
-    if hc.mode != RunMode.MULTIRUN and record["status"] != "FINISHED":
-        sys.exit(2)
     return record
+
+
+def is_search(plain: dict[str, Any]) -> bool:
+    tuning = plain.get("tuning") or {}
+    return tuning.get("mode") in ("public", "oracle") and tuning.get("stage") == "search"
+
+
+def swept_setting(plain: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """The mechanism hyperparameters this job's overrides set (typed, from the config)."""
+    mech = plain.get("mechanism") or {}
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    return {k.removeprefix("mechanism."): mech.get(k.removeprefix("mechanism."))
+            for k in sorted(keys) if k.startswith("mechanism.")}
+
+
+def objective_value(scores: dict[str, float], plain: dict[str, Any]) -> float | None:
+    """The score tuning maximizes: ``tuning.objective`` (default: challenge/overall if
+    logged, else kmarginal/score), negated when lower is better."""
+    from .leaderboard import lower_is_better
+
+    wanted = (plain.get("tuning") or {}).get("objective")
+    names = [wanted] if wanted else [k for k in RANKING_PREFERENCE if k in scores]
+    if not names or names[0] not in scores:
+        return None
+    value = float(scores[names[0]])
+    return -value if lower_is_better(names[0]) else value
 
 
 def describe(cfg: dict[str, Any]) -> str:
@@ -69,12 +127,14 @@ def describe(cfg: dict[str, Any]) -> str:
     name = mech.pop("name", None)
     params = hyperparameter_label(str(name), mech)
     privacy = cfg.get("privacy") or {}
+    mode = (cfg.get("tuning") or {}).get("mode", "none")
+    tuning = "" if mode in (None, "none") else f" [{mode}:{(cfg.get('tuning') or {}).get('stage')}]"
     return (f"{name}{'(' + params + ')' if params != '-' else ''} "
-            f"eps={privacy.get('epsilon')} trial={cfg.get('trial')}")
+            f"eps={privacy.get('epsilon')} trial={cfg.get('trial')}{tuning}")
 
 
 def headline(scores: dict[str, float]) -> str:
-    keys = [k for k in ("challenge/overall", "kmarginal/score") if k in scores]
+    keys = [k for k in RANKING_PREFERENCE if k in scores]
     return "  ".join(f"{k}={scores[k]:.1f}" for k in keys)
 
 

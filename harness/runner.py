@@ -1,12 +1,15 @@
 """One run: dataset x mechanism (+ hyperparameters) x (epsilon, delta) x trial.
 
 ``run_one(cfg)`` validates the whole configuration before touching data or MLflow, then
-loads the dataset, runs the mechanism against a fresh privacy ledger, validates the synthetic
-table against the schema, scores it with every metric that applies, and logs params, metrics,
-tags and artifacts to MLflow. Any failure after the MLflow run started marks it FAILED with
-the reason. The private table is never logged: artifacts are the synthetic table (not for
-``resample``, whose output is private rows, unless ``tracking.log_private_synthetic=true``),
-the score report, the ledger and aggregate tables/plots.
+loads the dataset, skips the run if its content key already finished (resume), and otherwise
+runs the mechanism against a fresh privacy ledger in a child process under the run's time and
+memory limits (:mod:`harness.isolation`), validates the synthetic table against the schema,
+scores it with every metric that applies, and logs params, metrics, tags and artifacts to
+MLflow. Any failure after the MLflow run started (an exception, an invalid table, a time or
+memory limit) marks it FAILED with the reason. The private table is never logged: artifacts
+are the synthetic table (not for ``resample``, whose output is private rows, unless
+``tracking.log_private_synthetic=true``), the score report, the ledger and aggregate
+tables/plots. Tuning modes (``tuning.mode``) are described in :mod:`harness.tuning`.
 """
 
 from __future__ import annotations
@@ -28,9 +31,13 @@ from metrics import Metric, make_metric
 
 from .data import Dataset, load_dataset
 from .errors import ConfigError, DPArenaError, SchemaError
+from .isolation import Limits, call_isolated
 from .privacy import Budget, Ledger, check_accountant
 from .resources import ResourceMonitor
-from .tracking import client_for, code_version, ensure_experiment, flatten
+from .tracking import (client_for, code_version, ensure_experiment, find_finished_run, flatten,
+                       source_fingerprint)
+from .tuning import (Tuning, candidates, dp_select, parse_space, public_view, setting_label,
+                     space_label)
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
 
@@ -52,6 +59,11 @@ class RunConfig:
     log_private_synthetic: bool
     sweep: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    limits: Limits = field(default_factory=Limits)
+    tuning: Tuning = field(default_factory=Tuning)
+    resume: bool = True
+    plugins: tuple[str, ...] = ()
+    competition: str = ""
 
 
 @dataclass
@@ -65,6 +77,8 @@ class RunOutcome:
     scores: dict[str, float] = field(default_factory=dict)
     message: str = ""
     seconds: float = 0.0
+    skipped: bool = False
+    tracking_uri: str = ""
 
 
 def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
@@ -94,73 +108,205 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
     if not isinstance(trial, int) or not isinstance(seed, int) or trial < 0 or seed < 0:
         raise ConfigError(f"trial and seed must be non-negative integers (got {trial!r}, {seed!r})",
                           "e.g. trial=0 seed=0")
+    plugins = cfg.get("plugins") or ()
+    if isinstance(plugins, str):
+        plugins = (plugins,)
+    competition = cfg.get("competition") or {}
     experiment = tracking.get("experiment") or ""
     return RunConfig(name, mech, budget, accountant, trial, seed, dict(cfg["dataset"]),
                      metrics_cfg, experiment, tracking.get("uri"),
                      bool(tracking.get("log_private_synthetic", False)),
-                     str(cfg.get("sweep", "")), cfg)
+                     str(cfg.get("sweep", "")), cfg,
+                     limits=Limits.from_config(cfg.get("limits")),
+                     tuning=Tuning.from_config(cfg.get("tuning")),
+                     resume=bool(cfg.get("resume", True)), plugins=tuple(plugins),
+                     competition=str(competition.get("name", "") if isinstance(competition, dict)
+                                     else competition or ""))
+
+
+def load_plugins(modules: tuple[str, ...]) -> None:
+    """Import the modules named in ``plugins`` (they register extra mechanisms or metrics;
+    importing happens in every worker process, since the config travels with the job)."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"plugins: cannot import {module!r} ({exc})",
+                              "check the module name and that it is on the Python path") from None
 
 
 def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
     """Instantiate the mechanism and metrics (unknown names/settings -> ConfigError)."""
+    load_plugins(rc.plugins)
     mechanism = make_mechanism(rc.mechanism, rc.mechanism_params)
+    if rc.tuning.mode == "dp_select":
+        for setting in candidates(parse_space(rc.tuning.space)):
+            make_mechanism(rc.mechanism, {**rc.mechanism_params, **setting})
     metrics = {name: make_metric(name, settings) for name, settings in rc.metrics.items()}
     return mechanism, metrics
 
 
-def run_key(rc: RunConfig, fingerprint: str) -> str:
-    """Content key of a run: same key = same computation (used to deduplicate trials)."""
+def code_fingerprint(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric]) -> str:
+    """Source fingerprint of the code this run executes (see tracking.source_fingerprint)."""
+    roots = (type(mechanism).__module__, *sorted(type(m).__module__ for m in metrics.values()),
+             "harness.data", "harness.privacy", "harness.schema", "harness.isolation",
+             *(("harness.tuning",) if rc.tuning.mode != "none" else ()))
+    return source_fingerprint(tuple(roots))
+
+
+def run_key(rc: RunConfig, fingerprint: str, code: str | None = None) -> str:
+    """Content key of a run: same key = same computation. A re-launched sweep skips runs whose
+    key already FINISHED; the leaderboard counts each key once. ``code`` is the source
+    fingerprint of the code the run executes (default: of the mechanism's and metrics'
+    modules)."""
+    if code is None:
+        mechanism, metrics = build_components(rc)
+        code = code_fingerprint(rc, mechanism, metrics)
     content = {
         "mechanism": rc.mechanism, "params": rc.mechanism_params,
         "epsilon": rc.budget.epsilon, "delta": rc.budget.delta, "accountant": rc.accountant,
         "dataset": rc.dataset, "fingerprint": fingerprint, "seed": rc.seed, "trial": rc.trial,
-        "metrics": rc.metrics, "code": code_version(),
+        "metrics": rc.metrics, "code": code,
+        "tuning": {"mode": rc.tuning.mode, "stage": rc.tuning.stage, "view": rc.tuning.view,
+                   "public_fraction": rc.tuning.public_fraction,
+                   "split_seed": rc.tuning.split_seed,
+                   "space": rc.tuning.space if rc.tuning.mode == "dp_select" else {},
+                   "select_share": rc.tuning.select_share if rc.tuning.mode == "dp_select"
+                   else None},
     }
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
+def experiment_for(rc: RunConfig, data: Dataset) -> str:
+    """``tracking.experiment``, else ``dp-arena/<competition or dataset>``; tuning search
+    runs go to ``<that>/tuning`` so they never mix with scored runs."""
+    base = rc.experiment or f"dp-arena/{rc.competition or data.name}"
+    return f"{base}/tuning" if rc.tuning.stage == "search" and rc.tuning.mode != "none" else base
+
+
 def run_one(cfg: dict[str, Any]) -> RunOutcome:
     """Run, score and log one configuration. Raises DPArenaError for bad input found before
-    the MLflow run starts; failures after that are logged and returned as FAILED."""
+    the MLflow run starts; failures after that are logged and re-raised (the MLflow run is
+    FAILED with the reason). A run whose content key already FINISHED is skipped (unless
+    ``resume=false``): the outcome is the earlier run's."""
     rc = parse_run_config(cfg)
     mechanism, metrics = build_components(rc)
     data = load_dataset(rc.dataset)
-    if data.unit not in mechanism.units:
-        raise ConfigError(f"mechanism {rc.mechanism!r} does not support {data.unit}-level privacy",
+    view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
+        if rc.tuning.view == "public" else data
+    if rc.tuning.mode == "dp_select" and data.public is None:
+        public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed)  # raises the reason
+    if view.unit not in mechanism.units:
+        raise ConfigError(f"mechanism {rc.mechanism!r} does not support {view.unit}-level privacy",
                           f"use a dataset with unit in {list(mechanism.units)}")
-    applicable = {n: m for n, m in metrics.items() if m.applies_to(data)}
+    applicable = {n: m for n, m in metrics.items() if m.applies_to(view)}
     if not applicable:
         raise ConfigError(f"none of the metrics {sorted(metrics)} applies to dataset {data.name!r}",
                           "add a generic metric, e.g. metrics.kmarginal={}")
     client = client_for(rc.tracking_uri)
-    experiment = rc.experiment or f"dp-arena/{data.name}"
+    experiment = experiment_for(rc, data)
     exp_id = ensure_experiment(client, experiment)
     fingerprint = data.fingerprint()
-    tags = run_tags(rc, mechanism, data, fingerprint)
-    run = client.create_run(exp_id, run_name=f"{rc.mechanism}/{rc.budget.epsilon:g}/{rc.trial}",
-                            tags=tags)
+    code = code_fingerprint(rc, mechanism, metrics)
+    key = run_key(rc, fingerprint, code)
+    if rc.resume:
+        earlier = find_finished_run(client, exp_id, key)
+        if earlier is not None:
+            return skipped_outcome(rc, earlier, experiment, client.tracking_uri)
+    tags = run_tags(rc, mechanism, data, fingerprint, key, code)
+    run = client.create_run(exp_id, run_name=run_name(rc), tags=tags)
     run_id = run.info.run_id
     outcome = RunOutcome(STATUS_FAILED, rc.mechanism, rc.budget.epsilon, rc.trial, run_id,
-                         experiment=experiment)
+                         experiment=experiment, tracking_uri=client.tracking_uri)
     try:
         log_params(client, run_id, rc)
-        execute(rc, mechanism, applicable, data, client, run_id, outcome)
+        execute(rc, mechanism, applicable, view, client, run_id, outcome)
         outcome.status = STATUS_OK
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised
         outcome.message = failure_message(rc.mechanism, exc)
         client.set_tag(run_id, "failure_reason", outcome.message[:5000])
         client.set_terminated(run_id, STATUS_FAILED)
+        exc.dp_arena_run = {"run_id": run_id, "experiment": experiment,  # type: ignore[attr-defined]
+                            "tracking_uri": client.tracking_uri}
         raise
     client.set_terminated(run_id, STATUS_OK)
     return outcome
 
 
+def run_name(rc: RunConfig) -> str:
+    name = f"{rc.mechanism}/{rc.budget.epsilon:g}/{rc.trial}"
+    if rc.tuning.mode != "none":
+        name += f"/{rc.tuning.mode}-{rc.tuning.stage}"
+    return name
+
+
+def skipped_outcome(rc: RunConfig, earlier, experiment: str, uri: str) -> RunOutcome:
+    scores = {k: v for k, v in earlier.data.metrics.items() if "/" in k}
+    return RunOutcome(STATUS_OK, rc.mechanism, rc.budget.epsilon, rc.trial, earlier.info.run_id,
+                      experiment, scores, "already finished (same content key)",
+                      float(earlier.data.metrics.get("seconds", 0.0)), skipped=True,
+                      tracking_uri=uri)
+
+
+@dataclass
+class Computed:
+    """What the isolated child hands back: numbers to log, extra tags, the artifact folder."""
+
+    numbers: dict[str, float]
+    scores: dict[str, float]
+    seconds: float
+    tags: dict[str, str] = field(default_factory=dict)
+
+
 def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
             client, run_id: str, outcome: RunOutcome) -> None:
+    """Compute in a child process under the run's limits, then log what it produced."""
+    with tempfile.TemporaryDirectory(prefix="dp-arena-run-") as tmp:
+        out = Path(tmp)
+        computed, report = call_isolated(lambda: compute(rc, mechanism, metrics, data, out),
+                                         rc.limits)
+        numbers = dict(computed.numbers)
+        if report.isolated:
+            numbers["peak_memory_mb"] = max(numbers["peak_memory_mb"], report.peak_rss_mb)
+            numbers["wall_seconds"] = report.seconds
+        if computed.tags:
+            client.log_batch(run_id, tags=[_tag(k, v) for k, v in computed.tags.items()])
+        log_metrics(client, run_id, numbers)
+        log_folder(client, run_id, out)
+        if mechanism.reference == "ceiling" and not rc.log_private_synthetic:
+            client.set_tag(run_id, "synthetic_logged",
+                           "false (resample output is private rows; opt in with "
+                           "tracking.log_private_synthetic=true)")
+    outcome.scores, outcome.seconds = computed.scores, computed.seconds
+
+
+def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
+            out: Path) -> Computed:
+    """The run's computation (in the isolated child): fit, validate, score, and write the
+    artifacts into ``out``. Touches no MLflow store."""
     rng = np.random.default_rng([rc.seed, rc.trial])
     ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
+    extra_tags: dict[str, str] = {}
+    budget = rc.budget
     with ResourceMonitor() as fit:
-        synthetic = mechanism.fit_sample(data, rc.budget, ledger, rng)
+        if rc.tuning.mode == "dp_select":
+            selection = dp_select(rc.mechanism, rc.mechanism_params, parse_space(rc.tuning.space),
+                                  data, rc.budget, ledger, rng, rc.tuning)
+            mechanism = make_mechanism(rc.mechanism, {**rc.mechanism_params, **selection.chosen})
+            budget = selection.final_budget
+            extra_tags = {"tuning_chosen": setting_label(selection.chosen),
+                          "tuning_reason": selection.reason}
+            (out / "tuning").mkdir()
+            (out / "tuning" / "dp_select.json").write_text(json.dumps(json_safe({
+                "chosen": selection.chosen, "candidates": selection.candidates,
+                "public_view_kmarginal2": selection.public_scores,
+                "epsilon_select": selection.eps_select, "sensitivity": selection.sensitivity,
+                "final_budget": {"epsilon": selection.final_budget.epsilon,
+                                 "delta": selection.final_budget.delta},
+                "reason": selection.reason}), indent=1))
+        synthetic = mechanism.fit_sample(data, budget, ledger, rng)
     synthetic = check_synthetic(synthetic, data, rc)
     with ResourceMonitor() as scoring:
         results = {name: metric.score(data, synthetic) for name, metric in metrics.items()}
@@ -173,9 +319,8 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         "epsilon_spent": eps_spent, "delta_spent": delta_spent,
         "n_synthetic_rows": float(len(synthetic)),
     }
-    log_metrics(client, run_id, numbers)
-    log_artifacts(client, run_id, rc, mechanism, synthetic, results, ledger, numbers)
-    outcome.scores, outcome.seconds = scores, fit.seconds
+    write_artifacts(out, rc, mechanism, synthetic, results, ledger, numbers)
+    return Computed(numbers, scores, fit.seconds, extra_tags)
 
 
 def check_synthetic(synthetic: pd.DataFrame, data: Dataset, rc: RunConfig) -> pd.DataFrame:
@@ -206,22 +351,45 @@ def spent_budget(mechanism: Mechanism, ledger: Ledger) -> tuple[float, float]:
     return ledger.spent()
 
 
-def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str) -> dict[str, str]:
+def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str,
+             key: str, code: str) -> dict[str, str]:
+    tuning = rc.tuning
+    private = mechanism.is_private and tuning.is_private
+    if tuning.mode == "dp_select":
+        hyper = space_label(parse_space(tuning.space))
+    else:
+        hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params)
     tags = {
         "mechanism": rc.mechanism,
-        "hyperparameters": hyperparameter_label(rc.mechanism, rc.mechanism_params),
+        "hyperparameters": hyper,
         "epsilon": f"{rc.budget.epsilon:g}", "delta": f"{rc.budget.delta:g}",
         "trial": str(rc.trial), "accountant": rc.accountant,
         "privacy_unit": data.ledger_unit, "dataset": data.name,
-        "data_fingerprint": fingerprint, "code_version": code_version(),
-        "run_key": run_key(rc, fingerprint),
-        "private": "true" if mechanism.is_private else "false",
+        "data_fingerprint": fingerprint, "code_version": code_version(), "code_hash": code,
+        "run_key": key,
+        "private": "true" if private else "false",
         "reference": mechanism.reference or "",
         "sweep": rc.sweep,
+        "tuning": tuning.label, "tuning_mode": tuning.mode, "tuning_stage": tuning.stage,
+        "data_view": tuning.view,
+        "competition": rc.competition,
+        "limits": rc.limits.describe(),
     }
-    if mechanism.reference == "floor" and data.public is None and not getattr(mechanism, "n_rows", None):
+    if tuning.chosen:
+        tags["tuning_chosen"] = tuning.chosen
+    if tuning.reason:
+        tags["tuning_reason"] = tuning.reason[:5000]
+    if tuning.mode == "oracle":
+        tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
+    elif mechanism.reference == "floor" and data.public is None and not getattr(mechanism, "n_rows", None):
         tags["non_private_note"] = "row count read from the private data (no public part)"
     return tags
+
+
+def _tag(key: str, value: str):
+    from mlflow.entities import RunTag
+
+    return RunTag(key, str(value)[:5000])
 
 
 def log_params(client, run_id: str, rc: RunConfig) -> None:
@@ -241,41 +409,46 @@ def log_metrics(client, run_id: str, numbers: dict[str, float]) -> None:
     client.log_batch(run_id, metrics=items)
 
 
-def log_artifacts(client, run_id: str, rc: RunConfig, mechanism: Mechanism,
-                  synthetic: pd.DataFrame, results: dict, ledger: Ledger,
-                  numbers: dict[str, float]) -> None:
+def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: pd.DataFrame,
+                    results: dict, ledger: Ledger, numbers: dict[str, float]) -> None:
+    """The run's artifacts as files under ``out`` (sub-folders become artifact paths). The
+    synthetic table is left out for ``resample`` (it is private rows) unless opted in."""
     report = {
         "mechanism": rc.mechanism, "hyperparameters": rc.mechanism_params,
         "epsilon": rc.budget.epsilon, "delta": rc.budget.delta, "trial": rc.trial,
-        "reference": mechanism.reference, "metrics": json_safe(numbers),
+        "reference": mechanism.reference, "tuning": rc.tuning.mode,
+        "metrics": json_safe(numbers),
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        (out / "scores.json").write_text(json.dumps(report, indent=1))
-        (out / "ledger.json").write_text(json.dumps(json_safe(ledger.to_dict()), indent=1))
-        client.log_artifact(run_id, str(out / "scores.json"))
-        client.log_artifact(run_id, str(out / "ledger.json"))
-        if mechanism.reference != "ceiling" or rc.log_private_synthetic:
-            synthetic.to_parquet(out / "synthetic.parquet", index=False)
-            client.log_artifact(run_id, str(out / "synthetic.parquet"))
-        else:
-            client.set_tag(run_id, "synthetic_logged",
-                           "false (resample output is private rows; opt in with "
-                           "tracking.log_private_synthetic=true)")
-        for result in results.values():
-            for name, table in result.tables.items():
-                table.to_csv(out / f"{name}.csv", index=False)
-                client.log_artifact(run_id, str(out / f"{name}.csv"), "tables")
-            for name, fig in result.figures.items():
-                fig.savefig(out / f"{name}.png", dpi=100, bbox_inches="tight")
-                client.log_artifact(run_id, str(out / f"{name}.png"), "plots")
+    (out / "scores.json").write_text(json.dumps(report, indent=1))
+    (out / "ledger.json").write_text(json.dumps(json_safe(ledger.to_dict()), indent=1))
+    if mechanism.reference != "ceiling" or rc.log_private_synthetic:
+        synthetic.to_parquet(out / "synthetic.parquet", index=False)
+    for result in results.values():
+        for name, table in result.tables.items():
+            (out / "tables").mkdir(exist_ok=True)
+            table.to_csv(out / "tables" / f"{name}.csv", index=False)
+        for name, fig in result.figures.items():
+            (out / "plots").mkdir(exist_ok=True)
+            fig.savefig(out / "plots" / f"{name}.png", dpi=100, bbox_inches="tight")
+
+
+def log_folder(client, run_id: str, folder: Path) -> None:
+    """Log every file in ``folder`` (top-level files at the artifact root, sub-folders as
+    artifact paths)."""
+    for path in sorted(folder.iterdir()):
+        if path.is_file():
+            client.log_artifact(run_id, str(path))
+        elif path.is_dir() and any(path.iterdir()):
+            client.log_artifacts(run_id, str(path), path.name)
 
 
 def json_safe(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list):
+    if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return json_safe(obj.item())
     if isinstance(obj, float) and not math.isfinite(obj):
         return str(obj)
     return obj

@@ -3,16 +3,29 @@
 Default store: a SQLite file ``mlflow.db`` in the current folder, artifacts under
 ``./mlruns``. Any tracking URI (e.g. a shared ``mlflow server``) through
 ``tracking.uri=...`` or the ``MLFLOW_TRACKING_URI`` environment variable.
+
+Parallel sweeps write one SQLite file from several processes. Three things keep that safe:
+each process's first use of a local store runs under an exclusive file lock (``mlflow.db.lock``)
+that creates the tables once and switches the file to write-ahead logging
+(:func:`store_lock`, :func:`enable_wal`), experiment creation tolerates a concurrent creator
+(:func:`ensure_experiment`), and every client call is retried with jittered backoff while
+SQLite reports ``database is locked`` (:class:`RetryingClient`).
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import logging
 import os
+import random
+import sqlite3
 import subprocess
+import time
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from . import __version__
 from .data import PROJECT_ROOT
@@ -27,11 +40,9 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
 
-def client_for(uri: str | None = None, must_exist: bool = False):  # -> mlflow.MlflowClient
-    """An MLflow client; with ``must_exist`` a missing local SQLite store is an error rather
-    than silently created empty."""
-    from mlflow import MlflowClient
-
+def client_for(uri: str | None = None, must_exist: bool = False) -> "RetryingClient":
+    """An MLflow client (retrying on SQLite lock contention); with ``must_exist`` a missing
+    local SQLite store is an error rather than silently created empty."""
     quiet_mlflow_logs()
     resolved = resolve_tracking_uri(uri)
     if must_exist and resolved.startswith("sqlite:///"):
@@ -39,7 +50,100 @@ def client_for(uri: str | None = None, must_exist: bool = False):  # -> mlflow.M
         if not path.is_file():
             raise DPArenaError(f"no MLflow store at {path}",
                                "run dp-arena in this folder first, or pass --tracking-uri")
-    return MlflowClient(tracking_uri=resolved)
+    return _cached_client(resolved, os.getpid())
+
+
+@lru_cache(maxsize=8)
+def _cached_client(resolved: str, pid: int) -> "RetryingClient":
+    """One client per store and process (a forked child never reuses its parent's). For a
+    local SQLite store the first use in each process runs under a file lock, so parallel
+    workers never race to create the tables, and turns on write-ahead logging."""
+    from mlflow import MlflowClient
+
+    quiet_mlflow_logs()  # importing mlflow resets its loggers
+    if not resolved.startswith("sqlite:///"):
+        return RetryingClient(retry(lambda: MlflowClient(tracking_uri=resolved)))
+    db = Path(resolved.removeprefix("sqlite:///"))
+    with store_lock(db):  # the client creates/migrates the tables as it is constructed
+        client = RetryingClient(retry(lambda: MlflowClient(tracking_uri=resolved)))
+        client.search_experiments(max_results=1)
+        enable_wal(db)
+    return client
+
+
+@contextmanager
+def store_lock(db: Path) -> Iterator[None]:
+    """An exclusive lock on ``<db>.lock`` (POSIX ``flock``; a no-op elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def enable_wal(db: Path) -> None:
+    """Switch a SQLite file to write-ahead logging (persistent; readers never block the
+    writer, and writers wait on each other instead of failing)."""
+    with sqlite3.connect(db, timeout=30) as con:
+        if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            con.execute("PRAGMA journal_mode=WAL")
+
+
+#: Substrings of errors worth retrying: SQLite lock contention between sweep workers.
+TRANSIENT_ERRORS = ("database is locked", "database table is locked", "database is busy")
+
+
+def is_transient(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(t in text for t in TRANSIENT_ERRORS)
+
+
+def retry(call: Callable[[], Any], attempts: int = 12, base_delay: float = 0.05) -> Any:
+    """``call()``, retried with jittered exponential backoff (capped at 2 s) while it fails
+    with a transient store error."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - re-raised unless transient
+            if attempt == attempts - 1 or not is_transient(exc):
+                raise
+            time.sleep(min(2.0, base_delay * 2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+class RetryingClient:
+    """An ``MlflowClient`` whose methods retry on transient SQLite errors."""
+
+    def __init__(self, client: Any):
+        self._client = client
+
+    @property
+    def tracking_uri(self) -> str:
+        return self._client.tracking_uri
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return retry(lambda: attr(*args, **kwargs))
+
+        return call
+
+
+def init_store(uri: str | None = None) -> str:
+    """Create the store's tables now, under the store lock, with write-ahead logging."""
+    resolved = resolve_tracking_uri(uri)
+    client_for(resolved)
+    return resolved
 
 
 def quiet_mlflow_logs() -> None:
@@ -57,7 +161,22 @@ def ensure_experiment(client, name: str) -> str:
     location = None
     if client.tracking_uri.startswith("sqlite:"):
         location = (Path.cwd() / "mlruns").as_uri()
-    return client.create_experiment(name, artifact_location=location)
+    try:
+        return client.create_experiment(name, artifact_location=location)
+    except Exception:  # another worker may have created it a moment ago
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def find_finished_run(client, experiment_id: str, key: str):
+    """The most recent FINISHED run of ``experiment_id`` whose ``run_key`` tag is ``key``."""
+    runs = client.search_runs([experiment_id],
+                              filter_string=f"tags.run_key = '{key}' and "
+                                            "attributes.status = 'FINISHED'",
+                              max_results=1, order_by=["attributes.start_time DESC"])
+    return runs[0] if runs else None
 
 
 def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -70,6 +189,77 @@ def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
         else:
             out[name] = str(value)
     return out
+
+
+#: Bump when the runner's own computation changes meaning (seeding, validation, scoring
+#: protocol): it is part of every run's content key.
+RUNNER_PROTOCOL = 2
+#: Registries (name -> class path) and presentation code: editing them does not change what
+#: a run computes, so they are left out of the source fingerprint.
+FINGERPRINT_EXCLUDES = frozenset({
+    "mechanisms", "metrics", "harness", "harness.cli", "harness.callbacks",
+    "harness.leaderboard", "harness.board_cli", "harness.tracking", "harness.score_cli",
+    "harness.simulate_cli",
+})
+PROJECT_PACKAGES = ("harness", "mechanisms", "metrics")
+
+
+def module_path(module: str) -> Path | None:
+    """Source file of a project module (``a.b`` -> ``a/b.py`` or ``a/b/__init__.py``)."""
+    base = PROJECT_ROOT.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_modules(module: str, source: str) -> set[str]:
+    """Project modules that ``source`` (the text of ``module``) imports, anywhere in it."""
+    package = module if module_path(module) and module_path(module).name == "__init__.py" \
+        else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                root = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{root}.{node.module}" if node.module else root
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return {m for m in found if m.split(".")[0] in PROJECT_PACKAGES and module_path(m)}
+
+
+@lru_cache(maxsize=256)
+def source_fingerprint(roots: tuple[str, ...]) -> str:
+    """Hash of the source of ``roots`` and every project module they import, transitively
+    (registries and presentation code excluded, see :data:`FINGERPRINT_EXCLUDES`).
+
+    This is what "same code" means for resuming a sweep: a run is redone only when code it
+    actually executes changed, whether or not that change is committed; editing another
+    mechanism, the README or the leaderboard leaves its key alone.
+    """
+    seen: dict[str, str] = {}
+    todo = [r for r in roots if module_path(r)]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        path = module_path(mod)
+        if path is None:
+            continue
+        text = path.read_text()
+        seen[mod] = text
+        todo.extend(m for m in imported_modules(mod, text)
+                    if m not in seen and m not in FINGERPRINT_EXCLUDES)
+    h = hashlib.sha256(f"protocol={RUNNER_PROTOCOL}".encode())
+    for mod in sorted(seen):
+        h.update(f"\0{mod}\0".encode())
+        h.update(seen[mod].encode())
+    return h.hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)

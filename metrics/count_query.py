@@ -441,7 +441,8 @@ def relative_error_figure(by_size: pd.DataFrame, title: str) -> Figure:
 class CountQuery(Metric):
     """Relative error of random count queries (see the module docstring for definitions).
 
-    Settings: ``n_queries`` (1000), ``max_size`` (6; the paper's panels use 3, 6, 9, 12),
+    Settings: ``n_queries`` (1000), ``max_size`` (6; the paper's panels use 3, 6, 9, 12;
+    capped at the number of locations or attributes of the data),
     ``workload`` (``uniform`` | ``public``), ``sanity_fraction`` (0.001 of |D|), ``rescale``
     (False: raw synthetic counts, as in the paper), ``seed`` (0), ``kind`` (``auto``: location
     queries when the data has a sequence view, attribute queries otherwise), ``location``
@@ -532,7 +533,8 @@ class CountQuery(Metric):
         public_bits = None
         if self.workload == "public":
             public_bits = visit_bitmask(sequence_view(data.public, spec, data.schema))
-        queries = make_location_workload(self.n_queries, self.max_size, real.n_locations,
+        queries = make_location_workload(self.n_queries, min(self.max_size, real.n_locations),
+                                         real.n_locations,
                                          self.seed, public_bits)
         true = answer_location_queries(visit_bitmask(real), queries)
         noisy = answer_location_queries(visit_bitmask(fake), queries)
@@ -544,8 +546,8 @@ class CountQuery(Metric):
         public_codes = None
         if self.workload == "public":
             public_codes = schema.encode(data.public).to_numpy()
-        queries = make_attribute_workload(self.n_queries, self.max_size, domain, self.seed,
-                                          public_codes)
+        queries = make_attribute_workload(self.n_queries, min(self.max_size, len(domain)),
+                                          domain, self.seed, public_codes)
         true = answer_attribute_queries(schema.encode(data.private).to_numpy(), queries)
         noisy = answer_attribute_queries(schema.encode(synthetic).to_numpy(), queries)
         return true, noisy, queries.sizes, len(data.private), len(synthetic)

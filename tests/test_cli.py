@@ -29,7 +29,7 @@ def csv_dir(tmp_path, small_schema):
 
 
 CSV = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
-       "dataset.public_path=public.csv", "privacy.delta=1e-6")
+       "dataset.public_path=public.csv", "privacy.delta=1e-6", "metrics=kmarginal")
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> None:
@@ -40,6 +40,7 @@ def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> No
         assert needle in err, err
 
 
+@pytest.mark.slow
 def test_sweep_prints_a_ranked_leaderboard_and_board_reads_it_back(csv_dir):
     proc = dp_arena(csv_dir, *CSV, "mechanism=independent,uniform,resample",
                     "privacy.epsilon=1,10")
@@ -47,9 +48,11 @@ def test_sweep_prints_a_ranked_leaderboard_and_board_reads_it_back(csv_dir):
     out = proc.stdout
     assert "sweep finished: 6 of 6 runs succeeded" in out
     assert out.count("done   ") == 6  # one progress line per run
-    eps10 = out.split("### epsilon = 10")[1]
-    order = [line.split("|")[2].strip() for line in eps10.splitlines() if line.startswith("| ")][1:]
+    eps10 = out.split("### epsilon = 10")[1].split("###")[0]
+    order = [line.split("|")[2].strip().strip("*") for line in eps10.splitlines()
+             if line.startswith("| ")][1:]
     assert order == ["resample (non-private ceiling)", "independent", "uniform (floor)"]
+    assert "### overall (mean over epsilon 1, 10)" in out
     again = board(csv_dir, "--experiment", "dp-arena/private", "--out", "lb")
     assert again.returncode == 0, again.stderr
     assert "### epsilon = 1" in again.stdout

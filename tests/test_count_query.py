@@ -237,8 +237,9 @@ def test_settings_are_checked() -> None:
         CountQuery(workload="zipf")
     with pytest.raises(ConfigError, match="sanity_fraction"):
         CountQuery(sanity_fraction=0)
-    with pytest.raises(ConfigError, match="max_size"):
-        CountQuery(max_size=5).score(toy_dataset(), msnbc_style_frame(PERTURBED))
+    # max_size above the 4 locations is capped at 4, not an error
+    capped = CountQuery(max_size=5).score(toy_dataset(), msnbc_style_frame(PERTURBED))
+    assert max(int(k.rsplit("_", 1)[1]) for k in capped.scores if k.startswith("mre_size_")) == 4
     with pytest.raises(ConfigError, match="unknown setting"):
         make_metric("count_query", {"n_query": 3})
     metric = make_metric("count_query", {"n_queries": 10, "max_size": 3})
@@ -326,3 +327,10 @@ def test_msnbc_attribute_and_location_queries_run(msnbc_sample) -> None:
             for k in ("location", "attribute")]
     for result in both:
         assert np.isfinite(result.scores["mean_relative_error"])
+
+
+def test_max_size_is_capped_at_the_number_of_attributes(small_dataset):
+    # 3 attributes, max_size 6: queries of sizes 1..3 only, and the metric still scores.
+    result = CountQuery(n_queries=200, max_size=6).score(small_dataset, small_dataset.public)
+    sizes = {k for k in result.scores if k.startswith("mre_size_")}
+    assert sizes == {"mre_size_1", "mre_size_2", "mre_size_3"}

@@ -160,3 +160,88 @@ def test_leaderboard_groups_trials_and_dedupes_reruns(csv_files, tracking_uri):
     assert board.iloc[0]["mechanism"] == "independent" and board.iloc[0]["rank"] == 1
     text = render_markdown(board)
     assert "independent" in text and "uniform (floor)" in text
+
+
+def test_a_run_over_its_memory_limit_fails_with_the_reason(csv_files, tracking_uri):
+    import psutil
+
+    tmp_path, _ = csv_files
+    limit = psutil.Process().memory_info().rss / 2**20 + 300  # the run inherits this process
+    cfg = config(tmp_path, tracking_uri, "test_memory_hog", plugins=["tests.doubles"],
+                 limits={"memory_limit_mb": limit, "time_limit_s": 60})
+    cfg["mechanism"].update(mb=1500, hold_s=5)
+    with pytest.raises(DPArenaError, match=f"memory limit of {limit:g} MB exceeded"):
+        run_one(cfg)
+    client = MlflowClient(tracking_uri)
+    run = client.search_runs([client.get_experiment_by_name("test").experiment_id])[0]
+    assert run.info.status == "FAILED"
+    assert "memory limit of" in run.data.tags["failure_reason"]
+
+
+def test_resume_skips_a_finished_key_and_a_new_trial_is_a_new_key(csv_files, tracking_uri):
+    tmp_path, _ = csv_files
+    first = run_one(config(tmp_path, tracking_uri))
+    again = run_one(config(tmp_path, tracking_uri))
+    assert again.skipped and again.run_id == first.run_id and again.scores == first.scores
+    other = run_one(config(tmp_path, tracking_uri, trial=1))
+    assert not other.skipped and other.run_id != first.run_id
+    forced = run_one(config(tmp_path, tracking_uri, resume=False))
+    assert not forced.skipped
+    client = MlflowClient(tracking_uri)
+    tags = [r.data.tags for r in client.search_runs(
+        [client.get_experiment_by_name("test").experiment_id])]
+    assert len(tags) == 3 and all(len(t["code_hash"]) == 16 for t in tags)
+
+
+def test_source_fingerprint_follows_the_code_a_run_imports():
+    from harness.tracking import imported_modules, source_fingerprint
+
+    mods = imported_modules("mechanisms.independent",
+                            (Path(__file__).parents[1] / "mechanisms" / "independent.py").read_text())
+    assert "mechanisms.base" in mods and "harness.privacy" in mods
+    a = source_fingerprint(("mechanisms.independent", "metrics.kmarginal"))
+    assert a == source_fingerprint(("mechanisms.independent", "metrics.kmarginal"))
+    assert a != source_fingerprint(("mechanisms.reference", "metrics.kmarginal"))
+
+
+def test_dp_select_charges_the_selection_and_stays_within_budget(csv_files, tracking_uri):
+    import json
+
+    tmp_path, _ = csv_files
+    cfg = config(tmp_path, tracking_uri, tuning={
+        "mode": "dp_select", "space": {"mechanism.max_contrib": "choice(1,5)"},
+        "select_share": 0.2})
+    out = run_one(cfg)
+    client = MlflowClient(tracking_uri)
+    run = client.get_run(out.run_id)
+    assert run.data.tags["tuning"] == "dp_select" and run.data.tags["private"] == "true"
+    assert run.data.tags["tuning_chosen"] in ("max_contrib=1", "max_contrib=5")
+    assert "exponential mechanism" in run.data.tags["tuning_reason"]
+    assert run.data.tags["hyperparameters"] == "select max_contrib∈{1,5}"
+    assert run.data.metrics["epsilon_spent"] == pytest.approx(1.0, abs=1e-6)
+    ledger = json.loads(Path(client.download_artifacts(out.run_id, "ledger.json",
+                                                       str(tmp_path))).read_text())
+    kinds = [c["kind"] for c in ledger["charges"]]
+    assert kinds[0] == "exponential" and len(kinds) > 1
+    assert 2 * ledger["charges"][0]["sensitivity"] / ledger["charges"][0]["scale"] == \
+        pytest.approx(0.2)
+
+
+def test_oracle_tuning_needs_the_explicit_flag(csv_files, tracking_uri):
+    tmp_path, _ = csv_files
+    with pytest.raises(ConfigError, match="tuning.allow_oracle=true"):
+        run_one(config(tmp_path, tracking_uri, tuning={"mode": "oracle", "stage": "search"}))
+    out = run_one(config(tmp_path, tracking_uri, tuning={"mode": "oracle", "stage": "final",
+                                                         "allow_oracle": True}))
+    tags = MlflowClient(tracking_uri).get_run(out.run_id).data.tags
+    assert tags["private"] == "false" and "oracle" in tags["non_private_note"]
+
+
+def test_public_view_never_holds_the_private_part(small_dataset):
+    from harness.tuning import public_view
+
+    view = public_view(small_dataset, 0.5, 0)
+    both = pd.concat([view.private, view.public])
+    assert len(both) == len(small_dataset.public)
+    assert set(both["pid"]) <= set(small_dataset.public["pid"])
+    assert not set(view.private["pid"]) & set(view.public["pid"])  # split by persons

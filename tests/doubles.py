@@ -1,0 +1,64 @@
+"""Test doubles: mechanisms that fail on purpose. Registered only when this module is imported
+(``plugins=[tests.doubles]`` in a run's config), never in the package itself."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from harness.data import Dataset
+from harness.privacy import Budget, Ledger
+from mechanisms import MECHANISMS
+from mechanisms.base import Mechanism
+from mechanisms.reference import Uniform
+
+
+@dataclass
+class AlwaysFails(Mechanism):
+    """Raises inside fit_sample."""
+
+    name: ClassVar[str] = "test_fails"
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        raise RuntimeError("deliberate failure from the test double")
+
+
+@dataclass
+class Sleeper(Mechanism):
+    """Sleeps ``seconds``, then releases uniform data (spends nothing)."""
+
+    seconds: float = 60.0
+    name: ClassVar[str] = "test_sleeper"
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        time.sleep(self.seconds)
+        return Uniform().fit_sample(data, budget, ledger, rng)
+
+
+@dataclass
+class MemoryHog(Mechanism):
+    """Allocates and touches ``mb`` megabytes, holding them for ``hold_s`` seconds."""
+
+    mb: int = 2000
+    hold_s: float = 5.0
+    name: ClassVar[str] = "test_memory_hog"
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        block = np.ones(self.mb * 2**20 // 8)
+        time.sleep(self.hold_s)
+        del block
+        return Uniform().fit_sample(data, budget, ledger, rng)
+
+
+MECHANISMS.update({
+    "test_fails": "tests.doubles:AlwaysFails",
+    "test_sleeper": "tests.doubles:Sleeper",
+    "test_memory_hog": "tests.doubles:MemoryHog",
+})
