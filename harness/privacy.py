@@ -10,8 +10,10 @@ Accountants
     ``mu = sqrt(sum_i (Delta_i / sigma_i)^2)`` (Gaussian differential privacy, Dong, Roth & Su
     2019), converted to (eps, delta) with the analytic Gaussian mechanism (Balle & Wang 2018):
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``; autodp's
-    ``get_eps_ana_gaussian`` evaluates that conversion. Pure-DP charges (Laplace, exponential
-    mechanism) add their epsilons on top (basic composition), so mixing is valid, not tight.
+    ``get_eps_ana_gaussian`` evaluates that conversion. When pure-DP charges (Laplace,
+    exponential mechanism) are mixed in, two valid bounds are computed and the smaller is
+    reported: their epsilons added on top of the Gaussian part (basic composition), and the
+    ``zcdp`` accountant's bound for all the charges. Valid, not tight.
 ``zcdp``
     Everything is converted to zero-concentrated DP (Bun & Steinke 2016): a Gaussian with
     noise multiplier ``z = sigma/Delta`` is ``1/(2 z^2)``-zCDP, an eps-DP Laplace release
@@ -189,10 +191,13 @@ def compose(charges: list[Charge], delta: float, accountant: Accountant) -> tupl
     pure_eps = sum(c.count * c.pure_epsilon for c in pure)
     if not gaussian:
         return pure_eps, 0.0
+    by_zcdp = zcdp_epsilon(sum(c.rho for c in charges), delta)
     if accountant == "gdp":
         mu = math.sqrt(sum(c.gdp_mu_squared for c in gaussian))
-        return pure_eps + gdp_epsilon(mu, delta), delta
-    return zcdp_epsilon(sum(c.rho for c in charges), delta), delta
+        by_gdp = pure_eps + gdp_epsilon(mu, delta)
+        # Both are valid (epsilon, delta) bounds for the same releases; the smaller one holds.
+        return (min(by_gdp, by_zcdp) if pure else by_gdp), delta
+    return by_zcdp, delta
 
 
 @dataclass

@@ -107,3 +107,19 @@ def test_bad_budgets(eps, delta):
 def test_unknown_accountant():
     with pytest.raises(ConfigError, match="unknown accountant"):
         Ledger(Budget(1, 1e-6), accountant="rdp-magic")  # type: ignore[arg-type]
+
+
+def test_gdp_takes_the_smaller_valid_bound_when_pure_charges_are_mixed_in():
+    from harness.privacy import Charge
+    # Many small exponential-mechanism selections: adding epsilons (1.0 in total) is far looser
+    # than zCDP (rho = 100 * 0.01^2 / 8), so the gdp accountant reports the zCDP bound.
+    charges = [Charge("select", "exponential", 1.0, 2.0 / 0.01, count=100),
+               Charge("measure", "gaussian", 1.0, 20.0)]
+    rho = 100 * 0.01**2 / 8 + 1 / (2 * 20.0**2)
+    additive = 1.0 + gdp_epsilon(1 / 20.0, 1e-6)
+    assert zcdp_epsilon(rho, 1e-6) < additive
+    assert compose(charges, 1e-6, "gdp")[0] == pytest.approx(zcdp_epsilon(rho, 1e-6))
+    # Gaussian-only releases keep the exact GDP conversion (tighter than zCDP).
+    only_gauss = [Charge("measure", "gaussian", 1.0, 20.0)]
+    assert compose(only_gauss, 1e-6, "gdp")[0] == pytest.approx(gdp_epsilon(1 / 20.0, 1e-6))
+    assert compose(only_gauss, 1e-6, "gdp")[0] < compose(only_gauss, 1e-6, "zcdp")[0]

@@ -1,0 +1,634 @@
+"""``adaptive_grid``: the Minutemen's adaptive-granularity mechanism (NIST Temporal Map
+Challenge, Sprint 3 winner), on ``mbi``.
+
+Algorithm
+---------
+- Discretize: numeric columns to the schema's scoring bins (11 challenge bins for taxi data),
+  categoricals to codes (``Schema.encode``).
+- Marginals: for the taxi schema the write-up's 7 "outer" marginals, each
+  ``(pickup_community_area, shift)`` plus one of fare x trip_total, trip_total x trip_seconds,
+  dropoff_community_area x fare, payment_type x trip_total, fare x trip_miles, company_id,
+  tips x trip_total; their downward closure (59 cliques); plus 7 extra copies of
+  pickup x dropoff: 66 measurements (see :data:`TAXI_OUTER`). ``trip_day_of_week`` and
+  ``trip_hour_of_day`` are not measured: the day is ``shift // 3`` and the hour is drawn from
+  the public trips of the same shift (the Sprint 3 definition ``shift = 3 day + hour // 8``).
+  Other schemas (the generic variant) use ``marginals`` from the config, else a Chow-Liu tree
+  (maximum spanning tree of pairwise mutual information) of the *public* data, else all
+  pairs of attributes (a data-independent workload); attributes in no marginal get a 1-way
+  marginal. Marginals are never chosen from the private data.
+- Four rounds ``k = 1..4`` (up to the largest marginal): every k-way clique is measured as
+  ``y = Q x + N(0, sigma^2)``, ``x`` its weighted histogram. ``Q`` stacks identity rows for the
+  cells whose every (k-1)-way parent cell had a noisy estimate of at least
+  ``threshold * sigma`` (copies of a clique are averaged for that test), and, for the other
+  cells, each parent's own query ``Q_c`` applied to their marginal onto that parent, scaled
+  by ``1/sqrt(#parents)``. By induction every column of ``Q`` has L2 norm exactly 1
+  (:class:`GridQuery`).
+- Estimate with ``mbi`` (mirror descent, ``iters`` steps). Before estimating, measurements
+  whose query has no identity rows are replaced by what they observe exactly, their parents'
+  query answers (with noise ``sigma / coef``), and repeated observations are merged by
+  inverse-variance weighting (:func:`fold_measurements`): the least-squares objective changes
+  by a constant only, and cliques without cell-level information leave the model. The
+  adaptive queries are evaluated (with their gradients) in NumPy inside the JAX loss.
+- Row count: least-squares scale of the fitted model against all noisy measurements, times
+  the public data's rows-per-clipped-weight ratio (``row_count``, ``clip_correction``).
+- Sample, decode numeric codes to values inside their bin drawn from the public data, and
+  assign person ids from the public data: by default :func:`mechanisms.base.assign_ids`
+  (public trips-per-person sizes, ``ids=public_sizes``); ``ids=public_groups`` is the
+  write-up's scheme (public trips of the same pickup area and shift lend their taxi ids).
+
+Privacy argument
+----------------
+Private: every attribute of ``data.private``. User-level data: a person with ``R`` rows gives
+each of them weight ``min(1, C/R)``, so the person's weighted rows total ``min(R, C) <= C``
+and adding or removing the person changes the weighted histogram ``x`` of any clique by a
+vector ``h >= 0`` with ``||h||_1 <= C``; since every column of ``Q`` has unit L2 norm,
+``||Q h||_2 <= sum_i h_i ||Q e_i||_2 = ||h||_1 <= C``: each measurement has L2 sensitivity
+``C`` (record-level data: weight 1, sensitivity 1; ``C`` is then unused). ``Q`` depends only
+on earlier noisy answers, so the ``K`` measurements (66 for taxi data) are an adaptive
+composition of Gaussian mechanisms with sensitivity ``C``; ``sigma`` is calibrated with
+:func:`harness.privacy.gaussian_sigma` so that ``K`` of them compose to exactly the budget under
+the ledger's accountant (tight Gaussian DP by default; zCDP gives the write-up's numbers), and
+each measurement is charged to the ledger. The weights themselves are never released.
+The threshold tests, the model fit, the row count (least-squares scale of the model fitted
+to all noisy measurements, times the public data's rows-per-weight ratio when bounding
+removes mass), sampling, decoding, the derived time columns and the person ids are
+post-processing of noisy answers and public data: they spend no budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from harness.data import Dataset
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger, gaussian_sigma
+
+from . import pgm
+from .base import Mechanism, assign_ids
+from .pgm import jax
+
+PICKUP, DROPOFF, SHIFT = "pickup_community_area", "dropoff_community_area", "shift"
+DAY, HOUR = "trip_day_of_week", "trip_hour_of_day"
+#: The write-up's outer marginals (each with pickup area and shift) for the taxi schema.
+TAXI_OUTER: tuple[tuple[str, ...], ...] = (
+    (PICKUP, SHIFT, "fare", "trip_total"),
+    (PICKUP, SHIFT, "trip_total", "trip_seconds"),
+    (PICKUP, SHIFT, DROPOFF, "fare"),
+    (PICKUP, SHIFT, "payment_type", "trip_total"),
+    (PICKUP, SHIFT, "fare", "trip_miles"),
+    (PICKUP, SHIFT, "company_id"),
+    (PICKUP, SHIFT, "tips", "trip_total"),
+)
+TAXI_REPEATED: tuple[str, str] = (PICKUP, DROPOFF)
+TAXI_EXTRA_COPIES = 7
+
+
+# ----- the adaptive query matrix ----------------------------------------------------------
+@dataclass(eq=False)
+class GridQuery:
+    """The query ``Q`` of one clique: identity rows for the cells in ``ident``, then for each
+    parent clique (the clique minus the attribute on ``axis``) that parent's query applied to
+    the parent-marginal of the remaining cells (``rest`` mask), scaled by ``1/sqrt(#parents)``.
+
+    ``Q`` is never materialised. :meth:`apply` evaluates ``Q x`` for a histogram ``x`` of the
+    clique. :meth:`evaluate` evaluates it inside the estimator from the model's marginals:
+    since ``P_c (rest * x) = x_c - P_c (ident part of x)``, the block of parent ``c`` is
+    ``coef * (Q_c x_c - G_c x[ident])`` with ``G_c`` a small sparse matrix, so each clique's
+    ``Q x`` is computed once from its own marginal and its parents' ``Q_c x_c``.
+    """
+
+    key: int
+    clique: tuple[str, ...]
+    shape: tuple[int, ...]
+    ident: np.ndarray
+    rest: np.ndarray
+    parents: tuple[tuple[int, GridQuery], ...] = ()
+    _columns: dict = field(default_factory=dict, repr=False)
+    _lifts: list | None = field(default=None, repr=False)
+
+    @property
+    def coef(self) -> float:
+        return 1.0 / math.sqrt(len(self.parents)) if self.parents else 0.0
+
+    @property
+    def n_cells(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.ident) + sum(p.n_rows for _, p in self.parents)
+
+    def projection(self, axis: int, cells: np.ndarray) -> np.ndarray:
+        """Flat parent-cell index (parent = clique minus ``axis``) of flat ``cells``."""
+        idx = np.unravel_index(cells, self.shape)
+        kept = [c for i, c in enumerate(idx) if i != axis]
+        parent_shape = tuple(n for i, n in enumerate(self.shape) if i != axis)
+        return np.ravel_multi_index(kept, parent_shape) if kept else np.zeros(len(cells), np.int64)
+
+    # ----- Q x for a histogram of the clique (NumPy) -----------------------------------
+    def apply(self, x: np.ndarray, xp: Any = np) -> np.ndarray:
+        parts = [x[self.ident]]
+        if self.parents:
+            remaining = (x * self.rest).reshape(self.shape)
+            for axis, parent in self.parents:
+                parts.append(self.coef * parent.apply(remaining.sum(axis=axis).ravel(), xp))
+        return xp.concatenate(parts)
+
+    # ----- Q x from a model's marginals, with the gradient (for the estimator) ----------
+    def required_cliques(self) -> set[tuple[str, ...]]:
+        """Cliques whose marginals :meth:`batch_loss` reads for this query."""
+        out = {self.clique} if len(self.ident) else set()
+        for _, parent in self.parents:
+            out |= parent.required_cliques()
+        return out
+
+    def lifts(self):
+        """``G_c = Q_c P_c E^T`` per parent (sparse, rows of ``Q_c`` x identity cells): the
+        parent-query image of the identity cells, which the parent block leaves out."""
+        from scipy import sparse
+
+        if self._lifts is None:
+            self._lifts = []
+            for axis, parent in self.parents:
+                rows, cols, vals = [], [], []
+                for i, j in enumerate(self.projection(axis, self.ident)):
+                    r, v = parent.column(int(j))
+                    rows.append(r)
+                    cols.append(np.full(len(r), i, dtype=np.int64))
+                    vals.append(v)
+                cat = (lambda a, dt: np.concatenate(a).astype(dt) if a else np.zeros(0, dt))
+                self._lifts.append(sparse.csr_matrix(
+                    (cat(vals, np.float64), (cat(rows, np.int64), cat(cols, np.int64))),
+                    shape=(parent.n_rows, len(self.ident))))
+        return self._lifts
+
+    def evaluate(self, marginals: dict, cache: dict) -> np.ndarray:
+        """``Q x`` from the marginals of this clique and its ancestors: the block of parent
+        ``c`` is ``coef * (Q_c x_c - G_c x[ident])`` because
+        ``P_c (rest * x) = x_c - P_c (identity part of x)``."""
+        if self.key not in cache:
+            parts = []
+            g = marginals[self.clique][self.ident] if len(self.ident) else None
+            if g is not None:
+                parts.append(g)
+            for (_, parent), lift in zip(self.parents, self.lifts()):
+                block = parent.evaluate(marginals, cache)
+                parts.append(self.coef * (block - lift @ g if g is not None else block))
+            cache[self.key] = np.concatenate(parts)
+        return cache[self.key]
+
+    @staticmethod
+    def batch_loss(items, marginals: dict) -> tuple[float, dict]:
+        """``sum ||Q x - y||^2 / (2 sigma^2)`` over ``(query, y, sigma)`` items and its
+        gradient with respect to each marginal in ``marginals`` (reverse mode by hand)."""
+        cache: dict[int, np.ndarray] = {}
+        adjoint: dict[int, np.ndarray] = {}
+        queries: dict[int, GridQuery] = {}
+        loss = 0.0
+        for query, y, sigma in items:
+            diff = query.evaluate(marginals, cache) - y
+            loss += 0.5 * float(diff @ diff) / sigma**2
+            adjoint[query.key] = adjoint.get(query.key, 0.0) + diff / sigma**2
+            queries[query.key] = query
+
+        def collect(q: GridQuery) -> None:
+            queries[q.key] = q
+            for _, parent in q.parents:
+                collect(parent)
+
+        for q in list(queries.values()):
+            collect(q)
+        grads = {c: np.zeros_like(v) for c, v in marginals.items()}
+        for q in sorted(queries.values(), key=lambda q: -len(q.clique)):
+            a = adjoint.get(q.key)
+            if a is None:
+                continue
+            n_g = len(q.ident)
+            a_g = np.array(a[:n_g], dtype=float)
+            offset = n_g
+            for (_, parent), lift in zip(q.parents, q.lifts()):
+                block = a[offset:offset + parent.n_rows]
+                offset += parent.n_rows
+                adjoint[parent.key] = adjoint.get(parent.key, 0.0) + q.coef * block
+                if n_g:
+                    a_g -= q.coef * (lift.T @ block)
+            if n_g:
+                grads[q.clique][q.ident] += a_g
+        return loss, grads
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``j`` of ``Q`` as (row indices, values)."""
+        if j not in self._columns:
+            pos = np.searchsorted(self.ident, j)
+            if pos < len(self.ident) and self.ident[pos] == j:
+                col = (np.array([pos], dtype=np.int64), np.array([1.0]))
+            else:
+                rows, vals, offset = [], [], len(self.ident)
+                for axis, parent in self.parents:
+                    r, v = parent.column(int(self.projection(axis, np.array([j]))[0]))
+                    rows.append(r + offset)
+                    vals.append(self.coef * v)
+                    offset += parent.n_rows
+                col = ((np.concatenate(rows), np.concatenate(vals)) if rows
+                       else (np.zeros(0, np.int64), np.zeros(0)))
+            self._columns[j] = col
+        return self._columns[j]
+
+    # ----- checks ---------------------------------------------------------------------
+    def column_norms_sq(self) -> np.ndarray:
+        """Squared L2 norm of every column of ``Q`` (computed recursively, not materialised)."""
+        out = np.zeros(self.n_cells)
+        out[self.ident] += 1.0
+        cells = np.arange(self.n_cells)
+        for axis, parent in self.parents:
+            out += self.rest * self.coef**2 * parent.column_norms_sq()[
+                self.projection(axis, cells)]
+        return out
+
+    def matrix(self):
+        """``Q`` as a SciPy sparse matrix (for tests on small domains)."""
+        from scipy import sparse
+
+        n = self.n_cells
+        blocks = [sparse.csr_matrix((np.ones(len(self.ident)),
+                                     (np.arange(len(self.ident)), self.ident)),
+                                    shape=(len(self.ident), n))]
+        for axis, parent in self.parents:
+            marg = sparse.csr_matrix((self.rest.astype(float),
+                                      (self.projection(axis, np.arange(n)), np.arange(n))),
+                                     shape=(parent.n_cells, n))
+            blocks.append(self.coef * (parent.matrix() @ marg))
+        return sparse.vstack(blocks).tocsr()
+
+
+def fold_measurements(measurements: list[pgm.Measurement]) -> list[pgm.Measurement]:
+    """An equivalent, smaller set of measurements for estimation (post-processing).
+
+    When a query has no identity cells, its parent blocks observe the parents' own query
+    answers exactly: ``block_c = coef * Q_c x_c + noise``, i.e. an observation of
+    ``Q_c x_c`` with noise ``sigma / coef``. Such measurements are pushed down (recursively)
+    and all observations of the same query are merged by inverse-variance weighting, which
+    changes the least-squares objective only by a constant. Cliques that carried no cell-level
+    information then drop out of the model, which keeps it small when few cells are above
+    the threshold (as with tens of thousands of records).
+    """
+    observations: dict[int, list[tuple[np.ndarray, float]]] = {}
+    by_key: dict[int, tuple[tuple[str, ...], GridQuery | None]] = {}
+
+    def push(clique, query: GridQuery | None, y: np.ndarray, sigma: float) -> None:
+        if query is not None and len(query.ident) == 0 and query.parents:
+            offset = 0
+            for _, parent in query.parents:
+                block = y[offset:offset + parent.n_rows]
+                offset += parent.n_rows
+                push(parent.clique, parent, block / query.coef, sigma / query.coef)
+            return
+        key = -1 - len(by_key) if query is None else query.key
+        if query is None:
+            key = next((k for k, (c, q) in by_key.items() if q is None and c == clique), key)
+        identity = query is None or (not query.parents and len(query.ident) == query.n_cells)
+        by_key.setdefault(key, (clique, None if identity else query))
+        observations.setdefault(key, []).append((np.asarray(y, dtype=float), float(sigma)))
+
+    for m in measurements:
+        push(m.clique, m.query, m.y, m.sigma)  # type: ignore[arg-type]
+    out = []
+    for key, obs in observations.items():
+        clique, query = by_key[key]
+        precision = sum(1.0 / s**2 for _, s in obs)
+        y = sum(v / s**2 for v, s in obs) / precision
+        out.append(pgm.Measurement(clique, y, 1.0 / math.sqrt(precision), query))
+    return out
+
+
+def plausible_cells(shape: tuple[int, ...], parents: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """Flat mask of the cells all of whose parent cells are plausible (all cells if none)."""
+    mask = np.ones(shape, dtype=bool)
+    for axis, parent_mask in parents:
+        parent_shape = tuple(n for i, n in enumerate(shape) if i != axis)
+        mask &= np.expand_dims(parent_mask.reshape(parent_shape), axis)
+    return mask.ravel()
+
+
+# ----- the mechanism ----------------------------------------------------------------------
+@dataclass
+class AdaptiveGrid(Mechanism):
+    C: float | dict | None = None
+    threshold: float = 5.0
+    iters: int = 600
+    marginals: list[list[str]] | None = None
+    copies_of: list[str] | None = None
+    extra_copies: int | None = None
+    row_count: str = "fitted"
+    clip_correction: bool = True
+    ids: str = "public_sizes"
+    name: ClassVar[str] = "adaptive_grid"
+    #: last run's diagnostics (cliques, sigma, row counts); not a hyperparameter
+    info: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        values = list(self.C.values()) if isinstance(self.C, dict) else [self.C]
+        keys = list(self.C.keys()) if isinstance(self.C, dict) else []
+        if (isinstance(self.C, dict) and not self.C) or any(
+                v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                   or not v > 0) for v in values) or (
+                isinstance(self.C, dict) and None in values) or any(
+                isinstance(k, bool) or not isinstance(k, (int, float)) for k in keys):
+            raise ConfigError(f"mechanism.C must be a number > 0, a mapping epsilon -> C, or "
+                              f"null (got {self.C!r})",
+                              "e.g. mechanism.C=150 or mechanism.C={1: 30, 10: 100}")
+        if not (isinstance(self.threshold, (int, float)) and self.threshold >= 0):
+            raise ConfigError(f"mechanism.threshold must be >= 0 (got {self.threshold!r})",
+                              "set mechanism.threshold=5")
+        if not isinstance(self.iters, int) or self.iters < 1:
+            raise ConfigError(f"mechanism.iters must be a positive integer (got {self.iters!r})",
+                              "set mechanism.iters=600")
+        if self.extra_copies is not None and (not isinstance(self.extra_copies, int)
+                                              or self.extra_copies < 0):
+            raise ConfigError(f"mechanism.extra_copies must be >= 0 or null "
+                              f"(got {self.extra_copies!r})", "set mechanism.extra_copies=7")
+        if self.row_count not in ("fitted", "one_way"):
+            raise ConfigError(f"mechanism.row_count must be fitted or one_way "
+                              f"(got {self.row_count!r})", "set mechanism.row_count=fitted")
+        if self.ids not in ("public_groups", "public_sizes"):
+            raise ConfigError(f"mechanism.ids must be public_sizes or public_groups "
+                              f"(got {self.ids!r})", "set mechanism.ids=public_sizes")
+        if self.marginals is not None and (
+                not isinstance(self.marginals, (list, tuple)) or not self.marginals
+                or any(not isinstance(m, (list, tuple)) or not m for m in self.marginals)):
+            raise ConfigError("mechanism.marginals must be null or a non-empty list of "
+                              "non-empty attribute lists", "e.g. mechanism.marginals=[[a,b],[b,c]]")
+
+    # ----- configuration resolved against the data -------------------------------------
+    def clip_bound(self, budget: Budget) -> float:
+        """``C`` for this budget: a number; a mapping epsilon -> C (the entry with the largest
+        epsilon <= the budget's, else the smallest); null follows the write-up: 150 at
+        epsilon <= 1, 200 (no clipping of the challenge's 200-trip taxis) above."""
+        if isinstance(self.C, dict):
+            eps = sorted(self.C)
+            below = [e for e in eps if e <= budget.epsilon * (1 + 1e-12)]
+            return float(self.C[below[-1] if below else eps[0]])
+        if self.C is not None:
+            return float(self.C)
+        return 150.0 if budget.epsilon <= 1 else 200.0
+
+    @staticmethod
+    def is_taxi(data: Dataset) -> bool:
+        needed = {a for cl in TAXI_OUTER for a in cl} | {DAY, HOUR}
+        return needed <= set(data.schema.attributes)
+
+    def cliques(self, data: Dataset) -> tuple[list[tuple[str, ...]], list[str]]:
+        """The measured cliques (closure in rounds of size, copies included, attributes in
+        schema order) and the attributes derived instead of measured."""
+        attrs = data.schema.attributes
+        taxi = self.marginals is None and self.is_taxi(data)
+        derived: list[str] = [DAY, HOUR] if taxi else []
+        if self.marginals is not None:
+            outer = [tuple(m) for m in self.marginals]
+            unknown = sorted({a for m in outer for a in m} - set(attrs))
+            if unknown:
+                raise ConfigError(f"mechanism.marginals name unknown attributes {unknown}",
+                                  f"use attributes of the schema: {attrs}")
+        elif taxi:
+            outer = list(TAXI_OUTER)
+        elif data.public is not None:
+            outer = chow_liu_pairs(data.schema.encode(data.public), data.schema.domain())
+        else:
+            outer = list(itertools.combinations(attrs, 2))
+        covered = {a for m in outer for a in m}
+        outer += [(a,) for a in attrs if a not in covered and a not in derived]
+        closure = pgm.downward_closure(outer, attrs)
+        repeated = self.copies_of if self.copies_of is not None else (
+            list(TAXI_REPEATED) if taxi else None)
+        copies = self.extra_copies if self.extra_copies is not None else (
+            TAXI_EXTRA_COPIES if taxi else 0)
+        if copies:
+            if repeated is None:
+                raise ConfigError("mechanism.extra_copies needs mechanism.copies_of",
+                                  "name the marginal to repeat, e.g. copies_of=[a,b]")
+            rep = tuple(a for a in attrs if a in set(repeated))
+            if rep not in closure or len(rep) != len(set(repeated)):
+                raise ConfigError(f"mechanism.copies_of {list(repeated)} is not one of the "
+                                  "measured marginals", "repeat a subset of a measured marginal")
+            closure = closure + [rep] * copies
+        return sorted(closure, key=len), derived
+
+    def calibrate(self, data: Dataset, budget: Budget, accountant: str) -> tuple[float, float, int]:
+        """``(C, sigma, K)``: the sensitivity of every measurement (``C`` for user-level
+        data, at most the dataset's ``max_records_per_individual``; 1 for record-level data),
+        the noise that makes ``K`` adaptively composed Gaussian measurements exactly
+        ``budget``-DP under ``accountant``, and ``K``."""
+        n = len(self.cliques(data)[0])
+        C = 1.0
+        if data.unit == "user":
+            C = self.clip_bound(budget)
+            if data.max_records_per_individual:  # weights min(1, C/R) then total <= this
+                C = min(C, float(data.max_records_per_individual))
+        return C, gaussian_sigma(n, C, budget, accountant), n  # type: ignore[arg-type]
+
+    # ----- the run --------------------------------------------------------------------
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        if budget.delta <= 0:
+            raise ConfigError("adaptive_grid measures with Gaussian noise and needs delta > 0",
+                              "set privacy.delta > 0 (the challenge uses 2.5e-5)")
+        schema = data.schema
+        domain = schema.domain()
+        cliques, derived = self.cliques(data)
+        model_attrs = [a for a in schema.attributes if a not in derived]
+        model_domain = {a: domain[a] for a in model_attrs}
+        codes = schema.encode(data.private)
+        C, sigma, _ = self.calibrate(data, budget, ledger.accountant)
+        weights = None
+        if data.unit == "user":
+            weights = pgm.contribution_weights(data.private, str(data.id_column), C)
+        clock = {"start": time.time()}
+        measurements = self.measure(codes, model_domain, cliques, weights, C, sigma, ledger, rng)
+        clock["measure"] = time.time()
+        measurements = fold_measurements(measurements)
+        total = pgm.initial_total(measurements, model_domain)
+        model = pgm.estimate(model_domain, measurements, self.iters, total)
+        jax.block_until_ready(model.potentials)
+        clock["estimate"] = time.time()
+        n_rows = pgm.fitted_total(model, measurements) if self.row_count == "fitted" else total
+        clock["total"] = time.time()
+        ratio = 1.0
+        if data.unit == "user" and self.clip_correction:
+            ratio = pgm.public_clip_ratio(
+                data, lambda df: pgm.contribution_weights(df, str(data.id_column), C))
+        n_rows = max(1, round(n_rows * ratio))
+        self.info = {"measurements": len(cliques), "sigma": sigma, "C": C,
+                     "one_way_total": total, "rows": n_rows, "clip_ratio": ratio}
+        synth = pgm.sample_codes(model, n_rows, rng, model_attrs)
+        clock["sample"] = time.time()
+        out = self.finish(data, synth, derived, rng)
+        clock["finish"] = time.time()
+        names = list(clock)
+        self.info["seconds"] = {b: round(clock[b] - clock[a], 2)
+                                for a, b in itertools.pairwise(names)}
+        return out
+
+    def measure(self, codes: pd.DataFrame, domain: dict[str, int],
+                cliques: list[tuple[str, ...]], weights: np.ndarray | None, C: float,
+                sigma: float, ledger: Ledger, rng: np.random.Generator) -> list[pgm.Measurement]:
+        """The rounds k = 1.. of adaptive measurements (each charged to the ledger)."""
+        queries: dict[tuple[str, ...], GridQuery] = {}
+        plausible: dict[tuple[str, ...], np.ndarray] = {}
+        measurements: list[pgm.Measurement] = []
+        for k in sorted({len(c) for c in cliques}):
+            estimates: dict[tuple[str, ...], list[np.ndarray]] = {}
+            for i, cl in enumerate(c for c in cliques if len(c) == k):
+                query = queries.get(cl) or self.grid_query(cl, domain, queries, plausible)
+                queries[cl] = query
+                x = pgm.histogram(codes, cl, domain, weights)
+                ledger.charge(f"k={k} marginal {' x '.join(cl)}" + (
+                    f" (copy {len(estimates.get(cl, [])) + 1})" if cl in estimates else ""),
+                    "gaussian", C, sigma,
+                    note=f"{query.n_rows} rows ({len(query.ident)} identity) over "
+                         f"{query.n_cells} cells")
+                y = pgm.gaussian_release(query.apply(x), sigma, rng)
+                est = np.zeros(query.n_cells)
+                est[query.ident] = y[:len(query.ident)]
+                estimates.setdefault(cl, []).append(est)
+                measurements.append(pgm.Measurement(
+                    cl, y, sigma, None if not query.parents and len(query.ident) == query.n_cells
+                    else query))
+            for cl, ests in estimates.items():
+                plausible[cl] = np.mean(ests, axis=0) >= self.threshold * sigma
+        return measurements
+
+    @staticmethod
+    def grid_query(cl: tuple[str, ...], domain: dict[str, int],
+                   queries: dict[tuple[str, ...], GridQuery],
+                   plausible: dict[tuple[str, ...], np.ndarray]) -> GridQuery:
+        shape = tuple(domain[a] for a in cl)
+        parents = []
+        if len(cl) > 1:
+            for axis in range(len(cl)):
+                parent = cl[:axis] + cl[axis + 1:]
+                if parent not in queries:
+                    raise ConfigError(f"marginal {cl} measured before its parent {parent}",
+                                      "measure cliques in order of size (downward closure)")
+                parents.append((axis, parent))
+        mask = plausible_cells(shape, [(axis, plausible[p]) for axis, p in parents])
+        if mask.all():  # nothing left to re-measure through the parents: Q is the identity
+            parents = []
+        return GridQuery(key=len(queries), clique=cl, shape=shape,
+                         ident=np.flatnonzero(mask), rest=(~mask).astype(float),
+                         parents=tuple((axis, queries[p]) for axis, p in parents))
+
+    # ----- decoding ---------------------------------------------------------------------
+    def finish(self, data: Dataset, synth: pd.DataFrame, derived: list[str],
+               rng: np.random.Generator) -> pd.DataFrame:
+        schema = data.schema
+        out = schema.decode(synth, rng, reference=data.public)
+        if derived:
+            out = fill_time_columns(out, data, rng)
+        id_col = schema.id_column
+        if id_col is not None:
+            if (self.ids == "public_groups" and data.public is not None
+                    and id_col in data.public and all(c in out for c in (PICKUP, SHIFT))):
+                ids = ids_from_public_groups(out, data, [PICKUP, SHIFT], rng)
+            else:
+                ids = assign_ids(len(out), data, rng)
+            out.insert(0, id_col, ids)
+        return out[schema.names].reset_index(drop=True)
+
+
+# ----- generic marginals from public data ---------------------------------------------------
+def chow_liu_pairs(public_codes: pd.DataFrame, domain: dict[str, int]) -> list[tuple[str, str]]:
+    """Edges of the maximum spanning tree of pairwise mutual information on *public* data."""
+    attrs = list(domain)
+    n = max(len(public_codes), 1)
+    one = {a: pgm.histogram(public_codes, (a,), domain) / n for a in attrs}
+    mi = {}
+    for a, b in itertools.combinations(attrs, 2):
+        joint = pgm.histogram(public_codes, (a, b), domain).reshape(domain[a], domain[b]) / n
+        indep = np.outer(one[a], one[b])
+        nz = joint > 0
+        mi[(a, b)] = float(np.sum(joint[nz] * np.log(joint[nz] / indep[nz])))
+    comp = {a: a for a in attrs}
+
+    def find(a: str) -> str:
+        while comp[a] != a:
+            a = comp[a]
+        return a
+
+    edges = []
+    for (a, b) in sorted(mi, key=lambda e: -mi[e]):
+        if find(a) != find(b):
+            comp[find(a)] = find(b)
+            edges.append((a, b))
+    return edges
+
+
+# ----- taxi post-processing (public data only) --------------------------------------------
+def fill_time_columns(out: pd.DataFrame, data: Dataset, rng: np.random.Generator) -> pd.DataFrame:
+    """``trip_day_of_week = shift // 3``; ``trip_hour_of_day`` from the public trips of the
+    same shift (uniform over the shift's 8 hours when there are none)."""
+    shift = out[SHIFT].to_numpy().astype(np.int64)
+    out[DAY] = shift // 3
+    hour = 8 * (shift % 3) + rng.integers(0, 8, size=len(shift))
+    if data.public is not None and HOUR in data.public and SHIFT in data.public:
+        pub = data.public[[SHIFT, HOUR]].to_numpy().astype(np.int64)
+        for s in np.unique(shift):
+            pool = pub[pub[:, 0] == s, 1]
+            where = np.flatnonzero(shift == s)
+            if len(pool):
+                hour[where] = rng.choice(pool, size=len(where))
+    out[HOUR] = hour
+    return out
+
+
+def ids_from_public_groups(out: pd.DataFrame, data: Dataset, group_cols: list[str],
+                           rng: np.random.Generator) -> np.ndarray:
+    """Person ids lent by public rows: the synthetic rows of each group (e.g. pickup area x
+    shift) take, in random order, the ids of the public rows of the same group (cycling when
+    the synthetic group is larger); rows of groups absent from the public data get ids as
+    :func:`mechanisms.base.assign_ids` does. Public ids are then replaced by fresh distinct
+    ids in the id column's range, and no person gets more than the dataset's
+    ``max_records_per_individual`` rows (overflow rows become new persons)."""
+    id_col = data.schema.id_column
+    public = data.public
+    assert id_col is not None and public is not None
+    col = data.schema[id_col]
+    lent = np.full(len(out), -1, dtype=np.int64)
+    pub_groups = public.groupby(group_cols, sort=False)[id_col]
+    pool = {key: vals.to_numpy() for key, vals in pub_groups}
+    for key, idx in out.groupby(group_cols, sort=False).indices.items():
+        ids = pool.get(key)
+        if ids is None or not len(ids):
+            continue
+        order = rng.permutation(len(ids))
+        reps = math.ceil(len(idx) / len(ids))
+        lent[idx] = np.tile(ids[order], reps)[:len(idx)]
+    # fresh labels for the lent public ids, keeping the grouping
+    _, person = np.unique(lent, return_inverse=True)
+    person = person.astype(np.int64)
+    has_id = lent >= 0
+    person[~has_id] = -1
+    cap = data.max_records_per_individual
+    if cap:
+        rank = pd.Series(person).groupby(person).cumcount().to_numpy()
+        over = has_id & (rank >= cap)
+        person[over] = -1
+    next_id = int(person.max()) + 1 if (person >= 0).any() else 0
+    orphans = np.flatnonzero(person < 0)
+    if len(orphans):
+        sizes = assign_ids(len(orphans), data, rng)
+        _, local = np.unique(sizes, return_inverse=True)
+        person[orphans] = next_id + local.astype(np.int64)
+    n_people = int(person.max()) + 1
+    span = int(col.max) - int(col.min) + 1  # type: ignore[arg-type]
+    if n_people > span:
+        raise ConfigError(f"cannot give {n_people} synthetic people distinct {id_col} values",
+                          "widen the id column's range")
+    labels = int(col.min) + rng.choice(span, size=n_people, replace=False)  # type: ignore[arg-type]
+    return labels[person]

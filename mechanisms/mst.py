@@ -1,0 +1,203 @@
+"""``mst``: Maximum Spanning Tree (McKenna, Miklau & Sheldon, JPC 2021), on ``mbi``.
+
+Algorithm
+---------
+1. Measure every 1-way marginal with Gaussian noise (a third of the budget).
+2. Domain compression: in each 1-way measurement, the values whose noisy count is under
+   ``3 sigma`` are merged into one "other" value (post-processing of step 1); the
+   measurement is re-expressed on the compressed domain (the merged cell is the sum of the
+   merged noisy counts divided by ``sqrt(m)``, so its noise stays ``sigma``).
+3. Fit an ``mbi`` model to the 1-way measurements; score every attribute pair by the L1
+   error ``||x_ab - xhat_ab||_1`` of the model's 2-way marginal; build a spanning tree with
+   ``d - 1`` exponential-mechanism selections (a third of the budget), each among the pairs
+   that join two components (Kruskal order).
+4. Measure the chosen 2-way marginals (the last third); fit ``mbi`` to all measurements;
+   sample records; undo compression (a merged value becomes one of its original values,
+   uniformly) and decode to schema values.
+
+Privacy argument
+----------------
+Private: every attribute of ``data.private`` (the id column is never modelled). Each person
+contributes at most ``b`` rows: ``b = 1`` for record-level data; for user-level data each
+person's rows are clipped to ``b = max_contrib`` rows chosen at random (default, and upper
+limit: the dataset's ``max_records_per_individual``). Adding or removing one person then
+changes any histogram by at most ``b`` in L1 and in L2, and the selection score
+``||x_ab - xhat_ab||_1`` by at most ``b`` (``xhat`` is computed from noisy releases only).
+
+Releases, in zCDP units with total ``s``: ``d`` Gaussian 1-way marginals with
+``sigma_1 = b sqrt(3 d / (2 s))`` (``s/3`` together), ``d - 1`` exponential mechanisms with
+``eps_sel = sqrt(8 (s/3) / (d - 1))`` (``eps^2/8`` each: ``s/3`` together) and ``d - 1``
+Gaussian 2-way marginals with ``sigma_2 = b sqrt(3 (d - 1) / (2 s))`` (``s/3``); that is the
+paper's ``sigma = sqrt(3 / (2 rho))`` split evenly over the measurements of each third. Every
+release is charged to the ledger. The scale ``s`` is solved so that the ledger's accountant
+composes the whole plan to exactly the budget: under ``privacy.accountant=zcdp`` this gives
+``s = rho(eps, delta)``, the paper's calibration; under ``gdp`` (the default) the Gaussian
+releases compose as Gaussian DP and the exponential selections add their epsilons (basic
+composition), which is valid but less efficient, so ``s`` comes out smaller and the noise
+larger than under zcdp. Compression, the model fit, the row count (fitted to the noisy
+measurements), sampling, decoding with public values and person ids from public data are
+post-processing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from harness.data import Dataset
+from harness.errors import ConfigError
+from harness.privacy import Budget, Charge, Ledger
+
+from . import pgm
+from .base import Mechanism, clip_contributions
+from .pgm import bounded_rows
+
+
+@dataclass
+class MST(Mechanism):
+    max_contrib: int | None = None
+    iters: int = 3000
+    select_iters: int = 500
+    compress: bool = True
+    name: ClassVar[str] = "mst"
+
+    def __post_init__(self) -> None:
+        for key in ("iters", "select_iters"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"mechanism.{key} must be a positive integer (got {value!r})",
+                                  f"set mechanism.{key}=1000")
+        if self.max_contrib is not None and (not isinstance(self.max_contrib, int)
+                                             or self.max_contrib < 1):
+            raise ConfigError(f"mechanism.max_contrib must be a positive integer or null "
+                              f"(got {self.max_contrib!r})", "set mechanism.max_contrib=null")
+
+    # ----- the release plan -------------------------------------------------------------
+    @staticmethod
+    def plan(s: float, d: int, b: float) -> list[Charge]:
+        """The charges of one run at zCDP scale ``s`` (see the module docstring)."""
+        if d == 1:
+            return [pgm.gaussian_charge("1-way", b, b / math.sqrt(2 * s))]
+        return [pgm.gaussian_charge("1-way", b, b * math.sqrt(3 * d / (2 * s)), d),
+                pgm.exponential_charge("select", b, math.sqrt(8 * (s / 3) / (d - 1)), d - 1),
+                pgm.gaussian_charge("2-way", b, b * math.sqrt(3 * (d - 1) / (2 * s)), d - 1)]
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        if budget.delta <= 0:
+            raise ConfigError("mst measures with Gaussian noise and needs delta > 0",
+                              "set privacy.delta > 0 (e.g. 1e-9)")
+        schema = data.schema
+        b = bounded_rows(data, self.max_contrib)
+        private = data.private
+        if data.unit == "user":
+            private = clip_contributions(private, data.id_column, b, rng)  # type: ignore[arg-type]
+        codes = schema.encode(private)
+        domain = schema.domain()
+        attrs = list(domain)
+        d = len(attrs)
+        s = pgm.solve_scale(lambda x: self.plan(x, d, b), budget, ledger.accountant)
+        charges = self.plan(s, d, b)
+
+        # 1. one-way marginals
+        sigma1 = charges[0].scale
+        one_way = []
+        for a in attrs:
+            ledger.charge(f"1-way marginal {a}", "gaussian", b, sigma1, note=f"{domain[a]} cells")
+            one_way.append(pgm.Measurement((a,), pgm.gaussian_release(
+                pgm.histogram(codes, (a,), domain), sigma1, rng), sigma1))
+
+        # 2. domain compression (post-processing of the noisy one-way marginals)
+        kept = {m.clique[0]: (m.y >= 3 * sigma1 if self.compress else np.ones(m.y.size, bool))
+                for m in one_way}
+        small_domain = {a: int(kept[a].sum()) + int((~kept[a]).any()) for a in attrs}
+        mapping = {a: _compression_map(kept[a]) for a in attrs}
+        measurements = [_compress_measurement(m, kept[m.clique[0]]) for m in one_way]
+        small = pd.DataFrame({a: mapping[a][codes[a].to_numpy()] for a in attrs})
+
+        # 3. spanning tree by exponential-mechanism selections
+        if d > 1:
+            eps_sel = charges[1].pure_epsilon
+            total = pgm.initial_total(measurements, small_domain)
+            model = pgm.estimate(small_domain, measurements, self.select_iters, total)
+            edges = self._select(small, small_domain, pgm.TreeMarginals(model), eps_sel, b,
+                                 ledger, rng)
+            sigma2 = charges[2].scale
+            for edge in edges:
+                ledger.charge(f"2-way marginal {' x '.join(edge)}", "gaussian", b, sigma2,
+                              note=f"{small_domain[edge[0]] * small_domain[edge[1]]} cells")
+                measurements.append(pgm.Measurement(edge, pgm.gaussian_release(
+                    pgm.histogram(small, edge, small_domain), sigma2, rng), sigma2))
+
+        # 4. estimate, count, sample, decode
+        total = pgm.initial_total(measurements, small_domain)
+        model = pgm.estimate(small_domain, measurements, self.iters, total)
+        n_rows = pgm.fitted_total(model, measurements)
+        if data.unit == "user":
+            n_rows *= pgm.public_clip_ratio(
+                data, lambda df: pgm.contribution_weights(df, data.id_column, b))
+        n_rows = max(1, round(n_rows))
+        synth = pgm.sample_codes(model, n_rows, rng, attrs)
+        codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng) for a in attrs})
+        return pgm.finish(data, codes_out, rng)
+
+    @staticmethod
+    def _select(codes: pd.DataFrame, domain: dict[str, int], model: pgm.TreeMarginals,
+                eps_sel: float, b: float, ledger: Ledger,
+                rng: np.random.Generator) -> list[tuple[str, str]]:
+        attrs = list(domain)
+        pairs = list(itertools.combinations(attrs, 2))
+        score = {p: float(np.abs(pgm.histogram(codes, p, domain) - model.marginal(p)).sum())
+                 for p in pairs}
+        comp = {a: a for a in attrs}
+
+        def find(a: str) -> str:
+            while comp[a] != a:
+                comp[a] = comp[comp[a]]
+                a = comp[a]
+            return a
+
+        edges = []
+        for i in range(len(attrs) - 1):
+            candidates = [p for p in pairs if find(p[0]) != find(p[1])]
+            pick = candidates[pgm.exponential_mechanism(
+                np.array([score[p] for p in candidates]), eps_sel, b, rng)]
+            ledger.charge(f"select 2-way marginal #{i + 1}", "exponential", b, 2 * b / eps_sel,
+                          note=f"{len(candidates)} candidates, L1-error score")
+            comp[find(pick[0])] = find(pick[1])
+            edges.append(pick)
+        return edges
+
+
+def _compression_map(kept: np.ndarray) -> np.ndarray:
+    """Original code -> compressed code (kept values first, the merged ones last)."""
+    out = np.full(kept.size, int(kept.sum()), dtype=np.int64)
+    out[kept] = np.arange(int(kept.sum()))
+    return out
+
+
+def _compress_measurement(m: pgm.Measurement, kept: np.ndarray) -> pgm.Measurement:
+    if kept.all():
+        return m
+    merged = int((~kept).sum())
+    y = np.append(m.y[kept], m.y[~kept].sum() / math.sqrt(merged))
+    weights = np.ones(y.size)
+    weights[-1] = 1.0 / math.sqrt(merged)
+    return pgm.Measurement(m.clique, y, m.sigma, weights)
+
+
+def _expand(small_codes: np.ndarray, kept: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Compressed codes -> original codes; the merged code becomes one of its values."""
+    kept_values = np.flatnonzero(kept)
+    merged_values = np.flatnonzero(~kept)
+    out = np.empty(small_codes.size, dtype=np.int64)
+    is_kept = small_codes < kept_values.size
+    out[is_kept] = kept_values[small_codes[is_kept]]
+    if (~is_kept).any():
+        out[~is_kept] = rng.choice(merged_values, size=int((~is_kept).sum()))
+    return out

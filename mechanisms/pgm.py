@@ -1,0 +1,645 @@
+"""Shared Private-PGM (``mbi``) glue for ``mst``, ``aim`` and ``adaptive_grid``.
+
+Everything here is either a noisy release helper (the caller charges the ledger) or
+post-processing of noisy releases:
+
+- JAX configuration (64-bit floats, no persistent compilation cache) before ``mbi`` is
+  imported, with ``mbi``'s import warnings silenced;
+- :class:`Measurement`: one noisy linear measurement ``y = Q x + N(0, sigma^2 I)`` of the
+  (possibly weighted) histogram ``x`` of a clique, ``Q`` the identity, a diagonal or a
+  structured query (adaptive grid);
+- :func:`estimate`: mirror descent over the measurements (``mbi.estimation.MirrorDescent``;
+  structured queries through :func:`structured_loss`), dropping compiled programs of earlier
+  clique structures (:func:`release_compiled`);
+- :class:`TreeMarginals`: any marginal of an estimated model, computed in NumPy on the
+  model's junction tree (no per-query JIT compilation, which would dominate AIM's run time);
+- :func:`initial_total` / :func:`fitted_total`: the synthetic row count, derived from the
+  noisy measurements only (never read from the private data);
+- :func:`sample_codes` (seeded sampling of records from the model) and :func:`finish`
+  (decoding codes to schema values with public reference values, person ids from public data);
+- :func:`exponential_mechanism` and :func:`solve_scale` (calibrating a parameterised release
+  plan so that the run's ledger accountant composes it to exactly the budget);
+- :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+from scipy.special import logsumexp
+
+from harness.data import Dataset
+from harness.errors import ConfigError
+from harness.privacy import Budget, Charge, compose
+
+from .base import assign_ids, contribution_bound
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_enable_compilation_cache", False)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import mbi
+    from mbi import Domain, LinearMeasurement, WeightedQuery
+    from mbi import estimation as mbi_estimation
+    from mbi import junction_tree as mbi_junction_tree
+    from mbi import marginal_oracles as mbi_oracles
+
+import jax.numpy as jnp
+
+Clique = tuple[str, ...]
+
+
+# ----- histograms -------------------------------------------------------------------------
+def histogram(codes: pd.DataFrame, clique: Sequence[str], domain: dict[str, int],
+              weights: np.ndarray | None = None) -> np.ndarray:
+    """Flattened (row-major, in ``clique`` order) histogram of the codes of ``clique``."""
+    sizes = [domain[c] for c in clique]
+    if not clique:
+        return np.array([float(len(codes)) if weights is None else float(np.sum(weights))])
+    keys = np.ravel_multi_index([codes[c].to_numpy() for c in clique], sizes)
+    return np.bincount(keys, weights=weights, minlength=int(np.prod(sizes))).astype(float)
+
+
+# ----- measurements -----------------------------------------------------------------------
+@dataclass
+class Measurement:
+    """``y = Q x + N(0, sigma^2 I)`` for the histogram ``x`` of ``clique``.
+
+    ``query`` is ``None`` for the identity, a vector of per-cell weights (diagonal ``Q``), or
+    a *structured* query such as ``mechanisms.adaptive_grid.GridQuery``:
+    an object with ``apply(x)`` (``Q x`` in NumPy), ``required_cliques()`` (the marginals its
+    evaluation reads) and a static ``batch_loss(items, marginals)`` returning the loss
+    ``sum ||Q mu - y||^2 / (2 sigma^2)`` over ``(query, y, sigma)`` items and its gradient
+    with respect to each required marginal.
+    """
+
+    clique: Clique
+    y: np.ndarray
+    sigma: float
+    query: object = None
+    _mbi_query: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def structured(self) -> bool:
+        return hasattr(self.query, "batch_loss")
+
+    def __post_init__(self) -> None:
+        if not (self.query is None or isinstance(self.query, np.ndarray) or self.structured):
+            raise TypeError(f"unsupported query type {type(self.query).__name__}")
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """``Q x`` in NumPy (``x`` flattened in clique order)."""
+        if self.query is None:
+            return np.asarray(x, dtype=float)
+        if isinstance(self.query, np.ndarray):
+            return self.query * x
+        return self.query.apply(np.asarray(x, dtype=float))  # type: ignore[union-attr]
+
+    def to_mbi(self) -> LinearMeasurement:
+        """The ``mbi`` measurement (identity or diagonal queries only)."""
+        if self._mbi_query is None:
+            if self.query is None:
+                self._mbi_query = mbi.DatavectorQuery()
+            elif isinstance(self.query, np.ndarray):
+                self._mbi_query = WeightedQuery(np.asarray(self.query, dtype=float))
+            else:
+                raise TypeError("structured queries are evaluated by structured_loss")
+        return LinearMeasurement(np.asarray(self.y, dtype=float), tuple(self.clique),
+                                 stddev=float(self.sigma), query=self._mbi_query)
+
+
+def gaussian_release(x: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """``x + N(0, sigma^2 I)``: the only place the PGM mechanisms add noise to private counts
+    (the caller charges the ledger with the same sigma)."""
+    return np.asarray(x, dtype=float) + rng.normal(0.0, sigma, size=np.shape(x))
+
+
+# ----- estimation -------------------------------------------------------------------------
+def mbi_domain(domain: dict[str, int]) -> Domain:
+    return Domain(list(domain), [int(n) for n in domain.values()])
+
+
+def release_compiled() -> None:
+    """Drop ``mbi``'s compiled estimation and message-passing programs.
+
+    Every new set of cliques compiles new programs and JAX keeps them all; each holds memory
+    mappings, and AIM's hundreds of rounds over a few runs reach the kernel's map limit
+    (``vm.max_map_count``), after which LLVM fails with "Cannot allocate memory". A clique
+    structure is rarely estimated twice, so nothing useful is lost.
+    """
+    for fn in (mbi_estimation.Estimator._multi_step, mbi_oracles.message_passing_hugin,
+               mbi_oracles.message_passing_shafer_shenoy, mbi_oracles.message_passing_implicit,
+               mbi_oracles.variable_elimination):
+        clear = getattr(fn, "clear_cache", None)
+        if clear is not None:
+            clear()
+
+
+def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters: int,
+             total: float, warm_start=None):
+    """Mirror descent (``mbi``) fit of a graphical model to ``measurements`` with ``total``
+    records; returns an ``mbi`` MarkovRandomField."""
+    if iters < 1:
+        raise ConfigError(f"estimation iterations must be >= 1 (got {iters})",
+                          "set mechanism.iters to a positive integer")
+    release_compiled()
+    dom = mbi_domain(domain)
+    if any(m.structured for m in measurements):
+        loss = structured_loss(domain, measurements)
+    else:
+        loss = [m.to_mbi() for m in measurements]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mbi_estimation.MirrorDescent().estimate(
+            dom, loss, known_total=float(max(total, 1.0)), iters=int(iters),
+            warm_start=warm_start)
+
+
+def structured_loss(domain: dict[str, int], measurements: Sequence[Measurement]):
+    """``sum_m ||Q_m mu_m - y_m||^2 / (2 sigma_m^2)`` as an ``mbi`` MarginalLossFn.
+
+    Identity and diagonal queries are evaluated in JAX. Structured queries are evaluated,
+    with their gradient, in NumPy through one ``jax.pure_callback`` with a custom VJP
+    (``type(query).batch_loss(items, marginals)``): their many small gathers and products
+    would otherwise make XLA compilation take tens of seconds, while NumPy evaluates them in
+    about a millisecond.
+
+    The Lipschitz constant only sets mirror descent's first step size (the Armijo line search
+    halves or grows it). ``mbi``'s bound multiplies each term by the host clique's size over
+    the measured clique's size; with large host cliques (1.4M cells for the taxi marginals)
+    that bound is so conservative that mirror descent barely moves in hundreds of steps. We
+    use ``max_host sum_m 1 / sigma_m^2`` (the bound for unit-norm queries on their own
+    clique) and let the line search halve the step where it is too long.
+    """
+    from mbi.clique_utils import clique_mapping, maximal_subset
+    from mbi.marginal_loss import MarginalLossFn
+
+    cliques = [tuple(m.clique) for m in measurements]
+    maximal = maximal_subset(cliques)
+    plain = [m for m in measurements if not m.structured]
+    structured = [m for m in measurements if m.structured]
+    data = {
+        "y": tuple(jnp.asarray(m.y, dtype=float) for m in plain),
+        "sigma": tuple(jnp.asarray(float(m.sigma)) for m in plain),
+        "w": tuple(jnp.asarray(m.query, dtype=float) if isinstance(m.query, np.ndarray)
+                   else jnp.zeros(0) for m in plain),
+    }
+    callback = None
+    needed: list[Clique] = []
+    if structured:
+        kind = type(structured[0].query)
+        items = [(m.query, np.asarray(m.y, dtype=float), float(m.sigma)) for m in structured]
+        needed = sorted({c for m in structured
+                         for c in m.query.required_cliques()},  # type: ignore[union-attr]
+                        key=lambda c: (len(c), c))
+        sizes = [math.prod(domain[a] for a in c) for c in needed]
+        callback = _numpy_loss(lambda *vecs: kind.batch_loss(items, dict(zip(needed, vecs))),
+                               needed, sizes)
+
+    def loss_fn(marginals, data):
+        loss = 0.0
+        for i, m in enumerate(plain):
+            pred = marginals.project(tuple(m.clique)).datavector()
+            if isinstance(m.query, np.ndarray):
+                pred = pred * data["w"][i]
+            diff = (pred - data["y"][i]) / data["sigma"][i]
+            loss = loss + 0.5 * jnp.vdot(diff, diff)
+        if callback is not None:
+            loss = loss + callback(*[marginals.project(c).datavector() for c in needed])
+        return loss
+
+    routing = clique_mapping(maximal, cliques, mbi_domain(domain))
+    blocks: dict = {}
+    for m in measurements:
+        host = routing[tuple(m.clique)]
+        blocks[host] = blocks.get(host, 0.0) + 1.0 / float(m.sigma) ** 2
+    return MarginalLossFn(maximal, loss_fn, data, max(blocks.values()))
+
+
+def _numpy_loss(fn: Callable, cliques: Sequence[Clique], sizes: Sequence[int]):
+    """A scalar JAX function of flat marginal vectors computed by ``fn(*vectors) ->
+    (loss, {clique: gradient})`` in NumPy, differentiable through a custom VJP."""
+    shapes = (jax.ShapeDtypeStruct((), jnp.float64),
+              tuple(jax.ShapeDtypeStruct((n,), jnp.float64) for n in sizes))
+
+    def host(*vecs):
+        loss, grads = fn(*[np.asarray(v, dtype=float) for v in vecs])
+        return (np.asarray(loss, dtype=np.float64),
+                tuple(np.asarray(grads.get(c, np.zeros(n)), dtype=np.float64)
+                      for c, n in zip(cliques, sizes)))
+
+    def both(*vecs):
+        return jax.pure_callback(host, shapes, *vecs)
+
+    @jax.custom_vjp
+    def f(*vecs):
+        return both(*vecs)[0]
+
+    def fwd(*vecs):
+        loss, grads = both(*vecs)
+        return loss, grads
+
+    def bwd(grads, g):
+        return tuple(g * gr for gr in grads)
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+# ----- the synthetic row count ------------------------------------------------------------
+def total_estimate(m: Measurement, n_cells: int) -> tuple[float, float] | None:
+    """Unbiased estimate of the record count from one measurement and its variance, when the
+    query is diagonal with full support (identity or per-cell weights); else ``None``."""
+    if m.query is None:
+        return float(np.sum(m.y)), m.sigma**2 * n_cells
+    if isinstance(m.query, np.ndarray) and np.all(m.query > 0):
+        inv = 1.0 / m.query
+        return float(np.sum(m.y * inv)), m.sigma**2 * float(np.sum(inv**2))
+    return None
+
+
+def initial_total(measurements: Sequence[Measurement], domain: dict[str, int]) -> float:
+    """Inverse-variance weighted mean of the per-measurement totals (post-processing)."""
+    est, var = [], []
+    for m in measurements:
+        found = total_estimate(m, int(np.prod([domain[c] for c in m.clique])))
+        if found is not None:
+            est.append(found[0])
+            var.append(found[1])
+    if not est:
+        return 1.0
+    w = 1.0 / np.asarray(var)
+    return max(1.0, float(np.sum(w * np.asarray(est)) / np.sum(w)))
+
+
+def fitted_total(model, measurements: Sequence[Measurement]) -> float:
+    """Least-squares record count given the model's distribution ``p``: the scale ``T``
+    minimising ``sum_m ||T Q_m p_m - y_m||^2 / sigma_m^2`` over *all* measurements.
+
+    It uses every noisy measurement (not only the identity ones), so it is much less noisy
+    than :func:`initial_total`; it is post-processing of the noisy answers.
+    """
+    tm = TreeMarginals(model)
+    total = float(model.total)
+    num = den = 0.0
+    for m in measurements:
+        qp = m.apply(tm.marginal(m.clique) / max(total, 1e-12))
+        num += float(qp @ m.y) / m.sigma**2
+        den += float(qp @ qp) / m.sigma**2
+    return max(1.0, num / den) if den > 0 else total
+
+
+def bounded_rows(data: Dataset, max_contrib: int | None) -> int:
+    """Rows kept per person (the histogram sensitivity): 1 for record-level data, else
+    ``max_contrib`` (default: the dataset's ``max_records_per_individual``), never more than
+    the dataset's declared maximum. The caller clips every person to this many rows
+    (:func:`mechanisms.base.clip_contributions`), so the bound holds whatever the data."""
+    bound = contribution_bound(data, max_contrib)
+    if data.unit == "user" and data.max_records_per_individual:
+        bound = min(bound, int(data.max_records_per_individual))
+    return bound
+
+
+def contribution_weights(df: pd.DataFrame, id_column: str, bound: float) -> np.ndarray:
+    """Per-row weight ``min(1, bound / R)``, ``R`` the number of rows of the row's person:
+    every person's rows then weigh ``min(R, bound) <= bound`` in total."""
+    rows = df.groupby(id_column)[id_column].transform("size").to_numpy().astype(float)
+    return np.minimum(1.0, float(bound) / rows)
+
+
+def public_clip_ratio(data: Dataset, weights_for: Callable[[pd.DataFrame], np.ndarray]) -> float:
+    """Rows per unit of bounded contribution on the *public* data (1.0 when there is no
+    public part with the id column, or for record-level data).
+
+    Contribution bounding (row clipping or weights) makes the noisy totals estimate the
+    bounded row count; multiplying by this public ratio corrects for the rows bounding
+    removed, using public information only (no privacy cost).
+    """
+    if data.unit != "user" or data.public is None or data.id_column not in data.public:
+        return 1.0
+    kept = float(np.sum(weights_for(data.public)))
+    return len(data.public) / kept if kept > 0 else 1.0
+
+
+# ----- model marginals in NumPy -----------------------------------------------------------
+class TreeMarginals:
+    """Exact marginals of an ``mbi`` model for any clique, in NumPy.
+
+    The model's junction tree is calibrated once (``mbi`` message passing); a marginal inside
+    one tree node is a projection, otherwise it is computed by eliminating, towards a root,
+    the smallest subtree covering the clique (``prod mu_C / prod mu_S`` restricted to the
+    subtree). Disconnected components are independent (outer product / total).
+    """
+
+    def __init__(self, model):
+        domain = model.domain
+        self.total = float(model.total)
+        self.sizes = dict(zip(domain.attributes, domain.shape))
+        jtree, _ = mbi_junction_tree.make_junction_tree(domain, [tuple(c) for c in model.cliques])
+        nodes = [tuple(n) for n in jtree.nodes]
+        self.nodes = nodes
+        self.adj = {n: [tuple(m) for m in jtree.neighbors(n)] for n in nodes}
+        potentials = {tuple(cl): np.asarray(model.potentials[cl].values, dtype=float)
+                      for cl in model.potentials.cliques}
+        self.tables = self._calibrate(potentials)
+        self.component: dict[Clique, int] = {}
+        for i, comp in enumerate(_components(nodes, self.adj)):
+            for n in comp:
+                self.component[n] = i
+        self.home: dict[str, list[Clique]] = {}
+        for n in nodes:
+            for a in n:
+                self.home.setdefault(a, []).append(n)
+        self._cache: dict[Clique, np.ndarray] = {}
+
+    def _calibrate(self, potentials: dict[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
+        """Sum-product (log space) on the junction tree: node marginals summing to total."""
+        psi = {n: np.zeros([self.sizes[a] for a in n]) for n in self.nodes}
+        for cl, arr in potentials.items():
+            host = min((n for n in self.nodes if set(cl) <= set(n)), key=lambda n: psi[n].size)
+            psi[host] = psi[host] + _broadcast(arr, cl, host)
+        msgs: dict[tuple[Clique, Clique], tuple[Clique, np.ndarray]] = {}
+
+        def send(src: Clique, dst: Clique) -> None:
+            belief = psi[src]
+            for other in self.adj[src]:
+                if other != dst:
+                    attrs, arr = msgs[(other, src)]
+                    belief = belief + _broadcast(arr, attrs, src)
+            sep = tuple(a for a in src if a in dst)
+            axes = tuple(i for i, a in enumerate(src) if a not in sep)
+            msgs[(src, dst)] = (sep, logsumexp(belief, axis=axes) if axes else belief)
+
+        for comp in _components(self.nodes, self.adj):
+            parent, order = _bfs(comp[0], self.adj)
+            for n in reversed(order[1:]):
+                send(n, parent[n])  # type: ignore[arg-type]
+            for n in order[1:]:
+                send(parent[n], n)  # type: ignore[arg-type]
+        tables = {}
+        for n in self.nodes:
+            belief = psi[n]
+            for other in self.adj[n]:
+                attrs, arr = msgs[(other, n)]
+                belief = belief + _broadcast(arr, attrs, n)
+            belief = belief - logsumexp(belief)
+            tables[n] = np.exp(belief) * self.total
+        return tables
+
+    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+        """Flattened marginal of ``clique`` (row-major in the given order), summing to the
+        model total."""
+        clique = tuple(clique)
+        if clique not in self._cache:
+            self._cache[clique] = self._compute(clique).ravel()
+        return self._cache[clique]
+
+    def _compute(self, clique: Clique) -> np.ndarray:
+        if not clique:
+            return np.array([self.total])
+        for n in self.nodes:
+            if set(clique) <= set(n):
+                return _project(self.tables[n], n, clique)
+        groups: dict[int, list[str]] = {}
+        for a in clique:
+            groups.setdefault(self.component[self.home[a][0]], []).append(a)
+        if len(groups) > 1:
+            parts = [(tuple(g), self._connected(tuple(g))) for g in groups.values()]
+            attrs: list[str] = []
+            out = np.ones(())
+            for g, arr in parts:
+                out = np.multiply.outer(out, arr)
+                attrs.extend(g)
+            out = out / self.total ** (len(parts) - 1)
+            return _transpose(out, tuple(attrs), clique)
+        return self._connected(clique)
+
+    def _connected(self, clique: Clique) -> np.ndarray:
+        """Marginal of ``clique`` whose attributes lie in one tree component."""
+        for n in self.nodes:
+            if set(clique) <= set(n):
+                return _project(self.tables[n], n, clique)
+        q = set(clique)
+        root = max(self.nodes, key=lambda n: (len(q & set(n)), -self.tables[n].size))
+        parent, order = _bfs(root, self.adj)
+        depth = {root: 0}
+        for n in order[1:]:
+            depth[n] = depth[parent[n]] + 1
+        keep = {root}
+        covered = set(root) & q
+        for a in clique:
+            if a in covered:
+                continue
+            best = min((n for n in self.home[a] if n in depth), key=lambda n: depth[n])
+            n = best
+            while n not in keep:
+                keep.add(n)
+                covered |= set(n) & q
+                n = parent[n]
+        children: dict[Clique, list[Clique]] = {n: [] for n in keep}
+        for n in keep:
+            if n != root:
+                children[parent[n]].append(n)
+
+        def upward(node: Clique) -> tuple[Clique, np.ndarray]:
+            operands = [(node, self.tables[node])]
+            for child in children[node]:
+                operands.append(upward(child))
+            if node == root:
+                target = clique
+            else:
+                sep = tuple(a for a in node if a in parent[node])
+                mu_sep = _project(self.tables[node], node, sep)
+                inv = np.divide(1.0, mu_sep, out=np.zeros_like(mu_sep), where=mu_sep > 0)
+                operands.append((sep, inv))
+                present = set().union(*[set(a) for a, _ in operands])
+                target = tuple(a for a in present if a in q or a in sep)
+            return target, _einsum(operands, target)
+
+        return upward(root)[1]
+
+
+def _components(nodes: list[Clique], adj: dict[Clique, list[Clique]]) -> list[list[Clique]]:
+    seen, out = set(), []
+    for n in nodes:
+        if n in seen:
+            continue
+        _, order = _bfs(n, adj)
+        seen |= set(order)
+        out.append(order)
+    return out
+
+
+def _bfs(root: Clique, adj: dict[Clique, list[Clique]]) -> tuple[dict, list[Clique]]:
+    parent: dict[Clique, Clique | None] = {root: None}
+    order = [root]
+    i = 0
+    while i < len(order):
+        n = order[i]
+        i += 1
+        for m in adj[n]:
+            if m not in parent:
+                parent[m] = n
+                order.append(m)
+    return parent, order
+
+
+def _broadcast(arr: np.ndarray, attrs: Clique, host: Clique) -> np.ndarray:
+    """``arr`` over ``attrs`` reshaped to broadcast against an array over ``host``."""
+    order = [a for a in host if a in attrs]
+    arr = _transpose(arr, tuple(attrs), tuple(order))
+    return arr.reshape([arr.shape[order.index(a)] if a in attrs else 1 for a in host])
+
+
+def _project(table: np.ndarray, attrs: Clique, target: Clique) -> np.ndarray:
+    axes = tuple(i for i, a in enumerate(attrs) if a not in target)
+    out = table.sum(axis=axes) if axes else table
+    kept = tuple(a for a in attrs if a in target)
+    return _transpose(out, kept, target)
+
+
+def _transpose(arr: np.ndarray, attrs: Clique, target: Clique) -> np.ndarray:
+    if tuple(attrs) == tuple(target):
+        return arr
+    return np.transpose(arr, [attrs.index(a) for a in target])
+
+
+def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.ndarray:
+    letters: dict[str, int] = {}
+    args: list = []
+    for attrs, arr in operands:
+        args.append(arr)
+        args.append([letters.setdefault(a, len(letters)) for a in attrs])
+    args.append([letters[a] for a in target])
+    return np.einsum(*args, optimize=len(operands) > 2)
+
+
+# ----- sampling and decoding --------------------------------------------------------------
+def sample_codes(model, n_rows: int, rng: np.random.Generator,
+                 attrs: Sequence[str]) -> pd.DataFrame:
+    """``n_rows`` records drawn i.i.d. from the model (``mbi`` sampling, seeded from
+    ``rng``; NumPy's global random state is restored afterwards)."""
+    state = np.random.get_state()
+    np.random.seed(int(rng.integers(2**32 - 1)))
+    try:
+        synth = model.synthetic_data(rows=int(n_rows), method="sample")
+    finally:
+        np.random.set_state(state)
+        release_compiled()
+    return pd.DataFrame({a: np.asarray(synth.data[a], dtype=np.int64) for a in attrs})
+
+
+def finish(data: Dataset, codes: pd.DataFrame, rng: np.random.Generator,
+           extra: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Codes -> schema values (numeric values drawn inside their bin from public values when
+    there are any), optional ``extra`` columns, person ids from public data only."""
+    schema = data.schema
+    out = schema.decode(codes, rng, reference=data.public)
+    if extra is not None:
+        out = extra(out)
+    ids = assign_ids(len(out), data, rng)
+    if ids is not None:
+        out.insert(0, schema.id_column, ids)  # type: ignore[arg-type]
+    return out[schema.names].reset_index(drop=True)
+
+
+# ----- selection and calibration ----------------------------------------------------------
+def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float,
+                          rng: np.random.Generator) -> int:
+    """Index drawn with probability proportional to ``exp(eps * score / (2 * sensitivity))``
+    (Gumbel-max sampling, exact and overflow-free). ``epsilon``-DP."""
+    scores = np.asarray(scores, dtype=float)
+    logits = 0.5 * epsilon / sensitivity * (scores - scores.max())
+    return int(np.argmax(logits + rng.gumbel(size=logits.size)))
+
+
+def solve_scale(plan: Callable[[float], list[Charge]], budget: Budget, accountant: str,
+                prior: Sequence[Charge] = ()) -> float:
+    """The scale ``s`` at which ``prior + plan(s)`` composes to exactly ``budget.epsilon``
+    under ``accountant`` (``plan`` must get more expensive as ``s`` grows; for a plan written
+    in zCDP units under the zcdp accountant, ``s`` is the remaining rho)."""
+
+    def excess(log_s: float) -> float:
+        charges = [*prior, *plan(math.exp(log_s))]
+        eps, _ = compose(charges, budget.delta, accountant)  # type: ignore[arg-type]
+        return eps - budget.epsilon
+
+    lo, hi = -60.0, 10.0
+    while excess(hi) < 0:
+        hi += 10.0
+    if excess(lo) >= 0:
+        raise ConfigError("the privacy budget is too small for this mechanism's plan",
+                          "raise privacy.epsilon")
+    log_s = brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+    for _ in range(100):  # never overshoot: step down to the feasible side
+        if excess(log_s) <= 0:
+            break
+        log_s -= 1e-13 * max(1.0, abs(log_s))
+    return math.exp(log_s)
+
+
+def gaussian_charge(name: str, sensitivity: float, sigma: float, count: int = 1) -> Charge:
+    return Charge(name, "gaussian", float(sensitivity), float(sigma), int(count))
+
+
+def exponential_charge(name: str, sensitivity: float, epsilon: float, count: int = 1) -> Charge:
+    return Charge(name, "exponential", float(sensitivity), 2.0 * sensitivity / epsilon, int(count))
+
+
+# ----- cliques ----------------------------------------------------------------------------
+def downward_closure(cliques: Iterable[Sequence[str]], order: Sequence[str]) -> list[Clique]:
+    """Every non-empty subset of every clique, attributes in ``order``, sorted by size then by
+    first appearance."""
+    pos = {a: i for i, a in enumerate(order)}
+    seen: dict[Clique, None] = {}
+    for cl in cliques:
+        cl = tuple(sorted(set(cl), key=pos.__getitem__))
+        for k in range(1, len(cl) + 1):
+            for sub in itertools.combinations(cl, k):
+                seen.setdefault(sub, None)
+    return sorted(seen, key=len)
+
+
+def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> float:
+    """Megabytes (float64) of the junction tree ``mbi`` builds for ``cliques``: greedy
+    elimination by smallest clique size, as ``mbi.junction_tree.greedy_order`` does, summing
+    the maximal elimination cliques."""
+    attrs = list(domain)
+    nbrs: dict[str, set[str]] = {a: set() for a in attrs}
+    for cl in cliques:
+        for a in cl:
+            nbrs[a].update(b for b in cl if b != a)
+    n_edges = sum(len(v) for v in nbrs.values()) // 2
+    if n_edges and n_edges == len(attrs) - 1 and len(_components(
+            [(a,) for a in attrs], {(a,): [(b,) for b in nbrs[a]] for a in attrs})) == 1:
+        # mbi eliminates a tree graph in a perfect order: its cliques are the edges
+        cells = sum(domain[a] * domain[b] for a in attrs for b in nbrs[a] if a < b)
+        return cells * 8 / 2**20
+    remaining = list(attrs)
+    elim_cliques: list[frozenset[str]] = []
+    while remaining:
+        best, best_cost = None, None
+        for a in remaining:
+            cost = domain[a]
+            for b in nbrs[a]:
+                cost *= domain[b]
+            if best_cost is None or cost < best_cost:
+                best, best_cost = a, cost
+        assert best is not None
+        elim_cliques.append(frozenset(nbrs[best] | {best}))
+        for b in nbrs[best]:
+            nbrs[b] |= nbrs[best] - {b}
+            nbrs[b].discard(best)
+        remaining.remove(best)
+    maximal = [c for c in set(elim_cliques) if not any(c < d for d in elim_cliques)]
+    cells = sum(math.prod(domain[a] for a in c) for c in maximal)
+    return cells * 8 / 2**20

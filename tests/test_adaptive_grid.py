@@ -1,0 +1,292 @@
+"""adaptive_grid: calibration, the 66 measurements, unit-norm query columns, contribution
+weights, ledger totals (re-derived independently), output, determinism, config errors."""
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from autodp import mechanism_zoo, transformer_zoo
+
+from harness.data import Dataset, load_taxi_sim
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger
+from mechanisms import make_mechanism, pgm
+from mechanisms.adaptive_grid import (
+    TAXI_OUTER,
+    AdaptiveGrid,
+    GridQuery,
+    chow_liu_pairs,
+    fold_measurements,
+)
+
+DELTA = 2.5e-5
+
+
+@pytest.fixture(scope="module")
+def taxi() -> Dataset:
+    return load_taxi_sim(n_private=3000, n_public=3000, seed=1)
+
+
+def run(data, params, budget, accountant="gdp", seed=0):
+    mech = make_mechanism("adaptive_grid", params)
+    ledger = Ledger(budget, accountant, unit=data.ledger_unit)
+    out = mech.fit_sample(data, budget, ledger, np.random.default_rng(seed))
+    return mech, ledger, out
+
+
+def test_66_measurements_downward_closure_plus_copies(taxi):
+    cliques, derived = AdaptiveGrid().cliques(taxi)
+    # downward closure of the 7 outer marginals: 10 one-way, 23 two-way, 20 three-way and
+    # 6 four-way cliques = 59 (the company_id outer marginal is 3-way, so only 6 four-ways),
+    # plus 7 extra copies of pickup x dropoff = 66.
+    distinct = set(cliques)
+    assert len(cliques) == 66 and len(distinct) == 59
+    assert Counter(len(c) for c in distinct) == {1: 10, 2: 23, 3: 20, 4: 6}
+    expected = {tuple(sorted(s)) for cl in TAXI_OUTER for k in range(1, len(cl) + 1)
+                for s in itertools.combinations(cl, k)}
+    assert {tuple(sorted(c)) for c in distinct} == expected
+    pd_pair = ("pickup_community_area", "dropoff_community_area")
+    assert Counter(cliques)[pd_pair] == 8
+    assert derived == ["trip_day_of_week", "trip_hour_of_day"]
+    assert [len(c) for c in cliques] == sorted(len(c) for c in cliques)  # rounds k = 1..4
+
+
+@pytest.mark.parametrize("eps, C, zcdp_sigma, gdp_sigma", [
+    (1.0, 150, 5739.36, 4290.24),
+    (10.0, 200, 895.42, 784.12),
+])
+def test_writeup_sigmas_from_the_mechanisms_own_calibration(taxi, eps, C, zcdp_sigma,
+                                                            gdp_sigma):
+    budget = Budget(eps, DELTA)
+    mech = AdaptiveGrid(C=None)  # the write-up's rule: 150 at eps <= 1, 200 above
+    assert mech.calibrate(taxi, budget, "zcdp") == (C, pytest.approx(zcdp_sigma, abs=0.01), 66)
+    assert mech.calibrate(taxi, budget, "gdp") == (C, pytest.approx(gdp_sigma, abs=0.01), 66)
+
+
+def random_queries(domain, seed):
+    rng = np.random.default_rng(seed)
+    queries, plausible = {}, {}
+    cliques = [c for k in range(1, len(domain) + 1) for c in itertools.combinations(domain, k)]
+    for cl in cliques:
+        queries[cl] = AdaptiveGrid.grid_query(cl, domain, queries, plausible)
+        plausible[cl] = rng.random(queries[cl].n_cells) < rng.uniform(0.1, 0.9)
+    return queries
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_query_matrix_columns_have_unit_l2_norm(seed):
+    domain = {"a": 3, "b": 4, "c": 2, "d": 3}
+    rng = np.random.default_rng(seed)
+    for q in random_queries(domain, seed).values():
+        Q = q.matrix()
+        norms = np.sqrt(np.asarray(Q.power(2).sum(axis=0)).ravel())
+        np.testing.assert_allclose(norms, 1.0, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(q.column_norms_sq(), 1.0, rtol=0, atol=1e-12)
+        x = rng.random(q.n_cells)
+        np.testing.assert_allclose(Q @ x, q.apply(x), atol=1e-12)
+        for j in range(q.n_cells):  # the column extraction the estimator uses
+            rows, vals = q.column(j)
+            col = np.zeros(q.n_rows)
+            np.add.at(col, rows, vals)
+            np.testing.assert_allclose(col, Q[:, j].toarray().ravel(), atol=1e-12)
+
+
+def test_query_columns_of_a_taxi_run_have_unit_norm(taxi):
+    mech = AdaptiveGrid(C=20)
+    budget = Budget(10.0, DELTA)
+    cliques, derived = mech.cliques(taxi)
+    domain = {a: n for a, n in taxi.schema.domain().items() if a not in derived}
+    codes = taxi.schema.encode(taxi.private)
+    weights = pgm.contribution_weights(taxi.private, "taxi_id", 20)
+    C, sigma, _ = mech.calibrate(taxi, budget, "gdp")
+    ms = mech.measure(codes, domain, cliques, weights, C, sigma, Ledger(budget),
+                      np.random.default_rng(0))
+    structured = [m.query for m in ms if m.query is not None]
+    assert structured, "expected adaptive (non-identity) queries"
+    assert any(0 < len(q.ident) < q.n_cells for q in structured)
+    for q in structured:
+        np.testing.assert_allclose(q.column_norms_sq(), 1.0, rtol=0, atol=1e-12)
+
+
+def test_weights_bound_each_taxis_contribution_by_C(taxi):
+    C = 7.0
+    df = taxi.private
+    w = pgm.contribution_weights(df, "taxi_id", C)
+    rows = df.groupby("taxi_id")["taxi_id"].transform("size").to_numpy()
+    np.testing.assert_allclose(w, np.minimum(1.0, C / rows))
+    per_taxi = pd.Series(w).groupby(df["taxi_id"].to_numpy()).sum()
+    assert per_taxi.max() <= C + 1e-9 and per_taxi.max() == pytest.approx(C)
+    codes = taxi.schema.encode(df)
+    domain = taxi.schema.domain()
+    big = per_taxi.idxmax()
+    mine = (df["taxi_id"] == big).to_numpy()
+    queries = random_queries({"pickup_community_area": 78, "shift": 21}, seed=3)
+    for cl in [("pickup_community_area",), ("pickup_community_area", "shift"),
+               ("fare", "trip_total", "shift")]:
+        h = pgm.histogram(codes[mine], cl, domain, w[mine])  # the taxi's own contribution
+        assert np.abs(h).sum() <= C + 1e-9 and np.linalg.norm(h) <= C + 1e-9
+    q = queries[("pickup_community_area", "shift")]
+    h = pgm.histogram(codes[mine], ("pickup_community_area", "shift"),
+                      domain, w[mine])
+    assert np.linalg.norm(q.apply(h)) <= C + 1e-9  # unit columns: ||Q h||_2 <= ||h||_1 <= C
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_ledger_spends_exactly_the_budget_and_recomputes_independently(taxi, accountant):
+    budget = Budget(1.0, DELTA)
+    mech, ledger, _ = run(taxi, {"C": 25, "iters": 10}, budget, accountant)
+    assert ledger.spent()[0] == pytest.approx(1.0, abs=1e-9)
+    charges = ledger.charges
+    assert len(charges) == 66
+    assert {c.kind for c in charges} == {"gaussian"}
+    assert {c.sensitivity for c in charges} == {25.0}
+    sigma = charges[0].scale
+    assert {c.scale for c in charges} == {sigma}
+    assert mech.info["sigma"] == sigma
+    if accountant == "zcdp":  # rho by hand, Bun-Steinke conversion by hand
+        rho = sum(c.sensitivity**2 / (2 * c.scale**2) for c in charges)
+        eps = rho + 2 * math.sqrt(rho * math.log(1 / DELTA))
+    else:  # autodp: 66-fold composition of Gaussian mechanisms, noise multiplier sigma / C
+        gm = mechanism_zoo.GaussianMechanism(sigma / 25.0)
+        eps = transformer_zoo.ComposeGaussian()([gm], [66]).get_approxDP(DELTA)
+    assert eps == pytest.approx(1.0, rel=1e-6)
+
+
+def test_output_is_schema_valid_and_deterministic_per_seed(taxi):
+    budget = Budget(10.0, DELTA)
+    _, _, a = run(taxi, {"iters": 10}, budget, seed=3)
+    _, _, b = run(taxi, {"iters": 10}, budget, seed=3)
+    _, _, c = run(taxi, {"iters": 10}, budget, seed=4)
+    assert taxi.schema.problems(a) == []
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+    # derived time columns follow the Sprint 3 definition of shift
+    assert (a["shift"] == a["trip_day_of_week"] * 3 + a["trip_hour_of_day"] // 8).all()
+    assert a.groupby("taxi_id").size().max() <= taxi.max_records_per_individual
+
+
+def test_row_count_comes_from_noisy_measurements(taxi):
+    budget = Budget(10.0, DELTA)
+    runs = [run(taxi, {"iters": 30, "C": 20, "row_count": policy}, budget, seed=s)
+            for s in range(2) for policy in ("fitted", "one_way")]
+    sizes = {len(out) for _, _, out in runs}
+    assert len(sizes) == 4  # noise, not len(private)
+    assert all(abs(n - len(taxi.private)) < 0.35 * len(taxi.private) for n in sizes)
+    for mech, _, out in runs[1::2]:  # one_way: noisy 1-way totals x public clipping ratio
+        info = mech.info
+        assert len(out) == round(info["one_way_total"] * info["clip_ratio"])
+
+
+def test_public_groups_ids(taxi):
+    _, _, out = run(taxi, {"iters": 10, "ids": "public_groups"}, Budget(10.0, DELTA))
+    assert taxi.schema.problems(out) == []
+    assert out.groupby("taxi_id").size().max() <= 200
+
+
+def test_folding_changes_the_loss_by_a_constant(taxi):
+    mech = AdaptiveGrid(C=200)
+    budget = Budget(1.0, DELTA)
+    cliques, derived = mech.cliques(taxi)
+    domain = {a: n for a, n in taxi.schema.domain().items() if a not in derived}
+    codes = taxi.schema.encode(taxi.private)
+    C, sigma, _ = mech.calibrate(taxi, budget, "gdp")
+    ms = mech.measure(codes, domain, cliques, None, C, sigma, Ledger(budget),
+                      np.random.default_rng(0))
+    folded = fold_measurements(ms)
+    assert len(folded) < len(ms)
+    rng = np.random.default_rng(1)
+
+    def loss(measurements, tables):
+        # a product distribution: every clique marginal is consistent with every other
+        total = 0.0
+        for m in measurements:
+            marg = np.ones(())
+            for a in m.clique:
+                marg = np.multiply.outer(marg, tables[a])
+            total += 0.5 * np.sum((m.apply(marg.ravel() * len(taxi.private)) - m.y) ** 2) \
+                / m.sigma**2
+        return total
+
+    diffs = []
+    for _ in range(2):
+        tables = {a: rng.random(n) for a, n in domain.items()}
+        tables = {a: t / t.sum() for a, t in tables.items()}
+        diffs.append(loss(ms, tables) - loss(folded, tables))
+    assert diffs[0] == pytest.approx(diffs[1], rel=1e-9)
+
+
+def test_batch_loss_gradient_matches_finite_differences():
+    domain = {"a": 3, "b": 2, "c": 3}
+    queries = random_queries(domain, seed=5)
+    rng = np.random.default_rng(0)
+    items = [(q, rng.random(q.n_rows), 0.5) for q in queries.values() if q.parents]
+    needed = set().union(*[q.required_cliques() for q, _, _ in items])
+    marg = {c: rng.random(math.prod(domain[a] for a in c)) for c in needed}
+    loss, grads = GridQuery.batch_loss(items, marg)
+    for c in needed:
+        for j in range(len(marg[c])):
+            bumped = {k: v.copy() for k, v in marg.items()}
+            bumped[c][j] += 1e-6
+            numeric = (GridQuery.batch_loss(items, bumped)[0] - loss) / 1e-6
+            assert numeric == pytest.approx(grads[c][j], rel=1e-4, abs=1e-6)
+
+
+def test_generic_variant_picks_marginals_from_public_data(small_dataset):
+    mech = AdaptiveGrid()
+    cliques, derived = mech.cliques(small_dataset)
+    assert derived == []
+    pairs = chow_liu_pairs(small_dataset.schema.encode(small_dataset.public),
+                           small_dataset.schema.domain())
+    assert {c for c in cliques if len(c) == 2} == {tuple(sorted(p, key=small_dataset.schema
+                                                                .attributes.index))
+                                                   for p in pairs}
+    changed = Dataset("x", small_dataset.schema, small_dataset.private.iloc[::-1].copy(),
+                      small_dataset.public, "user", "pid", 5)
+    changed.private["size"] = 0  # the private data does not influence the choice
+    assert mech.cliques(changed) == (cliques, [])
+    budget = Budget(2.0, 1e-6)
+    _, ledger, out = run(small_dataset, {"iters": 20, "C": 5}, budget)
+    assert small_dataset.schema.problems(out) == []
+    assert ledger.spent()[0] == pytest.approx(2.0, abs=1e-9)
+    assert len(ledger.charges) == len(cliques)
+
+
+def test_explicit_marginals_and_record_level_sensitivity(small_dataset):
+    small_dataset.unit, small_dataset.public = "record", None
+    params = {"iters": 20, "marginals": [["color", "size"]], "copies_of": ["size"],
+              "extra_copies": 2}
+    _, ledger, out = run(small_dataset, params, Budget(1.0, 1e-6))
+    names = [c.name for c in ledger.charges]
+    assert len(names) == 6  # color, size, amount (uncovered -> 1-way), color x size, 2 copies
+    assert {c.sensitivity for c in ledger.charges} == {1.0}
+    assert small_dataset.schema.problems(out) == []
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"C": -1}, "mechanism.C"),
+    ({"C": {1: 0}}, "mechanism.C"),
+    ({"C": "big"}, "mechanism.C"),
+    ({"threshold": -1}, "threshold"),
+    ({"iters": 0}, "iters"),
+    ({"row_count": "exact"}, "row_count"),
+    ({"ids": "private"}, "ids"),
+    ({"marginals": []}, "marginals"),
+    ({"extra_copies": -2}, "extra_copies"),
+    ({"nope": 1}, "unknown setting"),
+])
+def test_bad_hyperparameters_raise_config_error(params, match):
+    with pytest.raises(ConfigError, match=match):
+        make_mechanism("adaptive_grid", params)
+
+
+def test_bad_marginals_for_the_data(small_dataset):
+    with pytest.raises(ConfigError, match="unknown attributes"):
+        AdaptiveGrid(marginals=[["color", "weight"]]).cliques(small_dataset)
+    with pytest.raises(ConfigError, match="copies_of"):
+        AdaptiveGrid(marginals=[["color", "size"]], copies_of=["color", "amount"],
+                     extra_copies=1).cliques(small_dataset)
+    with pytest.raises(ConfigError, match="delta > 0"):
+        run(small_dataset, {}, Budget(1.0, 0.0))

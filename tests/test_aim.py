@@ -1,0 +1,118 @@
+"""aim: ledger totals (re-derived independently), the round structure, the budget schedule,
+the workload and model-size cap, output, determinism, config errors."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.data import load_shared_dataset
+from harness.errors import ConfigError
+from harness.privacy import Budget, Ledger, zcdp_rho
+from mechanisms import make_mechanism, pgm
+from mechanisms.aim import AIM
+
+from .test_mst import recomputed_epsilon
+
+FAST = {"rounds": 6, "iters": 30, "final_iters": 30, "workload_degree": 2}
+
+
+def run(data, budget, accountant="gdp", seed=0, **params):
+    ledger = Ledger(budget, accountant, unit=data.ledger_unit)
+    out = make_mechanism("aim", {**FAST, **params}).fit_sample(data, budget, ledger,
+                                                             np.random.default_rng(seed))
+    return ledger, out
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_spends_exactly_the_budget_recomputed_independently(small_dataset, accountant):
+    budget = Budget(1.5, 1e-6)
+    ledger, out = run(small_dataset, budget, accountant)
+    assert ledger.spent()[0] == pytest.approx(1.5, abs=1e-9)
+    assert recomputed_epsilon(ledger.charges, 1e-6, accountant) == pytest.approx(1.5, rel=1e-6)
+    assert small_dataset.schema.problems(out) == []
+    charges = ledger.charges
+    d = 3
+    assert [c.kind for c in charges[:d]] == ["gaussian"] * d  # the 1-way marginals
+    rounds = charges[d:]
+    assert [c.kind for c in rounds] == ["exponential", "gaussian"] * (len(rounds) // 2)
+    assert 1 <= len(rounds) // 2 <= FAST["rounds"]
+    assert {c.sensitivity for c in charges if c.kind == "gaussian"} == {5.0}  # 5 rows/person
+    # selection sensitivity = 5 * the largest candidate weight, the sum of its overlaps with
+    # the workload {ab, ac, bc}: a pair, e.g. ab, scores 2 + 1 + 1 = 4
+    assert {c.sensitivity for c in charges if c.kind == "exponential"} == {5.0 * 4}
+
+
+def test_budget_schedule_follows_the_paper_under_zcdp(small_dataset):
+    """Rounds start at sigma_0 = sqrt(T / (2 * 0.9 rho)), eps_0 = sqrt(8 * 0.1 rho / T) (per unit
+    sensitivity); sigma only halves (and eps doubles) until the last round uses what is left."""
+    budget, T = Budget(1.0, 1e-6), 6
+    rho = zcdp_rho(1.0, 1e-6)
+    ledger, _ = run(small_dataset, budget, "zcdp", rounds=T)
+    gauss = [c.scale / c.sensitivity for c in ledger.charges if c.kind == "gaussian"]
+    sel = [c.pure_epsilon for c in ledger.charges if c.kind == "exponential"]
+    assert gauss[0] == pytest.approx(math.sqrt(T / (2 * 0.9 * rho)))
+    assert sel[0] == pytest.approx(math.sqrt(8 * 0.1 * rho / T))
+    per_round = gauss[3:]
+    for prev, nxt, e_prev, e_next in zip(per_round[:-2], per_round[1:-1], sel[:-2], sel[1:-1]):
+        assert nxt == pytest.approx(prev) or nxt == pytest.approx(prev / 2)
+        assert (e_next == pytest.approx(e_prev)) == (nxt == pytest.approx(prev))
+    last_rho = ledger.charges[-1].rho + ledger.charges[-2].rho
+    assert ledger.charges[-2].rho == pytest.approx(0.1 * last_rho)  # 10% selection
+    assert sum(c.rho for c in ledger.charges) == pytest.approx(rho, rel=1e-9)
+
+
+def test_workload_candidates_and_weights():
+    domain = {"a": 2, "b": 3, "c": 4, "d": 50}
+    work = AIM(workload_degree=2, max_cells=20).workload(domain)
+    assert work == [cl for cl in itertools.combinations(domain, 2)
+                    if math.prod(domain[a] for a in cl) <= 20]
+    with pytest.raises(ConfigError, match="max_cells"):
+        AIM(workload_degree=3, max_cells=5).workload(domain)
+
+
+def test_model_size_matches_mbi():
+    domain = {"a": 5, "b": 7, "c": 3, "d": 11, "e": 2, "f": 13}
+    rng = np.random.default_rng(0)
+    attrs = list(domain)
+    for _ in range(25):
+        k = int(rng.integers(1, 7))
+        cliques = [tuple(rng.choice(attrs, size=int(rng.integers(1, 4)), replace=False))
+                   for _ in range(k)]
+        ours = pgm.model_size_mb(domain, cliques)
+        theirs = pgm.mbi_junction_tree.hypothetical_model_size(pgm.mbi_domain(domain), cliques)
+        assert ours == pytest.approx(theirs), cliques
+
+
+def test_deterministic_per_seed(small_dataset):
+    budget = Budget(1.0, 1e-6)
+    _, a = run(small_dataset, budget, seed=5)
+    _, b = run(small_dataset, budget, seed=5)
+    _, c = run(small_dataset, budget, seed=6)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"rounds": 0}, "rounds"), ({"iters": 0}, "iters"), ({"final_iters": 1.5}, "final_iters"),
+    ({"workload_degree": 0}, "workload_degree"), ({"max_model_size": -1}, "max_model_size"),
+    ({"max_cells": 0}, "max_cells"), ({"max_contrib": -3}, "max_contrib"),
+    ({"compress": True}, "unknown setting")])
+def test_bad_hyperparameters(params, match):
+    with pytest.raises(ConfigError, match=match):
+        make_mechanism("aim", params)
+
+
+def test_needs_delta(small_dataset):
+    with pytest.raises(ConfigError, match="delta > 0"):
+        run(small_dataset, Budget(1.0, 0.0))
+
+
+def test_titanic_three_way_workload(shared_data):
+    data = load_shared_dataset("titanic", data_dir=str(shared_data))
+    budget = Budget(1.0, 1e-6)
+    ledger, out = run(data, budget, "zcdp", workload_degree=3, rounds=8)
+    assert data.schema.problems(out) == []
+    assert ledger.spent()[0] == pytest.approx(1.0, abs=1e-9)

@@ -1,0 +1,93 @@
+"""mechanisms.pgm: the shared mbi glue (marginals, totals, sampling, selection, calibration)."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.privacy import Budget, compose
+from mechanisms import pgm
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.default_rng(0)
+    domain = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3}
+    n = 4000
+    a = rng.integers(0, 3, n)
+    b = (a + rng.integers(0, 2, n)) % 4
+    c = (b > 1).astype(int) ^ (rng.random(n) < 0.1)
+    d = rng.integers(0, 5, n)
+    e = (d + rng.integers(0, 2, n)) % 3
+    codes = pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "e": e})
+    cliques = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b"), ("b", "c"), ("d", "e")]
+    ms = [pgm.Measurement(cl, pgm.gaussian_release(pgm.histogram(codes, cl, domain), 5.0, rng),
+                          5.0) for cl in cliques]
+    model = pgm.estimate(domain, ms, 300, pgm.initial_total(ms, domain))
+    return domain, codes, ms, model
+
+
+def test_tree_marginals_match_mbi(fitted):
+    domain, _, _, model = fitted
+    tm = pgm.TreeMarginals(model)
+    for k in (1, 2, 3):
+        for cl in itertools.combinations(domain, k):  # includes cliques across components
+            ref = np.asarray(model.project(cl).datavector())
+            np.testing.assert_allclose(tm.marginal(cl), ref, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(tm.marginal(("c", "a")),  # any attribute order
+                               np.asarray(model.project(("c", "a")).datavector()), atol=1e-8)
+
+
+def test_totals_come_from_noisy_measurements(fitted):
+    domain, codes, ms, model = fitted
+    assert pgm.initial_total(ms, domain) == pytest.approx(len(codes), rel=0.02)
+    assert pgm.initial_total(ms, domain) != len(codes)
+    assert pgm.fitted_total(model, ms) == pytest.approx(len(codes), rel=0.02)
+
+
+def test_sampling_is_seeded_and_leaves_global_state(fitted):
+    domain, _, _, model = fitted
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    a = pgm.sample_codes(model, 500, np.random.default_rng(7), list(domain))
+    b = pgm.sample_codes(model, 500, np.random.default_rng(7), list(domain))
+    np.testing.assert_array_equal(np.random.get_state()[1], before)
+    pd.testing.assert_frame_equal(a, b)
+    assert all(a[c].between(0, n - 1).all() for c, n in domain.items())
+
+
+def test_exponential_mechanism_distribution():
+    scores = np.array([0.0, 1.0, 3.0])
+    eps, sens = 2.0, 1.5
+    rng = np.random.default_rng(0)
+    draws = np.bincount([pgm.exponential_mechanism(scores, eps, sens, rng) for _ in range(20000)],
+                        minlength=3) / 20000
+    expected = np.exp(eps * scores / (2 * sens))
+    np.testing.assert_allclose(draws, expected / expected.sum(), atol=0.015)
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_solve_scale_spends_exactly(accountant):
+    budget = Budget(0.7, 1e-7)
+
+    def plan(s):
+        return [pgm.gaussian_charge("g", 2.0, 2.0 / math.sqrt(s), 5),
+                pgm.exponential_charge("e", 1.0, math.sqrt(s), 3)]
+
+    s = pgm.solve_scale(plan, budget, accountant)
+    eps, _ = compose(plan(s), budget.delta, accountant)
+    assert eps <= 0.7 and eps == pytest.approx(0.7, abs=1e-12)
+    prior = plan(s / 3)
+    r = pgm.solve_scale(plan, budget, accountant, prior=prior)
+    assert compose([*prior, *plan(r)], budget.delta, accountant)[0] == pytest.approx(0.7,
+                                                                                     abs=1e-12)
+
+
+def test_downward_closure_and_weights():
+    closure = pgm.downward_closure([("c", "a"), ("b", "c", "a")], ["a", "b", "c"])
+    assert closure == [("a",), ("c",), ("b",), ("a", "c"), ("a", "b"), ("b", "c"),
+                       ("a", "b", "c")]
+    w = pgm.contribution_weights(pd.DataFrame({"p": [1, 1, 1, 2]}), "p", 2)
+    np.testing.assert_allclose(w, [2 / 3, 2 / 3, 2 / 3, 1.0])
