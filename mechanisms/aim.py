@@ -58,7 +58,7 @@ from harness.errors import ConfigError
 from harness.privacy import Budget, Charge, Ledger, compose
 
 from . import pgm
-from .base import Mechanism, clip_contributions
+from .base import Mechanism, bounded_private
 from .pgm import bounded_rows
 
 _BIAS = math.sqrt(2.0 / math.pi)
@@ -120,9 +120,7 @@ class AIM(Mechanism):
         start = time.time()
         schema = data.schema
         b = bounded_rows(data, self.max_contrib)
-        private = data.private
-        if data.unit == "user":
-            private = clip_contributions(private, data.id_column, b, rng)  # type: ignore[arg-type]
+        private = bounded_private(data, b, rng)
         codes = schema.encode(private)
         domain = schema.domain()
         attrs = list(domain)

@@ -71,6 +71,14 @@ def clip_contributions(df: pd.DataFrame, id_column: str, bound: int,
     return shuffled[rank < bound].sort_index()
 
 
+def bounded_private(data: Dataset, bound: int, rng: np.random.Generator) -> pd.DataFrame:
+    """The private table with every person clipped to ``bound`` rows (record-level data is
+    returned as it is: each person is one row)."""
+    if data.unit == "record":
+        return data.private
+    return clip_contributions(data.private, data.id_column, bound, rng)  # type: ignore[arg-type]
+
+
 def assign_ids(n_rows: int, data: Dataset, rng: np.random.Generator) -> np.ndarray | None:
     """Synthetic person ids for ``n_rows`` rows, using public data only (no privacy cost).
 

@@ -32,7 +32,7 @@ from harness.data import Dataset
 from harness.errors import ConfigError
 from harness.privacy import Budget, Ledger, gaussian_sigma, laplace_scale
 
-from .base import Mechanism, assign_ids, clip_contributions, contribution_bound
+from .base import Mechanism, assign_ids, bounded_private, contribution_bound
 
 
 @dataclass
@@ -45,9 +45,7 @@ class Independent(Mechanism):
                    rng: np.random.Generator) -> pd.DataFrame:
         schema = data.schema
         bound = contribution_bound(data, self.max_contrib)
-        private = data.private
-        if data.unit == "user":
-            private = clip_contributions(private, data.id_column, bound, rng)  # type: ignore[arg-type]
+        private = bounded_private(data, bound, rng)
         codes = schema.encode(private)
         noisy = measure_one_way(codes, schema.domain(), bound, self._noise_kind(budget),
                                 budget, ledger, rng)

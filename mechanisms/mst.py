@@ -54,7 +54,7 @@ from harness.errors import ConfigError
 from harness.privacy import Budget, Charge, Ledger
 
 from . import pgm
-from .base import Mechanism, clip_contributions
+from .base import Mechanism, bounded_private
 from .pgm import bounded_rows
 
 
@@ -94,9 +94,7 @@ class MST(Mechanism):
                               "set privacy.delta > 0 (e.g. 1e-9)")
         schema = data.schema
         b = bounded_rows(data, self.max_contrib)
-        private = data.private
-        if data.unit == "user":
-            private = clip_contributions(private, data.id_column, b, rng)  # type: ignore[arg-type]
+        private = bounded_private(data, b, rng)
         codes = schema.encode(private)
         domain = schema.domain()
         attrs = list(domain)

@@ -98,7 +98,7 @@ from harness.errors import BudgetExceededError, ConfigError
 from harness.privacy import Budget, Charge, Ledger, compose, laplace_scale
 from harness.schema import Schema, decode_column, encode_column
 
-from .base import Mechanism, clip_contributions, contribution_bound
+from .base import Mechanism, bounded_private, contribution_bound
 
 DEFAULT_PRIVATE_ATTRIBUTES: tuple[str, ...] = ("sex", "race")
 #: ``attribute_weights`` value: split weights from the SD association with the private attribute.
@@ -592,9 +592,7 @@ class RDT(Mechanism):
             else data.public.reset_index(drop=True)  # type: ignore[union-attr]
 
         bound = contribution_bound(data, self.max_contrib)
-        ad = data.private
-        if data.unit == "user":
-            ad = clip_contributions(ad, data.id_column, bound, clip_rng)  # type: ignore[arg-type]
+        ad = bounded_private(data, bound, clip_rng)
         eps_trees = tree_epsilon(ledger, shares, self.m, float(bound))
 
         node_attrs_all = predictors + private

@@ -59,3 +59,12 @@ def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+@pytest.fixture
+def csv_dir(tmp_path: Path, small_schema: Schema) -> Path:
+    """private.csv, public.csv (disjoint person ids) and parameters.json in a temp folder."""
+    make_small_frame(2000, 1).to_csv(tmp_path / "private.csv", index=False)
+    make_small_frame(2000, 2, first_id=5001).to_csv(tmp_path / "public.csv", index=False)
+    small_schema.save(tmp_path / "parameters.json")
+    return tmp_path

@@ -6,7 +6,6 @@ import sys
 import pandas as pd
 import pytest
 
-from tests.conftest import make_small_frame
 
 
 def dp_arena(cwd, *overrides: str) -> subprocess.CompletedProcess:
@@ -18,14 +17,6 @@ def dp_arena(cwd, *overrides: str) -> subprocess.CompletedProcess:
 def board(cwd, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.board_cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
-
-
-@pytest.fixture
-def csv_dir(tmp_path, small_schema):
-    make_small_frame(2000, 1).to_csv(tmp_path / "private.csv", index=False)
-    make_small_frame(2000, 2, first_id=5001).to_csv(tmp_path / "public.csv", index=False)
-    small_schema.save(tmp_path / "parameters.json")
-    return tmp_path
 
 
 CSV = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",

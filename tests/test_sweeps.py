@@ -15,7 +15,6 @@ import pytest
 from mlflow import MlflowClient
 
 from harness.data import PROJECT_ROOT
-from tests.conftest import make_small_frame
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
@@ -23,14 +22,6 @@ ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
 CSV = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
        "dataset.public_path=public.csv", "privacy.delta=1e-6", "metrics=kmarginal")
 DOUBLES = ("plugins=[tests.doubles]", f"hydra.searchpath=[file://{TEST_CONF}]")
-
-
-@pytest.fixture
-def csv_dir(tmp_path, small_schema):
-    make_small_frame(2000, 1).to_csv(tmp_path / "private.csv", index=False)
-    make_small_frame(2000, 2, first_id=5001).to_csv(tmp_path / "public.csv", index=False)
-    small_schema.save(tmp_path / "parameters.json")
-    return tmp_path
 
 
 def dp_arena(cwd: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
