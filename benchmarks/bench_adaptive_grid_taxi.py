@@ -18,25 +18,16 @@ from __future__ import annotations
 import argparse
 import ast
 import time
-from pathlib import Path
 
 import numpy as np
-import yaml
 
 from harness.data import load_taxi_sim
 from harness.privacy import Budget, Ledger
-from mechanisms import make_mechanism
+from mechanisms import make_mechanism, mechanism_conf
 from metrics.challenge import score_challenge
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "mechanism"
 COMPONENTS = ("k_marginal", "graph_edge", "hoc", "overall")
 DELTA = 2.5e-5
-
-
-def conf_params(name: str) -> dict:
-    params = yaml.safe_load((CONF / f"{name}.yaml").read_text()) or {}
-    params.pop("name", None)
-    return params
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,8 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     data = load_taxi_sim(n_private=args.trips, n_public=args.trips)
-    params = {"adaptive_grid": {**conf_params("adaptive_grid"), **ast.literal_eval(args.params)},
-              "independent": conf_params("independent")}
+    params = {"adaptive_grid": {**mechanism_conf("adaptive_grid"), **ast.literal_eval(args.params)},
+              "independent": mechanism_conf("independent")}
     print(f"taxi_sim: {len(data.private):,} private / {len(data.public):,} public trips; "
           f"accountant {args.accountant}; adaptive_grid {params['adaptive_grid']}")
     all_ok = True

@@ -16,29 +16,20 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
-import yaml
 
 from harness.data import load_shared_dataset
 from harness.privacy import Budget, Ledger
-from mechanisms import make_mechanism
+from mechanisms import make_mechanism, mechanism_conf
 from metrics.kmarginal import KMarginal
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "mechanism"
 #: The papers' settings (reference implementation defaults).
 PAPER = {
     "mst": {"iters": 3000, "select_iters": 1000, "compress": True},
     "aim": {"workload_degree": 3, "rounds": None, "max_model_size": 80.0, "iters": 1000,
             "final_iters": 1000},
 }
-
-
-def conf_params(name: str) -> dict:
-    params = yaml.safe_load((CONF / f"{name}.yaml").read_text()) or {}
-    params.pop("name", None)
-    return params
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
           f"eps={args.epsilon:g} delta={args.delta:g} accountant={args.accountant}")
     means = {}
     for name in args.mechanisms:
-        params = conf_params(name) if args.fast else {**conf_params(name), **PAPER[name]}
+        params = mechanism_conf(name) if args.fast else {**mechanism_conf(name), **PAPER[name]}
         tvds, secs = [], []
         for seed in range(args.seeds):
             ledger = Ledger(budget, args.accountant)

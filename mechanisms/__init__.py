@@ -44,10 +44,27 @@ def hyperparameter_label(name: str, params: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(changed.items())) or "-"
 
 
+def mechanism_conf(name: str) -> dict[str, Any]:
+    """The hyperparameters ``conf/mechanism/NAME.yaml`` sets (without ``name``), for scripts
+    that build a mechanism outside Hydra with the project's configured settings."""
+    import yaml
+
+    from harness.data import PROJECT_ROOT
+
+    path = PROJECT_ROOT / "conf" / "mechanism" / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no config file for mechanism {name!r} ({path})",
+                          f"use one of {sorted(MECHANISMS)}")
+    params = yaml.safe_load(path.read_text()) or {}
+    params.pop("name", None)
+    return params
+
+
 def make_mechanism(name: str, params: dict[str, Any] | None) -> Mechanism:
     from harness.params import build_dataclass
 
     return build_dataclass(mechanism_class(name), params or {}, f"mechanism.{name}")
 
 
-__all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism", "hyperparameter_label"]
+__all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism", "hyperparameter_label",
+           "mechanism_conf"]

@@ -77,7 +77,7 @@ class FillStep:
 
 
 # ----- keys -------------------------------------------------------------------------------
-def _lookup(sorted_values: np.ndarray, x: np.ndarray) -> np.ndarray:
+def sorted_lookup(sorted_values: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Index of each ``x`` in ``sorted_values`` (unique, sorted), -1 where absent."""
     if len(sorted_values) == 0:
         return np.full(len(x), -1, dtype=np.int64)
@@ -110,9 +110,9 @@ class KeyCoder:
             return np.zeros(n, dtype=np.int64)
         key = np.zeros(n, dtype=np.int64)
         for col, vals, seen in zip(self.columns, self.values, self.prefix_keys):
-            code = _lookup(vals, frame[col].to_numpy())
+            code = sorted_lookup(vals, frame[col].to_numpy())
             packed = key * len(vals) + code
-            key = np.where((key >= 0) & (code >= 0), _lookup(seen, packed), -1)
+            key = np.where((key >= 0) & (code >= 0), sorted_lookup(seen, packed), -1)
         return key
 
 

@@ -136,8 +136,8 @@ from harness.sequences import (DAY_COLUMN, DROPOFF_COLUMN, FILL, HOUR_COLUMN, PI
                                site_columns, trip_order)
 
 from .base import Mechanism
-from .conditional_fill import (FillStep, conform_to_schema, enforce_shift_times,
-                               fit_conditionals, sample_conditionals, sprint3_fill_steps)
+from .conditional_fill import (FillStep, conform_to_schema, enforce_shift_times, fit_conditionals,
+                               sample_conditionals, sorted_lookup, sprint3_fill_steps)
 
 #: Where the taxonomy files (group -> list of locations) live.
 TAXONOMY_DIR: Path = PROJECT_ROOT / "conf" / "taxonomy"
@@ -464,15 +464,6 @@ def truncated_symbols(view: SequenceView, h: int, end_code: int) -> np.ndarray:
     short = np.flatnonzero(view.lengths < h)
     out[short, view.lengths[short]] = end_code
     return out
-
-
-def sorted_lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Index of each of ``keys`` in the sorted, distinct ``sorted_keys``; -1 where absent."""
-    if len(sorted_keys) == 0:
-        return np.full(len(keys), -1, dtype=np.int64)
-    idx = np.searchsorted(sorted_keys, keys)
-    safe = np.minimum(idx, len(sorted_keys) - 1)
-    return np.where(sorted_keys[safe] == keys, safe, -1).astype(np.int64)
 
 
 def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
