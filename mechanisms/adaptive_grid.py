@@ -436,9 +436,7 @@ class AdaptiveGrid(Mechanism):
     # ----- the run --------------------------------------------------------------------
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
-        if budget.delta <= 0:
-            raise ConfigError("adaptive_grid measures with Gaussian noise and needs delta > 0",
-                              "set privacy.delta > 0 (the challenge uses 2.5e-5)")
+        pgm.require_delta("adaptive_grid", budget, "2.5e-5, the challenge's delta")
         schema = data.schema
         domain = schema.domain()
         cliques, derived = self.cliques(data)

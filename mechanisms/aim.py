@@ -58,8 +58,7 @@ from harness.errors import ConfigError
 from harness.privacy import Budget, Charge, Ledger, compose
 
 from . import pgm
-from .base import Mechanism, bounded_private
-from .pgm import bounded_rows
+from .base import Mechanism
 
 _BIAS = math.sqrt(2.0 / math.pi)
 log = logging.getLogger(__name__)
@@ -114,14 +113,10 @@ class AIM(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
-        if budget.delta <= 0:
-            raise ConfigError("aim measures with Gaussian noise and needs delta > 0",
-                              "set privacy.delta > 0 (e.g. 1e-9)")
+        pgm.require_delta("aim", budget)
         start = time.time()
         schema = data.schema
-        b = bounded_rows(data, self.max_contrib)
-        private = bounded_private(data, b, rng)
-        codes = schema.encode(private)
+        codes, b = pgm.bounded_codes(data, self.max_contrib, rng)
         domain = schema.domain()
         attrs = list(domain)
         T = self.rounds or 16 * len(attrs)

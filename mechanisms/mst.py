@@ -54,8 +54,7 @@ from harness.errors import ConfigError
 from harness.privacy import Budget, Charge, Ledger
 
 from . import pgm
-from .base import Mechanism, bounded_private
-from .pgm import bounded_rows
+from .base import Mechanism
 
 
 @dataclass
@@ -89,13 +88,9 @@ class MST(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
-        if budget.delta <= 0:
-            raise ConfigError("mst measures with Gaussian noise and needs delta > 0",
-                              "set privacy.delta > 0 (e.g. 1e-9)")
+        pgm.require_delta("mst", budget)
         schema = data.schema
-        b = bounded_rows(data, self.max_contrib)
-        private = bounded_private(data, b, rng)
-        codes = schema.encode(private)
+        codes, b = pgm.bounded_codes(data, self.max_contrib, rng)
         domain = schema.domain()
         attrs = list(domain)
         d = len(attrs)

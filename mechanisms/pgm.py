@@ -41,7 +41,7 @@ from harness.data import Dataset
 from harness.errors import ConfigError
 from harness.privacy import Budget, Charge, compose
 
-from .base import assign_ids, contribution_bound
+from .base import assign_ids, bounded_private, contribution_bound
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_enable_compilation_cache", False)
@@ -307,6 +307,21 @@ def bounded_rows(data: Dataset, max_contrib: int | None) -> int:
     if data.unit == "user" and data.max_records_per_individual:
         bound = min(bound, int(data.max_records_per_individual))
     return bound
+
+
+def require_delta(name: str, budget: Budget, example: str = "1e-9") -> None:
+    """Gaussian measurements need delta > 0: a clear error otherwise."""
+    if budget.delta <= 0:
+        raise ConfigError(f"{name} measures with Gaussian noise and needs delta > 0",
+                          f"set privacy.delta > 0 (e.g. {example})")
+
+
+def bounded_codes(data: Dataset, max_contrib: int | None,
+                  rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
+    """The private table clipped to :func:`bounded_rows` rows per person, as codes, and that
+    bound (the sensitivity of every histogram measured on it)."""
+    bound = bounded_rows(data, max_contrib)
+    return data.schema.encode(bounded_private(data, bound, rng)), bound
 
 
 def contribution_weights(df: pd.DataFrame, id_column: str, bound: float) -> np.ndarray:
