@@ -61,9 +61,15 @@ def test_66_measurements_downward_closure_plus_copies(taxi):
 def test_writeup_sigmas_from_the_mechanisms_own_calibration(taxi, eps, C, zcdp_sigma,
                                                             gdp_sigma):
     budget = Budget(eps, DELTA)
-    mech = AdaptiveGrid(C=None)  # the write-up's rule: 150 at eps <= 1, 200 above
+    # the write-up's rule: 150 at eps <= 1, 200 above; no person count (66 measurements)
+    mech = AdaptiveGrid(C=None, person_count_share=0)
     assert mech.calibrate(taxi, budget, "zcdp") == (C, pytest.approx(zcdp_sigma, abs=0.01), 66)
     assert mech.calibrate(taxi, budget, "gdp") == (C, pytest.approx(gdp_sigma, abs=0.01), 66)
+    # the default person count takes 1% of mu^2 (gdp) or rho (zcdp): sigma grows by 1/sqrt(.99)
+    counted = AdaptiveGrid(C=None)
+    for accountant, sigma in (("zcdp", zcdp_sigma), ("gdp", gdp_sigma)):
+        assert counted.calibrate(taxi, budget, accountant) == (
+            C, pytest.approx(sigma / math.sqrt(0.99), abs=0.01), 66)
 
 
 def random_queries(domain, seed):
@@ -135,24 +141,55 @@ def test_weights_bound_each_taxis_contribution_by_C(taxi):
 
 
 @pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
-def test_ledger_spends_exactly_the_budget_and_recomputes_independently(taxi, accountant):
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.2])
+def test_ledger_spends_exactly_the_budget_and_recomputes_independently(taxi, accountant, share):
     budget = Budget(1.0, DELTA)
-    mech, ledger, _ = run(taxi, {"C": 25, "iters": 10}, budget, accountant)
+    mech, ledger, _ = run(taxi, {"C": 25, "iters": 10, "person_count_share": share}, budget,
+                          accountant)
     assert ledger.spent()[0] == pytest.approx(1.0, abs=1e-9)
-    charges = ledger.charges
-    assert len(charges) == 66
-    assert {c.kind for c in charges} == {"gaussian"}
+    charges = [c for c in ledger.charges if c.name != "person count"]
+    counts = [c for c in ledger.charges if c.name == "person count"]
+    assert len(charges) == 66 and len(counts) == (1 if share else 0)
+    assert {c.kind for c in ledger.charges} == {"gaussian"}
     assert {c.sensitivity for c in charges} == {25.0}
     sigma = charges[0].scale
     assert {c.scale for c in charges} == {sigma}
     assert mech.info["sigma"] == sigma
     if accountant == "zcdp":  # rho by hand, Bun-Steinke conversion by hand
-        rho = sum(c.sensitivity**2 / (2 * c.scale**2) for c in charges)
+        rho = sum(c.sensitivity**2 / (2 * c.scale**2) for c in ledger.charges)
         eps = rho + 2 * math.sqrt(rho * math.log(1 / DELTA))
-    else:  # autodp: 66-fold composition of Gaussian mechanisms, noise multiplier sigma / C
-        gm = mechanism_zoo.GaussianMechanism(sigma / 25.0)
-        eps = transformer_zoo.ComposeGaussian()([gm], [66]).get_approxDP(DELTA)
+        if share:  # the count's rho is the share of the total
+            assert 1 / (2 * counts[0].scale**2) == pytest.approx(share * rho, rel=1e-9)
+    else:  # autodp: 66 Gaussian mechanisms at noise multiplier sigma / C (+ the count's)
+        mechs, times = [mechanism_zoo.GaussianMechanism(sigma / 25.0)], [66]
+        if share:
+            assert counts[0].sensitivity == 1.0
+            mechs.append(mechanism_zoo.GaussianMechanism(counts[0].scale))
+            times.append(1)
+        eps = transformer_zoo.ComposeGaussian()(mechs, times).get_approxDP(DELTA)
     assert eps == pytest.approx(1.0, rel=1e-6)
+
+
+def test_person_count_is_measured_only_where_ids_use_it(taxi, small_dataset):
+    budget = Budget(10.0, DELTA)
+    for params in ({"ids": "public_sizes"}, {"ids": "public_groups"},
+                   {"person_count_share": 0}):
+        _, ledger, _ = run(taxi, {"iters": 5, **params}, budget)
+        assert len(ledger.charges) == 66 and ledger.spent()[0] == pytest.approx(10.0, abs=1e-9)
+    small_dataset.unit = "record"  # every row is its own person: nothing to count
+    mech, ledger, _ = run(small_dataset, {"iters": 5}, Budget(1.0, 1e-6))
+    assert "person count" not in [c.name for c in ledger.charges]
+    assert mech.info["noisy_persons"] is None
+
+
+def test_default_ids_give_the_noisy_number_of_taxis(taxi):
+    mech, ledger, out = run(taxi, {"iters": 10}, Budget(10.0, DELTA))
+    noisy = mech.info["noisy_persons"]
+    true = taxi.private["taxi_id"].nunique()
+    sigma = next(c.scale for c in ledger.charges if c.name == "person count")
+    assert abs(noisy - true) < 6 * sigma
+    assert out["taxi_id"].nunique() == round(noisy)
+    assert out.groupby("taxi_id").size().max() <= taxi.max_records_per_individual
 
 
 def test_output_is_schema_valid_and_deterministic_per_seed(taxi):
@@ -251,7 +288,8 @@ def test_generic_variant_picks_marginals_from_public_data(small_dataset):
     _, ledger, out = run(small_dataset, {"iters": 20, "C": 5}, budget)
     assert small_dataset.schema.problems(out) == []
     assert ledger.spent()[0] == pytest.approx(2.0, abs=1e-9)
-    assert len(ledger.charges) == len(cliques)
+    assert [c.name for c in ledger.charges][-1] == "person count"  # user-level: persons counted
+    assert len(ledger.charges) == len(cliques) + 1
 
 
 def test_explicit_marginals_and_record_level_sensitivity(small_dataset):
@@ -273,6 +311,9 @@ def test_explicit_marginals_and_record_level_sensitivity(small_dataset):
     ({"iters": 0}, "iters"),
     ({"row_count": "exact"}, "row_count"),
     ({"ids": "private"}, "ids"),
+    ({"person_count_share": 1.0}, "person_count_share"),
+    ({"person_count_share": -0.1}, "person_count_share"),
+    ({"profile": "shift"}, "profile"),
     ({"marginals": []}, "marginals"),
     ({"extra_copies": -2}, "extra_copies"),
     ({"nope": 1}, "unknown setting"),
@@ -290,3 +331,8 @@ def test_bad_marginals_for_the_data(small_dataset):
                      extra_copies=1).cliques(small_dataset)
     with pytest.raises(ConfigError, match="delta > 0"):
         run(small_dataset, {}, Budget(1.0, 0.0))
+    ledger = Ledger(Budget(1.0, 1e-6))
+    with pytest.raises(ConfigError, match="profile names unknown attributes"):
+        AdaptiveGrid(profile=["weight"]).fit_sample(small_dataset, Budget(1.0, 1e-6), ledger,
+                                                    np.random.default_rng(0))
+    assert ledger.charges == []  # refused before any measurement
