@@ -39,6 +39,8 @@ from .errors import BudgetExceededError, ConfigError
 
 Accountant = Literal["gdp", "zcdp"]
 ACCOUNTANTS: tuple[str, ...] = ("gdp", "zcdp")
+#: The accountant runs use unless ``privacy.accountant`` says otherwise.
+DEFAULT_ACCOUNTANT: Accountant = "gdp"
 NoiseKind = Literal["gaussian", "laplace", "exponential"]
 _REL_TOL = 1e-9
 

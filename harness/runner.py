@@ -32,7 +32,7 @@ from metrics import Metric, make_metric
 from .data import Dataset, load_dataset
 from .errors import ConfigError, DPArenaError, SchemaError
 from .isolation import Limits, call_isolated
-from .privacy import Budget, Ledger, check_accountant
+from .privacy import DEFAULT_ACCOUNTANT, Budget, Ledger, check_accountant
 from .resources import ResourceMonitor
 from .tracking import (client_for, code_version, ensure_experiment, find_finished_run, flatten,
                        source_fingerprint)
@@ -98,7 +98,7 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
         raise ConfigError(f"privacy.epsilon/delta must be numbers (got {privacy.get('epsilon')!r},"
                           f" {privacy.get('delta')!r})", "e.g. privacy.epsilon=1") from None
     budget = Budget(epsilon, delta)
-    accountant = privacy.get("accountant", "gdp")
+    accountant = privacy.get("accountant", DEFAULT_ACCOUNTANT)
     check_accountant(accountant)
     metrics_cfg = {k: dict(v or {}) for k, v in (cfg.get("metrics") or {}).items() if v is not False}
     if not metrics_cfg:
@@ -351,6 +351,14 @@ def spent_budget(mechanism: Mechanism, ledger: Ledger) -> tuple[float, float]:
     return ledger.spent()
 
 
+
+def accountant_label(accountant: str, hyper: str) -> str:
+    """The leaderboard's setting label: runs composed with another accountant than the
+    default (gdp) are a different setting, ``accountant=zcdp,<hyperparameters>``."""
+    if accountant == DEFAULT_ACCOUNTANT:
+        return hyper
+    return f"accountant={accountant}" + ("" if hyper == "-" else f",{hyper}")
+
 def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str,
              key: str, code: str) -> dict[str, str]:
     tuning = rc.tuning
@@ -359,6 +367,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         hyper = space_label(parse_space(tuning.space))
     else:
         hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params)
+    hyper = accountant_label(rc.accountant, hyper)
     tags = {
         "mechanism": rc.mechanism,
         "hyperparameters": hyper,

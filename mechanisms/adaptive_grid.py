@@ -543,7 +543,7 @@ class AdaptiveGrid(Mechanism):
         measurements: list[pgm.Measurement] = []
         for k in sorted({len(c) for c in cliques}):
             estimates: dict[tuple[str, ...], list[np.ndarray]] = {}
-            for i, cl in enumerate(c for c in cliques if len(c) == k):
+            for cl in (c for c in cliques if len(c) == k):
                 query = queries.get(cl) or self.grid_query(cl, domain, queries, plausible)
                 queries[cl] = query
                 x = pgm.histogram(codes, cl, domain, weights)

@@ -162,6 +162,37 @@ def test_leaderboard_groups_trials_and_dedupes_reruns(csv_files, tracking_uri):
     assert "independent" in text and "uniform (floor)" in text
 
 
+def test_accountants_are_separate_settings_on_the_leaderboard(csv_files, tracking_uri):
+    tmp_path, _ = csv_files
+    run_one(config(tmp_path, tracking_uri))
+    run_one(config(tmp_path, tracking_uri,
+                   privacy={"epsilon": 1.0, "delta": 1e-6, "accountant": "zcdp"}))
+    board = build_leaderboard(load_runs("test", tracking_uri))
+    assert sorted(board["hyperparameters"]) == ["-", "accountant=zcdp"]
+    assert (board["n"] == 1).all()
+
+
+def test_the_zcdp_variant_of_adaptive_grid_composes_with_zcdp():
+    """``mechanism=adaptive_grid_zcdp`` is adaptive_grid's settings under the zcdp accountant,
+    in the default competition and in competition=sprint3; a command-line accountant wins."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.data import PROJECT_ROOT
+    from mechanisms import mechanism_conf
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
+        for extra in ([], ["competition=sprint3"]):
+            cfg = compose("config", overrides=["mechanism=adaptive_grid_zcdp", *extra])
+            assert cfg.privacy.accountant == "zcdp"
+            params = dict(cfg.mechanism)
+            assert params.pop("name") == "adaptive_grid"
+            assert params == mechanism_conf("adaptive_grid")
+            assert compose("config", overrides=["mechanism=adaptive_grid", *extra]
+                           ).privacy.accountant == "gdp"
+        cfg = compose("config", overrides=["mechanism=adaptive_grid_zcdp",
+                                           "privacy.accountant=gdp"])
+        assert cfg.privacy.accountant == "gdp"
+
+
 def test_a_run_over_its_memory_limit_fails_with_the_reason(csv_files, tracking_uri):
     import psutil
 
