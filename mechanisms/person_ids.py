@@ -165,6 +165,8 @@ def ids_from_public_profiles(out: pd.DataFrame, data: Dataset, n_people: float |
     if id_col is None:
         raise ConfigError("person ids need a schema with an id column", "set the id column")
     n_rows = len(out)
+    if n_rows == 0:
+        return np.empty(0, dtype=np.int64)
     cap = data.max_records_per_individual
     public = data.public
     has_public = public is not None and id_col in public and len(public) > 0

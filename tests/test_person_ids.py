@@ -118,6 +118,8 @@ def test_profile_ids_give_the_requested_persons_and_respect_the_cap(taxi):
     ids = ids_from_public_profiles(rows, taxi, 3.0, PROFILE, np.random.default_rng(0))
     assert pd.Series(ids).nunique() == 100
     assert pd.Series(ids).value_counts().max() == 200
+    assert len(ids_from_public_profiles(rows.iloc[:0], taxi, 10.0, PROFILE,
+                                        np.random.default_rng(0))) == 0
 
 
 def test_profile_ids_read_no_private_data(taxi):
