@@ -351,13 +351,13 @@ def spent_budget(mechanism: Mechanism, ledger: Ledger) -> tuple[float, float]:
     return ledger.spent()
 
 
-
 def accountant_label(accountant: str, hyper: str) -> str:
     """The leaderboard's setting label: runs composed with another accountant than the
     default (gdp) are a different setting, ``accountant=zcdp,<hyperparameters>``."""
     if accountant == DEFAULT_ACCOUNTANT:
         return hyper
     return f"accountant={accountant}" + ("" if hyper == "-" else f",{hyper}")
+
 
 def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str,
              key: str, code: str) -> dict[str, str]:

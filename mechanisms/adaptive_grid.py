@@ -72,10 +72,11 @@ With ``ids=public_profiles`` on user-level data and ``person_count_share = s > 0
 marginals get the share ``1 - s`` of the accountant's additive Gaussian budget (mu^2 under
 gdp, rho under zcdp; ``sigma`` grows by ``1/sqrt(1 - s)``) and one more Gaussian release, the
 number of distinct persons (L2 sensitivity 1 under adding or removing a person), gets the
-share ``s``; the ``K + 1`` charges compose to exactly the budget. The threshold tests, the model fit, the row count (least-squares scale of the model fitted
-to all noisy measurements, times the public data's rows-per-weight ratio when bounding
-removes mass), sampling, decoding, the derived time columns and the person ids (given the noisy
-person count) are post-processing of noisy answers and public data: they spend no budget.
+share ``s``; the ``K + 1`` charges compose to exactly the budget. The threshold tests, the
+model fit, the row count (least-squares scale of the model fitted to all noisy measurements,
+times the public data's rows-per-weight ratio when bounding removes mass), sampling,
+decoding, the derived time columns and the person ids (given the noisy person count) are
+post-processing of noisy answers and public data: they spend no budget.
 """
 
 from __future__ import annotations

@@ -170,8 +170,10 @@ def ids_from_public_profiles(out: pd.DataFrame, data: Dataset, n_people: float |
     cap = data.max_records_per_individual
     public = data.public
     has_public = public is not None and id_col in public and len(public) > 0
-    if n_people is None:
-        mean = float(public.groupby(id_col).size().mean()) if has_public else 1.0  # type: ignore[union-attr]
+    if n_people is None:  # public rows per person, no budget
+        mean = 1.0
+        if has_public:
+            mean = float(public.groupby(id_col).size().mean())  # type: ignore[union-attr]
         n_people = n_rows / max(mean, 1.0)
     fewest = math.ceil(n_rows / cap) if cap else 1
     people = int(min(max(round(n_people), fewest, 1), n_rows))
