@@ -122,15 +122,21 @@ def laplace_scale(epsilon: float, l1_sensitivity: float) -> float:
 
 
 def gaussian_sigma(n: int, l2_sensitivity: float, budget: Budget,
-                   accountant: Accountant = "gdp") -> float:
+                   accountant: Accountant = "gdp", share: float = 1.0) -> float:
     """Noise sigma for ``n`` Gaussian releases of L2 sensitivity ``Delta`` whose composition
-    is exactly ``budget``-DP under ``accountant``."""
+    is exactly ``budget``-DP under ``accountant``; with ``share < 1``, whose composition takes
+    that share of the accountant's additive Gaussian budget (mu^2 under gdp, rho under zcdp),
+    so releases calibrated with shares summing to 1 compose to exactly ``budget``."""
     check_accountant(accountant)
     if n < 1:
         raise ValueError("n must be >= 1")
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1] (got {share!r})")
     if accountant == "gdp":
-        return l2_sensitivity * math.sqrt(n) / gdp_mu(budget.epsilon, budget.delta)
-    return l2_sensitivity * math.sqrt(n / (2.0 * zcdp_rho(budget.epsilon, budget.delta)))
+        sigma = l2_sensitivity * math.sqrt(n) / gdp_mu(budget.epsilon, budget.delta)
+    else:
+        sigma = l2_sensitivity * math.sqrt(n / (2.0 * zcdp_rho(budget.epsilon, budget.delta)))
+    return sigma if share == 1 else sigma / math.sqrt(share)
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:

@@ -480,16 +480,14 @@ class AdaptiveGrid(Mechanism):
             C = self.clip_bound(budget)
             if data.max_records_per_individual:  # weights min(1, C/R) then total <= this
                 C = min(C, float(data.max_records_per_individual))
-        sigma = gaussian_sigma(n, C, budget, accountant)  # type: ignore[arg-type]
-        if self.counts_persons(data):
-            sigma /= math.sqrt(1.0 - self.person_count_share)
-        return C, sigma, n
+        share = 1.0 - self.person_count_share if self.counts_persons(data) else 1.0
+        return C, gaussian_sigma(n, C, budget, accountant, share), n  # type: ignore[arg-type]
 
     def person_count_sigma(self, budget: Budget, accountant: str) -> float:
         """Noise of the person count (sensitivity 1): the share ``person_count_share`` of the
         accountant's additive Gaussian budget."""
-        one = gaussian_sigma(1, 1.0, budget, accountant)  # type: ignore[arg-type]
-        return one / math.sqrt(self.person_count_share)
+        return gaussian_sigma(1, 1.0, budget, accountant,  # type: ignore[arg-type]
+                              self.person_count_share)
 
     # ----- the run --------------------------------------------------------------------
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,

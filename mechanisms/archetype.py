@@ -247,8 +247,8 @@ def split_sigmas(budget: Budget, accountant: str, split: float) -> tuple[float, 
     if not 0 < split < 1:
         raise ConfigError(f"mechanism.split must be in (0, 1) (got {split!r})",
                           "use e.g. mechanism.split=0.1 (the archetype histogram's share)")
-    sigma = gaussian_sigma(1, 1.0, budget, accountant)  # type: ignore[arg-type]
-    return sigma / math.sqrt(split), sigma / math.sqrt(1.0 - split)
+    return (gaussian_sigma(1, 1.0, budget, accountant, share=split),  # type: ignore[arg-type]
+            gaussian_sigma(1, 1.0, budget, accountant, share=1.0 - split))  # type: ignore[arg-type]
 
 
 # ----- step 2: post-processing ------------------------------------------------------------

@@ -89,7 +89,6 @@ def assign_ids(n_rows: int, data: Dataset, rng: np.random.Generator) -> np.ndarr
     id_col = data.schema.id_column
     if id_col is None:
         return None
-    col = data.schema[id_col]
     if data.public is not None and id_col in data.public and len(data.public):
         sizes_pool = data.public.groupby(id_col).size().to_numpy()
         mean = max(float(sizes_pool.mean()), 1.0)
@@ -99,11 +98,15 @@ def assign_ids(n_rows: int, data: Dataset, rng: np.random.Generator) -> np.ndarr
         sizes = draws[: int(np.searchsorted(np.cumsum(draws), n_rows)) + 1]
     else:
         sizes = np.ones(n_rows, dtype=np.int64)
-    n_people = len(sizes)
+    per_row = np.repeat(fresh_ids(len(sizes), data, rng), sizes)[:n_rows]
+    return rng.permutation(per_row)
+
+
+def fresh_ids(n_people: int, data: Dataset, rng: np.random.Generator) -> np.ndarray:
+    """``n_people`` distinct random values of the id column, inside its [min, max] range."""
+    col = data.schema[str(data.schema.id_column)]
     span = int(col.max) - int(col.min) + 1  # type: ignore[arg-type]
     if n_people > span:
-        raise ConfigError(f"cannot give {n_people} synthetic people distinct {id_col} values "
+        raise ConfigError(f"cannot give {n_people} synthetic people distinct {col.name} values "
                           f"in [{col.min}, {col.max}]", "widen the id column's range")
-    ids = int(col.min) + rng.choice(span, size=n_people, replace=False)  # type: ignore[arg-type]
-    per_row = np.repeat(ids, sizes)[:n_rows]
-    return rng.permutation(per_row)
+    return int(col.min) + rng.choice(span, size=n_people, replace=False)  # type: ignore[arg-type]

@@ -36,7 +36,7 @@ from harness.data import Dataset
 from harness.errors import ConfigError
 from harness.privacy import Ledger
 
-from .base import assign_ids
+from .base import assign_ids, fresh_ids
 
 
 def noisy_person_count(data: Dataset, sigma: float, ledger: Ledger,
@@ -87,20 +87,28 @@ def apportion(weights: np.ndarray, total: int, cap: int | None,
     return sizes
 
 
-def joint_codes(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
-    """One int64 code per row of each frame for its values of ``columns``, shared by all
-    frames (equal values, equal codes)."""
-    if not columns:
-        return [np.zeros(len(f), dtype=np.int64) for f in frames]
-    codes = [np.zeros(len(f), dtype=np.int64) for f in frames]
-    for col in columns:
-        both = pd.concat([f[col] for f in frames], ignore_index=True)
-        factor, uniques = pd.factorize(both)
-        start = 0
-        for i, f in enumerate(frames):
-            codes[i] = codes[i] * max(len(uniques), 1) + factor[start:start + len(f)]
-            start += len(f)
-    return codes
+def value_codes(a: pd.DataFrame, b: pd.DataFrame, columns: list[str]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(codes_a, codes_b, n_values)``: per column of ``columns`` (axis 1), an integer code
+    for each row of ``a`` and of ``b`` (equal values, equal codes), and each column's number
+    of distinct values."""
+    codes_a = np.zeros((len(a), len(columns)), dtype=np.int64)
+    codes_b = np.zeros((len(b), len(columns)), dtype=np.int64)
+    n_values = np.ones(len(columns), dtype=np.int64)
+    for j, col in enumerate(columns):
+        factor, uniques = pd.factorize(pd.concat([a[col], b[col]], ignore_index=True))
+        codes_a[:, j], codes_b[:, j] = factor[:len(a)], factor[len(a):]
+        n_values[j] = max(len(uniques), 1)
+    return codes_a, codes_b, n_values
+
+
+def level_key(codes: np.ndarray, n_values: np.ndarray, level: list[int]) -> np.ndarray:
+    """One int64 key per row of ``codes`` for its values of the columns ``level`` (mixed
+    radix; all zeros for no column)."""
+    key = np.zeros(len(codes), dtype=np.int64)
+    for j in level:
+        key = key * n_values[j] + codes[:, j]
+    return key
 
 
 def match_by_key(row_keys: np.ndarray, slot_keys: np.ndarray,
@@ -123,27 +131,15 @@ def match_by_key(row_keys: np.ndarray, slot_keys: np.ndarray,
     return row_order[row_at], slot_order[slot_at]
 
 
-def profile_levels(columns: list[str]) -> list[list[str]]:
-    """Matching levels, strictest first: all profile columns, then each column alone, then
-    none (any slot)."""
-    levels = [list(columns)]
-    if len(columns) > 1:
-        levels += [[c] for c in columns]
-    if columns:
+def profile_levels(n_columns: int) -> list[list[int]]:
+    """Matching levels over ``n_columns`` profile columns (by position), strictest first: all
+    of them, then each column alone, then none (any slot)."""
+    levels = [list(range(n_columns))]
+    if n_columns > 1:
+        levels += [[j] for j in range(n_columns)]
+    if n_columns:
         levels.append([])
     return levels
-
-
-def fresh_labels(person: np.ndarray, data: Dataset, rng: np.random.Generator) -> np.ndarray:
-    """Replace person indices ``0..P-1`` by distinct random ids in the id column's range."""
-    col = data.schema[str(data.schema.id_column)]
-    n_people = int(person.max()) + 1 if len(person) else 0
-    span = int(col.max) - int(col.min) + 1  # type: ignore[arg-type]
-    if n_people > span:
-        raise ConfigError(f"cannot give {n_people} synthetic people distinct {col.name} values "
-                          f"in [{col.min}, {col.max}]", "widen the id column's range")
-    labels = int(col.min) + rng.choice(span, size=n_people, replace=False)  # type: ignore[arg-type]
-    return labels[person]
 
 
 def ids_from_public_profiles(out: pd.DataFrame, data: Dataset, n_people: float | None,
@@ -179,9 +175,12 @@ def ids_from_public_profiles(out: pd.DataFrame, data: Dataset, n_people: float |
     people = int(min(max(round(n_people), fewest, 1), n_rows))
     if not has_public:
         sizes = apportion(np.ones(people), n_rows, cap, rng)
-        return fresh_labels(rng.permutation(np.repeat(np.arange(people), sizes)), data, rng)
+        person = rng.permutation(np.repeat(np.arange(people), sizes))
+        return fresh_ids(people, data, rng)[person]
 
-    pub = public.iloc[rng.permutation(len(public))]  # type: ignore[union-attr]
+    columns = [c for c in profile if c in out and c in public]  # type: ignore[operator]
+    pub = public[[id_col, *columns]]  # type: ignore[index]
+    pub = pub.iloc[rng.permutation(len(pub))]
     pub = pub.iloc[np.argsort(pub[id_col].to_numpy(), kind="stable")]  # shuffled within person
     pub_ids = pub[id_col].to_numpy()
     starts = np.flatnonzero(np.r_[True, pub_ids[1:] != pub_ids[:-1]])
@@ -191,19 +190,19 @@ def ids_from_public_profiles(out: pd.DataFrame, data: Dataset, n_people: float |
     slot_person = np.repeat(np.arange(people), sizes)
     within = np.arange(n_rows) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     slot_rows = starts[template][slot_person] + within % lengths[template][slot_person]
-    slots = pub.iloc[slot_rows]
+    row_codes, slot_codes, n_values = value_codes(out, pub.iloc[slot_rows], columns)
 
     person = np.full(n_rows, -1, dtype=np.int64)
     used = np.zeros(n_rows, dtype=bool)
-    for level in profile_levels([c for c in profile if c in out and c in pub]):
+    for level in profile_levels(len(columns)):
         free_rows, free_slots = np.flatnonzero(person < 0), np.flatnonzero(~used)
         if not len(free_rows):
             break
-        row_keys, slot_keys = joint_codes([out.iloc[free_rows], slots.iloc[free_slots]], level)
-        r, s = match_by_key(row_keys, slot_keys, rng)
+        r, s = match_by_key(level_key(row_codes[free_rows], n_values, level),
+                            level_key(slot_codes[free_slots], n_values, level), rng)
         person[free_rows[r]] = slot_person[free_slots[s]]
         used[free_slots[s]] = True
-    return fresh_labels(person, data, rng)
+    return fresh_ids(people, data, rng)[person]
 
 
 def ids_from_public_groups(out: pd.DataFrame, data: Dataset, group_cols: list[str],
@@ -243,4 +242,4 @@ def ids_from_public_groups(out: pd.DataFrame, data: Dataset, group_cols: list[st
         sizes = assign_ids(len(orphans), data, rng)
         _, local = np.unique(sizes, return_inverse=True)
         person[orphans] = next_id + local.astype(np.int64)
-    return fresh_labels(person, data, rng)
+    return fresh_ids(int(person.max()) + 1, data, rng)[person]

@@ -100,16 +100,20 @@ def test_query_matrix_columns_have_unit_l2_norm(seed):
             np.testing.assert_allclose(col, Q[:, j].toarray().ravel(), atol=1e-12)
 
 
-def test_query_columns_of_a_taxi_run_have_unit_norm(taxi):
-    mech = AdaptiveGrid(C=20)
-    budget = Budget(10.0, DELTA)
+def taxi_measurements(taxi, mech, budget, weights=None):
+    """``(measurements, model domain)`` of ``mech.measure`` on the taxi data, seed 0."""
     cliques, derived = mech.cliques(taxi)
     domain = {a: n for a, n in taxi.schema.domain().items() if a not in derived}
     codes = taxi.schema.encode(taxi.private)
-    weights = pgm.contribution_weights(taxi.private, "taxi_id", 20)
     C, sigma, _ = mech.calibrate(taxi, budget, "gdp")
     ms = mech.measure(codes, domain, cliques, weights, C, sigma, Ledger(budget),
                       np.random.default_rng(0))
+    return ms, domain
+
+
+def test_query_columns_of_a_taxi_run_have_unit_norm(taxi):
+    weights = pgm.contribution_weights(taxi.private, "taxi_id", 20)
+    ms, _ = taxi_measurements(taxi, AdaptiveGrid(C=20), Budget(10.0, DELTA), weights)
     structured = [m.query for m in ms if m.query is not None]
     assert structured, "expected adaptive (non-identity) queries"
     assert any(0 < len(q.ident) < q.n_cells for q in structured)
@@ -224,14 +228,7 @@ def test_public_groups_ids(taxi):
 
 
 def test_folding_changes_the_loss_by_a_constant(taxi):
-    mech = AdaptiveGrid(C=200)
-    budget = Budget(1.0, DELTA)
-    cliques, derived = mech.cliques(taxi)
-    domain = {a: n for a, n in taxi.schema.domain().items() if a not in derived}
-    codes = taxi.schema.encode(taxi.private)
-    C, sigma, _ = mech.calibrate(taxi, budget, "gdp")
-    ms = mech.measure(codes, domain, cliques, None, C, sigma, Ledger(budget),
-                      np.random.default_rng(0))
+    ms, domain = taxi_measurements(taxi, AdaptiveGrid(C=200), Budget(1.0, DELTA))
     folded = fold_measurements(ms)
     assert len(folded) < len(ms)
     rng = np.random.default_rng(1)

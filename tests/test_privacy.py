@@ -22,6 +22,22 @@ def test_adaptive_grid_writeup_sigmas(eps, C, zcdp_sigma, gdp_sigma):
     assert gaussian_sigma(66, C, budget, "gdp") == pytest.approx(gdp_sigma, rel=1e-3)
 
 
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_budget_shares_compose_to_exactly_the_budget(accountant):
+    budget = Budget(2.0, DELTA)
+    ledger = Ledger(budget, accountant)
+    ledger.charge("many", "gaussian", 30.0, gaussian_sigma(66, 30.0, budget, accountant, 0.9),
+                  count=66)
+    ledger.charge("one", "gaussian", 1.0, gaussian_sigma(1, 1.0, budget, accountant, 0.1))
+    assert ledger.spent()[0] == pytest.approx(2.0, rel=1e-9)
+    # a share s of mu^2 (or rho) is noise 1/sqrt(s) times the whole budget's
+    assert gaussian_sigma(1, 1.0, budget, accountant, 0.25) == pytest.approx(
+        2 * gaussian_sigma(1, 1.0, budget, accountant), rel=1e-12)
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="share"):
+            gaussian_sigma(1, 1.0, budget, accountant, bad)
+
+
 def test_zcdp_conversion_is_bun_steinke():
     rho = 0.05
     assert zcdp_epsilon(rho, 1e-6) == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)))
