@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from harness.data import load_taxi_sim
-from harness.privacy import Budget, Ledger
+from harness.data.datasets import load_taxi_sim
+from harness.privacy.accounting import Budget, Ledger
 from mechanisms import make_mechanism, mechanism_conf
 from metrics.challenge import score_challenge
 

@@ -20,9 +20,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness.data import load_taxi_sim
-from harness.privacy import Budget, Ledger
-from harness.sprint3 import DELTA
+from harness.data.datasets import load_taxi_sim
+from harness.privacy.accounting import Budget, Ledger
+from harness.data.sprint3 import DELTA
 from mechanisms import make_mechanism
 from mechanisms.archetype import fit_public_archetypes, sample_trips
 from mechanisms.conditional_fill import (conform_to_schema, enforce_shift_times,

@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness.data import load_shared_dataset
-from harness.privacy import Budget, Ledger
-from harness.resources import ResourceMonitor
-from harness.sequences import site_columns
+from harness.data.datasets import load_shared_dataset
+from harness.privacy.accounting import Budget, Ledger
+from harness.run.resources import ResourceMonitor
+from harness.data.sequences import site_columns
 from mechanisms import make_mechanism
 from metrics.count_query import CountQuery
 from metrics.frequent_patterns import FrequentPatterns

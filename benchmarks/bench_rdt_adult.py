@@ -31,8 +31,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset, load_shared_dataset
-from harness.privacy import Budget, Ledger, laplace_scale
+from harness.data.datasets import Dataset, load_shared_dataset
+from harness.privacy.accounting import Budget, Ledger, laplace_scale
 from mechanisms import make_mechanism
 from metrics.duke_utility import DukeUtility, label_accuracy
 

@@ -21,8 +21,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset, shared_data_dir
-from harness.schema import Schema
+from harness.data.datasets import Dataset, shared_data_dir
+from harness.data.schema import Schema
 from metrics.count_query import CountQuery
 from metrics.frequent_patterns import FrequentPatterns
 

@@ -49,7 +49,7 @@ def mechanism_conf(name: str) -> dict[str, Any]:
     that build a mechanism outside Hydra with the project's configured settings."""
     import yaml
 
-    from harness.data import PROJECT_ROOT
+    from harness.data.datasets import PROJECT_ROOT
 
     path = PROJECT_ROOT / "conf" / "mechanism" / f"{name}.yaml"
     if not path.is_file():

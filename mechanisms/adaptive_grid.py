@@ -65,7 +65,7 @@ vector ``h >= 0`` with ``||h||_1 <= C``; since every column of ``Q`` has unit L2
 ``C`` (record-level data: weight 1, sensitivity 1; ``C`` is then unused). ``Q`` depends only
 on earlier noisy answers, so the ``K`` measurements (66 for taxi data) are an adaptive
 composition of Gaussian mechanisms with sensitivity ``C``; ``sigma`` is calibrated with
-:func:`harness.privacy.gaussian_sigma` so that ``K`` of them compose to exactly the budget under
+:func:`harness.privacy.accounting.gaussian_sigma` so that ``K`` of them compose to exactly the budget under
 the ledger's accountant (tight Gaussian DP by default; zCDP gives the write-up's numbers), and
 each measurement is charged to the ledger. The weights themselves are never released.
 With ``ids=public_profiles`` on user-level data and ``person_count_share = s > 0``, the
@@ -90,9 +90,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, gaussian_sigma
+from harness.privacy.accounting import Budget, Ledger, gaussian_sigma
 
 from . import pgm
 from .base import Mechanism, assign_ids

@@ -45,7 +45,7 @@ is ``mu = sqrt(1/sigma_A^2 + 1/sigma_C^2)``. ``split`` is the share of the accou
 Gaussian budget given to the archetype histogram: ``1/sigma_A^2 = split / sigma^2`` and
 ``1/sigma_C^2 = (1 - split) / sigma^2`` where ``sigma`` is the noise one sensitivity-1 Gaussian
 release could use with the whole budget under the run's accountant
-(:func:`harness.privacy.gaussian_sigma`). Under ``gdp`` that is the analytic Gaussian mechanism
+(:func:`harness.privacy.accounting.gaussian_sigma`). Under ``gdp`` that is the analytic Gaussian mechanism
 (Balle & Wang 2018): ``sigma = 1 / mu`` with ``mu = gdp_mu(eps, delta)``, so the shares are of
 ``mu^2`` and the composed mechanism is exactly ``mu``-GDP, i.e. exactly (eps, delta)-DP; under
 ``zcdp`` the shares are of ``rho`` (``rho_A + rho_C = rho(eps, delta)``). Either way the ledger
@@ -81,10 +81,10 @@ from typing import ClassVar, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, gaussian_sigma
-from harness.schema import Schema, encode_column
+from harness.privacy.accounting import Budget, Ledger, gaussian_sigma
+from harness.data.schema import Schema, encode_column
 
 from .base import Mechanism
 from .conditional_fill import (SPRINT3_LOCATION, ConditionalTable, conform_to_schema,

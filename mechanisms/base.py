@@ -14,9 +14,9 @@ from typing import ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
+from harness.privacy.accounting import Budget, Ledger
 
 #: Non-private reference points: ``ceiling`` (reads private data, epsilon = inf),
 #: ``public`` (public data only, epsilon = 0), ``floor`` (no data, epsilon = 0).

@@ -41,7 +41,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.schema import Schema
+from harness.data.schema import Schema
 
 __all__ = [
     "FillStep", "KeyCoder", "ConditionalTable", "ConditionalModel", "fit_key_coder",

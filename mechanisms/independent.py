@@ -28,9 +28,9 @@ from typing import ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, gaussian_sigma, laplace_scale
+from harness.privacy.accounting import Budget, Ledger, gaussian_sigma, laplace_scale
 
 from .base import Mechanism, assign_ids, bounded_private, contribution_bound
 

@@ -49,9 +49,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Charge, Ledger
+from harness.privacy.accounting import Budget, Charge, Ledger
 
 from . import pgm
 from .base import Mechanism

@@ -32,9 +32,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Ledger
+from harness.privacy.accounting import Ledger
 
 from .base import assign_ids, fresh_ids
 

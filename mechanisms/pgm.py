@@ -37,9 +37,9 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Charge, compose
+from harness.privacy.accounting import Budget, Charge, compose
 
 from .base import assign_ids, bounded_private, contribution_bound
 

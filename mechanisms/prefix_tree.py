@@ -1,6 +1,6 @@
 """``prefix_tree``: the noisy hybrid-granularity prefix tree of Chen, Fung, Desai & Sossou,
 "Differentially private transit data publication: a case study on the Montreal transportation
-system" (KDD 2012), for any dataset with a sequence view (:mod:`harness.sequences`).
+system" (KDD 2012), for any dataset with a sequence view (:mod:`harness.data.sequences`).
 
 Algorithm
 ---------
@@ -127,11 +127,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.data import PROJECT_ROOT, Dataset
+from harness.data.datasets import PROJECT_ROOT, Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, laplace_scale
-from harness.schema import Schema
-from harness.sequences import (DAY_COLUMN, DROPOFF_COLUMN, FILL, HOUR_COLUMN, PICKUP_COLUMN,
+from harness.privacy.accounting import Budget, Ledger, laplace_scale
+from harness.data.schema import Schema
+from harness.data.sequences import (DAY_COLUMN, DROPOFF_COLUMN, FILL, HOUR_COLUMN, PICKUP_COLUMN,
                                SequenceSpec, SequenceView, detect_sequence_kind, sequence_view,
                                site_columns, trip_order)
 
@@ -757,7 +757,7 @@ class PublicTaxiModel:
 
 
 def public_trip_order(public: pd.DataFrame, id_column: str) -> pd.DataFrame:
-    """Public trips in the shared view's time order (:func:`harness.sequences.sequences_from_trips`:
+    """Public trips in the shared view's time order (:func:`harness.data.sequences.sequences_from_trips`:
     by taxi, day, hour, then row order), with each trip's position in its taxi's sequence."""
     ordered = public.iloc[trip_order(public, id_column)].reset_index(drop=True)
     ordered["_position"] = ordered.groupby(id_column, sort=False).cumcount().to_numpy()

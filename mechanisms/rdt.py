@@ -93,10 +93,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import BudgetExceededError, ConfigError
-from harness.privacy import Budget, Charge, Ledger, compose, laplace_scale
-from harness.schema import Schema, decode_column, encode_column
+from harness.privacy.accounting import Budget, Charge, Ledger, compose, laplace_scale
+from harness.data.schema import Schema, decode_column, encode_column
 
 from .base import Mechanism, bounded_private, contribution_bound
 

@@ -18,9 +18,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
+from harness.privacy.accounting import Budget, Ledger
 
 from .base import Mechanism, Reference, assign_ids
 

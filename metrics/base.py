@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 
 
 @dataclass

@@ -58,9 +58,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import sparse
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.schema import Schema
+from harness.data.schema import Schema
 
 from .base import Metric, MetricResult
 

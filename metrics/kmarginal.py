@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 
 from .base import Metric, MetricResult

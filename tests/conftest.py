@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import Dataset, shared_data_dir
+from harness.data.datasets import Dataset, shared_data_dir
 from harness.errors import DPArenaError
-from harness.schema import Column, RunSpec, Schema
+from harness.data.schema import Column, RunSpec, Schema
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.data import Dataset
-from harness.privacy import Budget, Ledger
+from harness.data.datasets import Dataset
+from harness.privacy.accounting import Budget, Ledger
 from mechanisms import MECHANISMS
 from mechanisms.base import Mechanism
 from mechanisms.reference import Uniform

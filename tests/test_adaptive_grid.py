@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from autodp import mechanism_zoo, transformer_zoo
 
-from harness.data import Dataset, load_taxi_sim
+from harness.data.datasets import Dataset, load_taxi_sim
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
+from harness.privacy.accounting import Budget, Ledger
 from mechanisms import make_mechanism, pgm
 from mechanisms.adaptive_grid import (
     TAXI_OUTER,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import load_shared_dataset
+from harness.data.datasets import load_shared_dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, zcdp_rho
+from harness.privacy.accounting import Budget, Ledger, zcdp_rho
 from mechanisms import make_mechanism, pgm
 from mechanisms.aim import AIM
 

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.data import PROJECT_ROOT, Dataset, load_taxi_sim
+from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, gdp_mu, zcdp_rho
-from harness.sprint3 import DELTA
+from harness.privacy.accounting import Budget, Ledger, gdp_mu, zcdp_rho
+from harness.data.sprint3 import DELTA
 from mechanisms import make_mechanism
 from mechanisms.archetype import (count_taxis_by_mode, fit_public_archetypes, modal_values,
                                   private_histograms, split_sigmas, tie_break_jitter)
@@ -175,7 +175,7 @@ def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
 
 
 def test_one_run_through_the_runner(tracking_uri):
-    from harness.runner import run_one
+    from harness.run.runner import run_one
 
     out = run_one({
         "dataset": {"name": "taxi_sim", "n_private": 5000, "n_public": 5000, "seed": 0},

@@ -1,4 +1,4 @@
-"""The Sprint 3 challenge score (metrics.challenge) and its CLI (harness.score_cli).
+"""The Sprint 3 challenge score (metrics.challenge) and its CLI (harness.cli.score).
 
 Hand-computed cases pin every rule; a slow reference written here from the definitions (plain
 loops, dicts and Counters) checks the vectorised code on random schema-valid frames.
@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.data import Dataset
-from harness.score_cli import main
-from harness.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
+from harness.data.datasets import Dataset
+from harness.cli.score import main
+from harness.data.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
 from metrics.challenge import (
     ChallengeMetric,
     graph_edge_score,

@@ -9,13 +9,13 @@ import pytest
 
 
 def dp_arena(cwd, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *overrides], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *overrides], cwd=cwd,
                           capture_output=True, text=True, timeout=600,
                           env={**__import__("os").environ, "MLFLOW_TRACKING_URI": ""})
 
 
 def board(cwd, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.board_cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "harness.cli.board", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 

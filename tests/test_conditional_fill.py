@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy.stats import chisquare
 
-from harness.data import load_taxi_sim
+from harness.data.datasets import load_taxi_sim
 from mechanisms.conditional_fill import (SPRINT3_LOCATION, FillStep, conform_to_schema,
                                          enforce_shift_times, fit_conditionals, fit_key_coder,
                                          fit_table, sample_conditionals, sprint3_fill_steps)

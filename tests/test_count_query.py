@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import Dataset, shared_data_dir
+from harness.data.datasets import Dataset, shared_data_dir
 from harness.errors import ConfigError, DPArenaError
-from harness.schema import Column, Schema
-from harness.sequences import sequences_from_lists, visit_bitmask
-from harness.sprint3 import taxi_schema
+from harness.data.schema import Column, Schema
+from harness.data.sequences import sequences_from_lists, visit_bitmask
+from harness.data.sprint3 import taxi_schema
 from metrics import make_metric
 from metrics.count_query import (
     AttributeWorkload,

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import (Dataset, load_dataset, load_shared_dataset, load_taxi_sim,
+from harness.data.datasets import (Dataset, load_dataset, load_shared_dataset, load_taxi_sim,
                           shared_data_dir, with_public_split)
 from harness.errors import ConfigError, DPArenaError
 

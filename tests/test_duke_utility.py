@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.data import Dataset, load_shared_dataset
+from harness.data.datasets import Dataset, load_shared_dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
-from harness.schema import Column, Schema
+from harness.privacy.accounting import Budget, Ledger
+from harness.data.schema import Column, Schema
 from mechanisms import make_mechanism
 from metrics import make_metric
 from metrics.duke_utility import (
@@ -245,7 +245,7 @@ def test_adult_public_sample_scores_high_and_independent_low(shared_data):
 def test_rdt_run_logs_duke_scores_and_png_figures(tmp_path, tracking_uri):
     from mlflow import MlflowClient
 
-    from harness.runner import run_one
+    from harness.run.runner import run_one
     from tests.test_rdt import people, people_schema
 
     people(3000, 1).to_csv(tmp_path / "private.csv", index=False)

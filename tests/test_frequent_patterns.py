@@ -8,11 +8,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from harness.data import Dataset
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.schema import Schema
-from harness.sequences import sequences_from_lists
-from harness.sprint3 import taxi_schema
+from harness.data.schema import Schema
+from harness.data.sequences import sequences_from_lists
+from harness.data.sprint3 import taxi_schema
 from metrics import make_metric
 from metrics.frequent_patterns import (
     FrequentPatterns,

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.leaderboard import (build_leaderboard, compare, overall_board, pareto_front,
+from harness.report.leaderboard import (build_leaderboard, compare, overall_board, pareto_front,
                                  render_html, render_markdown, resolve_keys, tuning_gap,
                                  write_outputs)
 

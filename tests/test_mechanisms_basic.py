@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
+from harness.privacy.accounting import Budget, Ledger
 from mechanisms import make_mechanism
 from mechanisms.base import assign_ids, clip_contributions
 from mechanisms.independent import measure_one_way

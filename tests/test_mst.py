@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from autodp import mechanism_zoo, transformer_zoo
 
-from harness.data import load_shared_dataset
+from harness.data.datasets import load_shared_dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger, zcdp_epsilon, zcdp_rho
+from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
 from mechanisms import make_mechanism, pgm
 from mechanisms.mst import MST, _compress_measurement, _compression_map, _expand
 
@@ -25,7 +25,7 @@ def run(data, budget, accountant="gdp", seed=0, **params):
 
 
 def recomputed_epsilon(charges, delta, accountant):
-    """(eps, delta) of the logged charges, composed without harness.privacy."""
+    """(eps, delta) of the logged charges, composed without harness.privacy.accounting."""
     gauss = [c for c in charges if c.kind == "gaussian"]
     expo = [c for c in charges if c.kind == "exponential"]
     eps_sel = [2 * c.sensitivity / c.scale for c in expo]  # temperature 2 Delta / eps

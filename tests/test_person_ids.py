@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import Dataset, load_taxi_sim
+from harness.data.datasets import Dataset, load_taxi_sim
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
+from harness.privacy.accounting import Budget, Ledger
 from mechanisms.base import assign_ids
 from mechanisms.person_ids import (
     apportion,

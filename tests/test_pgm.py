@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.privacy import Budget, compose
+from harness.privacy.accounting import Budget, compose
 from mechanisms import pgm
 
 

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.data import Dataset, load_shared_dataset, load_taxi_sim
+from harness.data.datasets import Dataset, load_shared_dataset, load_taxi_sim
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
-from harness.schema import Schema
-from harness.sequences import SequenceSpec, sequence_view, sequences_from_lists
+from harness.privacy.accounting import Budget, Ledger
+from harness.data.schema import Schema
+from harness.data.sequences import SequenceSpec, sequence_view, sequences_from_lists
 from mechanisms import make_mechanism
 from mechanisms.prefix_tree import (Release, block_taxonomy, build_noisy_tree, consistent_counts,
                                     empty_rank_to_child, generalized_share, laplace_threshold,

@@ -5,7 +5,7 @@ from autodp import mechanism_zoo, transformer_zoo
 from scipy.stats import norm
 
 from harness.errors import BudgetExceededError, ConfigError
-from harness.privacy import (Budget, Ledger, analytic_gaussian_delta, analytic_gaussian_sigma,
+from harness.privacy.accounting import (Budget, Ledger, analytic_gaussian_delta, analytic_gaussian_sigma,
                              compose, gaussian_sigma, gdp_epsilon, laplace_scale, zcdp_epsilon,
                              zcdp_rho)
 
@@ -106,7 +106,7 @@ def test_gaussian_needs_delta():
 def test_mixed_charges_compose_additively_under_gdp_and_via_rho_under_zcdp():
     lap = dict(name="l", kind="laplace", sensitivity=1.0, scale=4.0)  # eps 0.25
     gauss = dict(name="g", kind="gaussian", sensitivity=1.0, scale=5.0)
-    from harness.privacy import Charge
+    from harness.privacy.accounting import Charge
     charges = [Charge(**lap), Charge(**gauss)]
     eps_gdp, _ = compose(charges, 1e-6, "gdp")
     assert eps_gdp == pytest.approx(0.25 + gdp_epsilon(0.2, 1e-6))
@@ -126,7 +126,7 @@ def test_unknown_accountant():
 
 
 def test_gdp_takes_the_smaller_valid_bound_when_pure_charges_are_mixed_in():
-    from harness.privacy import Charge
+    from harness.privacy.accounting import Charge
     # Many small exponential-mechanism selections: adding epsilons (1.0 in total) is far looser
     # than zCDP (rho = 100 * 0.01^2 / 8), so the gdp accountant reports the zCDP bound.
     charges = [Charge("select", "exponential", 1.0, 2.0 / 0.01, count=100),

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 import mechanisms.rdt as rdt
-from harness.data import Dataset, load_shared_dataset
+from harness.data.datasets import Dataset, load_shared_dataset
 from harness.errors import ConfigError
-from harness.privacy import Budget, Ledger
-from harness.schema import Column, Schema
+from harness.privacy.accounting import Budget, Ledger
+from harness.data.schema import Column, Schema
 from mechanisms import make_mechanism
 from mechanisms.rdt import (
     TreeStructure,

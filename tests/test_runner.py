@@ -7,8 +7,8 @@ import pytest
 from mlflow import MlflowClient
 
 from harness.errors import ConfigError, DPArenaError, SchemaError
-from harness.leaderboard import build_leaderboard, load_runs, render_markdown
-from harness.runner import run_one
+from harness.report.leaderboard import build_leaderboard, load_runs, render_markdown
+from harness.run.runner import run_one
 from tests.conftest import make_small_frame
 
 
@@ -177,7 +177,7 @@ def test_the_zcdp_variant_of_adaptive_grid_composes_with_zcdp():
     in the default competition and in competition=sprint3; a command-line accountant wins."""
     from hydra import compose, initialize_config_dir
 
-    from harness.data import PROJECT_ROOT
+    from harness.data.datasets import PROJECT_ROOT
     from mechanisms import mechanism_conf
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
         for extra in ([], ["competition=sprint3"]):
@@ -225,11 +225,11 @@ def test_resume_skips_a_finished_key_and_a_new_trial_is_a_new_key(csv_files, tra
 
 
 def test_source_fingerprint_follows_the_code_a_run_imports():
-    from harness.tracking import imported_modules, source_fingerprint
+    from harness.report.tracking import imported_modules, source_fingerprint
 
     mods = imported_modules("mechanisms.independent",
                             (Path(__file__).parents[1] / "mechanisms" / "independent.py").read_text())
-    assert "mechanisms.base" in mods and "harness.privacy" in mods
+    assert "mechanisms.base" in mods and "harness.privacy.accounting" in mods
     a = source_fingerprint(("mechanisms.independent", "metrics.kmarginal"))
     assert a == source_fingerprint(("mechanisms.independent", "metrics.kmarginal"))
     assert a != source_fingerprint(("mechanisms.reference", "metrics.kmarginal"))
@@ -269,7 +269,7 @@ def test_oracle_tuning_needs_the_explicit_flag(csv_files, tracking_uri):
 
 
 def test_public_view_never_holds_the_private_part(small_dataset):
-    from harness.tuning import public_view
+    from harness.run.tuning import public_view
 
     view = public_view(small_dataset, 0.5, 0)
     both = pd.concat([view.private, view.public])

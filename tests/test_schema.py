@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from harness.errors import DPArenaError, SchemaError
-from harness.schema import Column, Schema
-from harness.sprint3 import taxi_schema
+from harness.data.schema import Column, Schema
+from harness.data.sprint3 import taxi_schema
 
 
 def test_validate_lists_every_problem_at_once(small_schema):

@@ -1,4 +1,4 @@
-"""The shared sequence view (harness.sequences): MSNBC-style columns and taxi trips."""
+"""The shared sequence view (harness.data.sequences): MSNBC-style columns and taxi trips."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import harness.sequences as seqmod
-from harness.data import Dataset
+import harness.data.sequences as seqmod
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError, DPArenaError
-from harness.schema import Schema
-from harness.sequences import (
+from harness.data.schema import Schema
+from harness.data.sequences import (
     FILL,
     SequenceSpec,
     detect_sequence_kind,
@@ -23,7 +23,7 @@ from harness.sequences import (
     visit_bitmask,
     visited_matrix,
 )
-from harness.sprint3 import AREA_VALUES, taxi_schema
+from harness.data.sprint3 import AREA_VALUES, taxi_schema
 
 #: Chen et al. (KDD 2012), the example database: 8 sequences over L1..L4.
 PAPER_EXAMPLE = [[1, 2, 3], [1, 2], [3, 2, 1], [1, 2, 4], [1, 2, 3], [3, 2], [1, 2, 4, 1], [3, 1]]

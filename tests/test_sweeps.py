@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from harness.data import PROJECT_ROOT
+from harness.data.datasets import PROJECT_ROOT
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
@@ -25,7 +25,7 @@ DOUBLES = ("plugins=[tests.doubles]", f"hydra.searchpath=[file://{TEST_CONF}]")
 
 
 def dp_arena(cwd: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *overrides], cwd=cwd, env=ENV,
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *overrides], cwd=cwd, env=ENV,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -46,7 +46,7 @@ def test_killed_sweep_resumes_only_the_missing_runs(csv_dir):
     sweep = (*CSV, "mechanism=independent,uniform", "privacy.epsilon=1,10", "trial=0,1,2")
     log = csv_dir / "first.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *sweep], cwd=csv_dir,
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *sweep], cwd=csv_dir,
                                 env=ENV, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         deadline = time.monotonic() + 300

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data import load_csv_dataset
-from harness.simulate_cli import main
-from harness.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-from harness.taxi_sim import simulate_trips, simulate_years
+from harness.data.datasets import load_csv_dataset
+from harness.cli.simulate import main
+from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
+from harness.data.taxi_sim import simulate_trips, simulate_years
 
 N = 30_000
 KEY_AREAS = {8, 32, 28, 76, 56}

@@ -84,7 +84,7 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
     with mlflow_server(server_root) as url:
         env = {**os.environ, "MLFLOW_TRACKING_URI": url, "DP_ARENA_JOBS": "2"}
         sweep = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "dataset=csv", "dataset.path=private.csv",
+            [sys.executable, "-m", "harness.cli.main", "dataset=csv", "dataset.path=private.csv",
              "dataset.schema=parameters.json", "dataset.public_path=public.csv",
              "privacy.delta=1e-6", "metrics=kmarginal", "mechanism=independent,uniform",
              "privacy.epsilon=1,10"],
@@ -92,7 +92,7 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
         assert sweep.returncode == 0, sweep.stderr
         assert "sweep finished: 4 of 4 runs succeeded" in sweep.stdout
         board = subprocess.run(
-            [sys.executable, "-m", "harness.board_cli", "--tracking-uri", url,
+            [sys.executable, "-m", "harness.cli.board", "--tracking-uri", url,
              "--experiment", "dp-arena/private", "--out", "lb"],
             cwd=work, capture_output=True, text=True, timeout=300)
         assert board.returncode == 0, board.stderr

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from harness.privacy import Budget
-from harness.tuning import (candidates, exponential_mechanism, parse_space, remaining_budget,
+from harness.privacy.accounting import Budget
+from harness.run.tuning import (candidates, exponential_mechanism, parse_space, remaining_budget,
                             selection_utility, utility_sensitivity)
 from mechanisms.base import clip_contributions
 
@@ -19,7 +19,7 @@ from mechanisms.base import clip_contributions
 @pytest.mark.slow
 def test_public_tuning_of_archetype_k_with_optuna_end_to_end(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "tuning=public", "space=archetype",
+        [sys.executable, "-m", "harness.cli.main", "tuning=public", "space=archetype",
          "mechanism=archetype", "privacy.epsilon=10", "dataset.n_private=5000",
          "dataset.n_public=5000", "metrics=kmarginal", "hydra.sweeper.n_trials=4",
          "tuning.final_trials=[0]"],

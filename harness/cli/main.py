@@ -8,7 +8,7 @@ competition fixes the whole setting: ``dp-arena competition=sprint3``.
 
 Every job prints one progress line (``done``, ``skip`` for a run whose content key already
 finished, or ``FAILED`` with the reason) and writes ``outcome.json`` into its output folder,
-which the sweep summary (:mod:`harness.callbacks`, in the parent process) reads.
+which the sweep summary (:mod:`harness.cli.callbacks`, in the parent process) reads.
 
 Bad input ends with one message naming the problem and the fix, no traceback (set
 ``DP_ARENA_DEBUG=1`` for one), and a non-zero exit code.
@@ -29,8 +29,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from .data import PROJECT_ROOT
-from .errors import DPArenaError
+from harness.data.datasets import PROJECT_ROOT
+from harness.errors import DPArenaError
 
 CONF_DIR = str(PROJECT_ROOT / "conf")
 OUTCOME_FILE = "outcome.json"
@@ -59,7 +59,7 @@ def run_task(cfg: DictConfig) -> Any:
 
 def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one config, print its progress line, and return its outcome record."""
-    from .runner import run_one  # imported here so `--help` stays fast
+    from harness.run.runner import run_one  # imported here so `--help` stays fast
 
     label = describe(plain)
     base = {"label": label, "setting": setting or {}, "objective": None,
@@ -110,7 +110,7 @@ def swept_setting(plain: dict[str, Any], overrides: list[str]) -> dict[str, Any]
 def objective_value(scores: dict[str, float], plain: dict[str, Any]) -> float | None:
     """The score tuning maximizes: ``tuning.objective`` (default: challenge/overall if
     logged, else kmarginal/score), negated when lower is better."""
-    from .leaderboard import lower_is_better
+    from harness.report.leaderboard import lower_is_better
 
     wanted = (plain.get("tuning") or {}).get("objective")
     names = [wanted] if wanted else [k for k in RANKING_PREFERENCE if k in scores]

@@ -13,11 +13,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, DPArenaError
-from .schema import RunSpec, Schema, coerce_dtypes
+from harness.errors import ConfigError, DPArenaError
+from harness.data.schema import RunSpec, Schema, coerce_dtypes
 
 Unit = Literal["record", "user"]
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR_ENV = "DP_ARENA_DATA"
 SHARED_DATASETS = ("adult", "titanic", "nltcs", "msnbc")
 
@@ -83,8 +83,8 @@ def load_dataset(cfg: dict[str, Any]) -> Dataset:
 def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0,
                   unit: Unit = "user") -> Dataset:
     """The embedded simulated Chicago taxi data (public year + private year)."""
-    from .sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-    from .taxi_sim import simulate_years
+    from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
+    from harness.data.taxi_sim import simulate_years
 
     for key, n in (("n_private", n_private), ("n_public", n_public)):
         if not isinstance(n, int) or n < 1000:

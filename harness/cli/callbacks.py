@@ -17,7 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from .cli import OUTCOME_FILE, RANKING_PREFERENCE
+from harness.cli.main import OUTCOME_FILE, RANKING_PREFERENCE
 
 
 class SweepSummary(Callback):
@@ -79,9 +79,9 @@ def final_stage(config: DictConfig, records: list[dict[str, Any]],
                 sweep_dir: Path) -> list[dict[str, Any]]:
     """Choose the best setting of a tuning search, say why, and score it on the private data
     once per ``tuning.final_trials``; returns those runs' outcome records."""
-    from .cli import execute_job
-    from .errors import DPArenaError
-    from .tuning import choose_setting, setting_label
+    from harness.cli.main import execute_job
+    from harness.errors import DPArenaError
+    from harness.run.tuning import choose_setting, setting_label
 
     plain = base_config(config)
     tuning = plain["tuning"]
@@ -119,7 +119,7 @@ def attach_search_table(record: dict[str, Any], table: Path) -> None:
     """Log the search table next to a final run's own artifacts (best effort)."""
     if record.get("status") != "FINISHED" or not record.get("run_id"):
         return
-    from .tracking import client_for
+    from harness.report.tracking import client_for
 
     try:
         client_for(record.get("tracking_uri")).log_artifact(record["run_id"], str(table), "tuning")
@@ -130,7 +130,7 @@ def attach_search_table(record: dict[str, Any], table: Path) -> None:
 def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
                       run_ids: list[str] | None = None) -> None:
     """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``."""
-    from .leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
+    from harness.report.leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
     if runs.empty:

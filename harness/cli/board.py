@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import DPArenaError
+from harness.errors import DPArenaError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.alpha < 1:
         parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
     try:
-        from .leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
+        from harness.report.leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
 
         experiment = args.experiment or latest_experiment(args.tracking_uri)
         runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def latest_experiment(tracking_uri: str | None) -> str:
-    from .tracking import client_for
+    from harness.report.tracking import client_for
 
     client = client_for(tracking_uri, must_exist=True)
     exps = [e for e in client.search_experiments() if e.name.startswith("dp-arena/")]

@@ -3,13 +3,13 @@
 ``run_one(cfg)`` validates the whole configuration before touching data or MLflow, then
 loads the dataset, skips the run if its content key already finished (resume), and otherwise
 runs the mechanism against a fresh privacy ledger in a child process under the run's time and
-memory limits (:mod:`harness.isolation`), validates the synthetic table against the schema,
+memory limits (:mod:`harness.run.isolation`), validates the synthetic table against the schema,
 scores it with every metric that applies, and logs params, metrics, tags and artifacts to
 MLflow. Any failure after the MLflow run started (an exception, an invalid table, a time or
 memory limit) marks it FAILED with the reason. The private table is never logged: artifacts
 are the synthetic table (not for ``resample``, whose output is private rows, unless
 ``tracking.log_private_synthetic=true``), the score report, the ledger and aggregate
-tables/plots. Tuning modes (``tuning.mode``) are described in :mod:`harness.tuning`.
+tables/plots. Tuning modes (``tuning.mode``) are described in :mod:`harness.run.tuning`.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import pandas as pd
 from mechanisms import Mechanism, hyperparameter_label, make_mechanism
 from metrics import Metric, make_metric
 
-from .data import Dataset, load_dataset
-from .errors import ConfigError, DPArenaError, SchemaError
-from .isolation import Limits, call_isolated
-from .privacy import DEFAULT_ACCOUNTANT, Budget, Ledger, check_accountant
-from .resources import ResourceMonitor
-from .tracking import (client_for, code_version, ensure_experiment, find_finished_run, flatten,
+from harness.data.datasets import Dataset, load_dataset
+from harness.errors import ConfigError, DPArenaError, SchemaError
+from harness.run.isolation import Limits, call_isolated
+from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, Ledger, check_accountant
+from harness.run.resources import ResourceMonitor
+from harness.report.tracking import (client_for, code_version, ensure_experiment, find_finished_run, flatten,
                        source_fingerprint)
-from .tuning import (Tuning, candidates, dp_select, parse_space, public_view, setting_label,
+from harness.run.tuning import (Tuning, candidates, dp_select, parse_space, public_view, setting_label,
                      space_label)
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
@@ -151,8 +151,8 @@ def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
 def code_fingerprint(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric]) -> str:
     """Source fingerprint of the code this run executes (see tracking.source_fingerprint)."""
     roots = (type(mechanism).__module__, *sorted(type(m).__module__ for m in metrics.values()),
-             "harness.data", "harness.privacy", "harness.schema", "harness.isolation",
-             *(("harness.tuning",) if rc.tuning.mode != "none" else ()))
+             "harness.data.datasets", "harness.privacy.accounting", "harness.data.schema", "harness.run.isolation",
+             *(("harness.run.tuning",) if rc.tuning.mode != "none" else ()))
     return source_fingerprint(tuple(roots))
 
 

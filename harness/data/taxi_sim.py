@@ -84,8 +84,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError
-from .sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
+from harness.errors import ConfigError
+from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
 
 Year = Literal["public", "private"]
 YEARS: tuple[str, ...] = ("public", "private")

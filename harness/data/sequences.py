@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, DPArenaError
-from .schema import Schema, encode_column
+from harness.errors import ConfigError, DPArenaError
+from harness.data.schema import Schema, encode_column
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .data import Dataset
+    from harness.data.datasets import Dataset
 
 #: Fill value of the padded code matrix for positions after a sequence has ended.
 FILL = -1
@@ -210,7 +210,7 @@ def sequences_from_trips(df: pd.DataFrame, id_column: str = "taxi_id",
     Sprint 3 taxi schema), so views of real and synthetic data share codes.
     """
     if schema is None:
-        from .sprint3 import taxi_schema
+        from harness.data.sprint3 import taxi_schema
 
         schema = taxi_schema()
     if location not in TRIP_LOCATIONS:
@@ -263,7 +263,7 @@ def sequence_view(data: "Dataset | pd.DataFrame",
                   schema: Schema | None = None) -> SequenceView:
     """The sequence view of a dataset's private part or of a frame, as ``spec`` says.
 
-    With a :class:`~harness.data.Dataset`, its private part and schema are used; with a frame,
+    With a :class:`~harness.data.datasets.Dataset`, its private part and schema are used; with a frame,
     pass ``schema`` so the alphabet is the schema's domain (shared with other views).
     """
     spec = as_spec(spec)

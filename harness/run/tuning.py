@@ -49,9 +49,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import Dataset, with_public_split
-from .errors import ConfigError
-from .privacy import Budget, Ledger, zcdp_epsilon, zcdp_rho
+from harness.data.datasets import Dataset, with_public_split
+from harness.errors import ConfigError
+from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
 
 MODES = ("none", "public", "oracle", "dp_select")
 STAGES = ("search", "final")

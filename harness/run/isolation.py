@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from .errors import ConfigError, DPArenaError
+from harness.errors import ConfigError, DPArenaError
 
 T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1

@@ -35,7 +35,7 @@ from autodp import dp_bank
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from .errors import BudgetExceededError, ConfigError
+from harness.errors import BudgetExceededError, ConfigError
 
 Accountant = Literal["gdp", "zcdp"]
 ACCOUNTANTS: tuple[str, ...] = ("gdp", "zcdp")

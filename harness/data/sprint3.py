@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schema import Column, RunSpec, Schema
+from harness.data.schema import Column, RunSpec, Schema
 
 #: Chicago's 77 community areas, numbered 1..77 (the city's official numbering).
 COMMUNITY_AREAS: tuple[str, ...] = (

@@ -27,9 +27,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from . import __version__
-from .data import PROJECT_ROOT
-from .errors import DPArenaError
+from harness import __version__
+from harness.data.datasets import PROJECT_ROOT
+from harness.errors import DPArenaError
 
 #: MLflow stores +inf as the largest float; anything above this reads back as infinity.
 INF_THRESHOLD = 1e300
@@ -194,13 +194,12 @@ def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 #: Bump when the runner's own computation changes meaning (seeding, validation, scoring
 #: protocol): it is part of every run's content key.
 RUNNER_PROTOCOL = 2
-#: Registries (name -> class path) and presentation code: editing them does not change what
-#: a run computes, so they are left out of the source fingerprint.
-FINGERPRINT_EXCLUDES = frozenset({
-    "mechanisms", "metrics", "harness", "harness.cli", "harness.callbacks",
-    "harness.leaderboard", "harness.board_cli", "harness.tracking", "harness.score_cli",
-    "harness.simulate_cli",
-})
+#: Registries (name -> class path), package docstrings and presentation code: editing them does
+#: not change what a run computes, so they are left out of the source fingerprint. Whole rooms
+#: (``harness.cli``, ``harness.report``) are excluded by prefix.
+FINGERPRINT_EXCLUDES = frozenset({"mechanisms", "metrics", "harness", "harness.data",
+                                  "harness.privacy", "harness.run"})
+FINGERPRINT_EXCLUDED_ROOMS = ("harness.cli", "harness.report")
 PROJECT_PACKAGES = ("harness", "mechanisms", "metrics")
 
 
@@ -233,6 +232,12 @@ def imported_modules(module: str, source: str) -> set[str]:
     return {m for m in found if m.split(".")[0] in PROJECT_PACKAGES and module_path(m)}
 
 
+def fingerprint_excluded(module: str) -> bool:
+    """Whether editing ``module`` leaves run keys alone (see :data:`FINGERPRINT_EXCLUDES`)."""
+    return module in FINGERPRINT_EXCLUDES or any(
+        module == room or module.startswith(room + ".") for room in FINGERPRINT_EXCLUDED_ROOMS)
+
+
 @lru_cache(maxsize=256)
 def source_fingerprint(roots: tuple[str, ...]) -> str:
     """Hash of the source of ``roots`` and every project module they import, transitively
@@ -254,7 +259,7 @@ def source_fingerprint(roots: tuple[str, ...]) -> str:
         text = path.read_text()
         seen[mod] = text
         todo.extend(m for m in imported_modules(mod, text)
-                    if m not in seen and m not in FINGERPRINT_EXCLUDES)
+                    if m not in seen and not fingerprint_excluded(m))
     h = hashlib.sha256(f"protocol={RUNNER_PROTOCOL}".encode())
     for mod in sorted(seen):
         h.update(f"\0{mod}\0".encode())

@@ -18,9 +18,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from .errors import ConfigError, DPArenaError
-from .sprint3 import taxi_schema
-from .taxi_sim import simulate_years
+from harness.errors import ConfigError, DPArenaError
+from harness.data.sprint3 import taxi_schema
+from harness.data.taxi_sim import simulate_years
 
 MIN_TRIPS = 1000
 

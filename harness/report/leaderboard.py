@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import DPArenaError
-from .tracking import INF_THRESHOLD, client_for
+from harness.errors import DPArenaError
+from harness.report.tracking import INF_THRESHOLD, client_for
 
 GROUP = ["epsilon", "mechanism", "hyperparameters", "tuning"]
 SETTING = ["mechanism", "hyperparameters", "tuning"]

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Literal
 import numpy as np
 import pandas as pd
 
-from .errors import DPArenaError, SchemaError
+from harness.errors import DPArenaError, SchemaError
 
 Kind = Literal["categorical", "numeric", "id"]
 _INTEGER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}

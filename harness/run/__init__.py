@@ -1,0 +1,11 @@
+"""Running: one run from config to logged MLflow run.
+
+- :mod:`~harness.run.runner`: ``run_one`` (validate, load, fit, validate output, score, log);
+- :mod:`~harness.run.isolation`: the run's computation in a child process under time and memory
+  limits;
+- :mod:`~harness.run.resources`: wall time and peak memory of a block;
+- :mod:`~harness.run.tuning`: tuning modes (public, oracle, dp_select).
+
+May import: :mod:`harness.report`, :mod:`mechanisms`, :mod:`metrics`, :mod:`harness.data`,
+:mod:`harness.privacy` and the ground floor; never :mod:`harness.cli`.
+"""
