@@ -1,7 +1,10 @@
 """Privacy: budgets, calibration, composition and the per-run ledger.
 
 - :mod:`~harness.privacy.accounting`: budgets, (epsilon, delta) conversions, noise calibration,
-  composition under the ``gdp`` and ``zcdp`` accountants and the :class:`Ledger`.
+  composition under the ``gdp`` and ``zcdp`` accountants and the :class:`Ledger`;
+- :mod:`~harness.privacy.noise`: where a run's noise comes from (fresh OS entropy by default;
+  an explicit, labelled replayable mode);
+- :mod:`~harness.privacy.secret`: the local secret key and keyed (HMAC) digests of private data.
 
 May import: :mod:`harness.errors` and :mod:`harness.params` only (the ground floor).
 """
