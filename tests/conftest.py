@@ -13,6 +13,24 @@ from harness.errors import DPArenaError
 from harness.data.schema import Column, RunSpec, Schema
 
 
+@pytest.fixture(autouse=True, scope="session")
+def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test (and every subprocess it starts) uses one throw-away secret key, never the
+    developer's ~/.config/dp-arena/secret.key."""
+    import os
+
+    from harness.privacy.secret import SECRET_ENV
+
+    path = tmp_path_factory.mktemp("secret") / "secret.key"
+    previous = os.environ.get(SECRET_ENV)
+    os.environ[SECRET_ENV] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop(SECRET_ENV, None)
+    else:
+        os.environ[SECRET_ENV] = previous
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The shared benchmark folder, or a skip with the reason."""

@@ -57,7 +57,26 @@ class MemoryHog(Mechanism):
         return Uniform().fit_sample(data, budget, ledger, rng)
 
 
+@dataclass
+class NoiseEcho(Mechanism):
+    """Draws ``n`` standard normals from the run's generator, charges them as Gaussian noise of
+    scale 1e6 (a negligible, valid charge), writes the raw draws to ``echo_path`` (a side channel
+    only tests read) and releases uniform data: lets a test see a run's noise."""
+
+    echo_path: str = ""
+    n: int = 2000
+    name: ClassVar[str] = "test_noise_echo"
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        draws = rng.standard_normal(self.n)
+        ledger.charge("echo", "gaussian" if budget.delta > 0 else "laplace", 1.0, 1e6)
+        np.save(self.echo_path, draws)
+        return Uniform().fit_sample(data, budget, ledger, rng)
+
+
 MECHANISMS.update({
+    "test_noise_echo": "tests.doubles:NoiseEcho",
     "test_fails": "tests.doubles:AlwaysFails",
     "test_sleeper": "tests.doubles:Sleeper",
     "test_memory_hog": "tests.doubles:MemoryHog",

@@ -29,6 +29,8 @@ def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> No
     assert "Traceback" not in err and "Traceback" not in proc.stdout
     for needle in needles:
         assert needle in err, err
+    problem = needles[0]
+    assert (proc.stdout + err).count(problem) == 1, "the problem is reported more than once"
 
 
 @pytest.mark.slow

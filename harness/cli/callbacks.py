@@ -54,9 +54,14 @@ def print_summary(records: list[dict[str, Any]], sweep_dir: Path, what: str = "r
         extra.append(f"{len(failed)} failed")
     print(f"\nsweep finished: {ok} of {len(records)} {what} succeeded"
           f"{', ' + ', '.join(extra) if extra else ''}  ({sweep_dir})")
+    by_reason: dict[str, list[str]] = {}
     for r in failed:
-        first = (r.get("message") or "").splitlines()[0] if r.get("message") else ""
-        print(f"  failed: {r['label']}: {first}")
+        by_reason.setdefault(r.get("message") or "(no reason recorded)", []).append(r["label"])
+    for reason, labels in by_reason.items():
+        more = f" (+{len(labels) - 1} more)" if len(labels) > 1 else ""
+        print(f"  failed: {labels[0]}{more}:\n" + "\n".join("    " + line
+                                                          for line in reason.splitlines()),
+              file=sys.stderr)
 
 
 def experiments_of(records: list[dict[str, Any]]) -> list[tuple[str, str | None]]:

@@ -48,7 +48,7 @@ def run_task(cfg: DictConfig) -> Any:
     search = is_search(plain)
     if search and multirun:
         plain["trial"] = int(hc.job.num)  # every Optuna trial gets fresh noise
-    record = execute_job(plain, swept_setting(plain, list(hc.overrides.task)))
+    record = execute_job(plain, swept_setting(plain, list(hc.overrides.task)), multirun)
     Path(hc.runtime.output_dir, OUTCOME_FILE).write_text(json.dumps(record))
     if not multirun and record["status"] == "FAILED":
         sys.exit(2)
@@ -57,8 +57,10 @@ def run_task(cfg: DictConfig) -> Any:
     return record
 
 
-def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run one config, print its progress line, and return its outcome record."""
+def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None,
+                multirun: bool = True) -> dict[str, Any]:
+    """Run one config, print its progress line, and return its outcome record. In a sweep
+    (``multirun``) a refusal before the run started is explained once, by the sweep summary."""
     from harness.run.runner import run_one  # imported here so `--help` stays fast
 
     label = describe(plain)
@@ -78,9 +80,13 @@ def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None) ->
             print(f"done   {label}  {headline(outcome.scores)}  ({outcome.seconds:.1f}s)",
                   flush=True)
     except DPArenaError as exc:
-        record = {**base, **getattr(exc, "dp_arena_run", {}), "status": "FAILED",
-                  "message": str(exc)}
-        print(f"FAILED {label}\n{indent(str(exc))}", file=sys.stderr, flush=True)
+        run = getattr(exc, "dp_arena_run", {})
+        record = {**base, **run, "status": "FAILED", "message": str(exc)}
+        if run or not multirun:
+            print(f"FAILED {label}\n{indent(str(exc))}", file=sys.stderr, flush=True)
+        else:  # bad input, refused before any run started: the sweep summary says why, once
+            print(f"FAILED {label}  (refused before the run started; reason in the summary)",
+                  file=sys.stderr, flush=True)
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
         message = f"{type(exc).__name__}: {exc}"
         record = {**base, **getattr(exc, "dp_arena_run", {}), "status": "FAILED",

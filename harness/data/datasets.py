@@ -57,13 +57,16 @@ class Dataset:
     def ledger_unit(self) -> str:
         return "record" if self.unit == "record" else f"user:{self.id_column}"
 
-    def fingerprint(self) -> str:
-        """A short content hash of the private and public parts (for run tags)."""
+    def content_digest(self) -> bytes:
+        """SHA-256 of the private and public parts' content. **Private**: an unkeyed hash of
+        the private table lets anyone test a guessed table against it, so it must never be
+        logged; :func:`harness.privacy.secret.keyed_digest` turns it into a loggable
+        fingerprint."""
         h = hashlib.sha256()
         for part in (self.private, self.public):
             if part is not None:
                 h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
-        return h.hexdigest()[:16]
+        return h.digest()
 
 
 # ----- loaders ----------------------------------------------------------------------------

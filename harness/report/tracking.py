@@ -193,7 +193,7 @@ def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 
 #: Bump when the runner's own computation changes meaning (seeding, validation, scoring
 #: protocol): it is part of every run's content key.
-RUNNER_PROTOCOL = 2
+RUNNER_PROTOCOL = 3  # 3: noise from OS entropy, keyed fingerprints
 #: Registries (name -> class path), package docstrings and presentation code: editing them does
 #: not change what a run computes, so they are left out of the source fingerprint. Whole rooms
 #: (``harness.cli``, ``harness.report``) are excluded by prefix.

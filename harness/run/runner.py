@@ -6,10 +6,25 @@ runs the mechanism against a fresh privacy ledger in a child process under the r
 memory limits (:mod:`harness.run.isolation`), validates the synthetic table against the schema,
 scores it with every metric that applies, and logs params, metrics, tags and artifacts to
 MLflow. Any failure after the MLflow run started (an exception, an invalid table, a time or
-memory limit) marks it FAILED with the reason. The private table is never logged: artifacts
-are the synthetic table (not for ``resample``, whose output is private rows, unless
-``tracking.log_private_synthetic=true``), the score report, the ledger and aggregate
-tables/plots. Tuning modes (``tuning.mode``) are described in :mod:`harness.run.tuning`.
+memory limit) marks it FAILED with the reason. Tuning modes (``tuning.mode``) are described in
+:mod:`harness.run.tuning`.
+
+What a run writes is a DP release, public, or an opt-in that is labelled:
+
+- **noise**: drawn from fresh OS entropy per run (:mod:`harness.privacy.noise`), never from
+  ``seed``/``trial`` or anything else logged; ``privacy.noise=replayable`` derives it from the
+  local secret key and the content key instead, and tags the run ``noise=replayable`` (not a DP
+  release to holders of that key);
+- **fingerprints**: ``data_fingerprint`` is an HMAC of the data under the local secret
+  (:mod:`harness.privacy.secret`), so it identifies the data without revealing it;
+- **artifacts**: the synthetic table (a DP release; not for ``resample``, whose output is private
+  rows, unless ``tracking.log_private_synthetic=true``), ``ledger.json``, ``scores.json`` and the
+  metric tables/figures each metric declares public. Metric outputs computed on the private data
+  are logged only with ``tracking.log_private_tables=true``, which tags the run
+  ``private_tables=true``. Score scalars are computed on the private data (as the challenge
+  published its scores) and logged as metrics;
+- **delta**: a delta at or above 1/(number of persons) is refused unless
+  ``privacy.allow_large_delta=true`` (tagged ``large_delta=true``).
 """
 
 from __future__ import annotations
@@ -27,12 +42,14 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import Mechanism, hyperparameter_label, make_mechanism
-from metrics import Metric, make_metric
+from metrics import Metric, MetricResult, make_metric
 
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import ConfigError, DPArenaError, SchemaError
 from harness.run.isolation import Limits, call_isolated
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, Ledger, check_accountant
+from harness.privacy.noise import NoiseMode, check_noise_mode, noise_rng
+from harness.privacy.secret import keyed_digest
 from harness.run.resources import ResourceMonitor
 from harness.report.tracking import (client_for, code_version, ensure_experiment, find_finished_run, flatten,
                        source_fingerprint)
@@ -64,6 +81,9 @@ class RunConfig:
     resume: bool = True
     plugins: tuple[str, ...] = ()
     competition: str = ""
+    noise: NoiseMode = "secret"
+    log_private_tables: bool = False
+    allow_large_delta: bool = False
 
 
 @dataclass
@@ -100,6 +120,8 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
     budget = Budget(epsilon, delta)
     accountant = privacy.get("accountant", DEFAULT_ACCOUNTANT)
     check_accountant(accountant)
+    noise = privacy.get("noise") or "secret"
+    check_noise_mode(noise)
     metrics_cfg = {k: dict(v or {}) for k, v in (cfg.get("metrics") or {}).items() if v is not False}
     if not metrics_cfg:
         raise ConfigError("no metrics configured", "use metrics=default")
@@ -121,7 +143,9 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
                      tuning=Tuning.from_config(cfg.get("tuning")),
                      resume=bool(cfg.get("resume", True)), plugins=tuple(plugins),
                      competition=str(competition.get("name", "") if isinstance(competition, dict)
-                                     else competition or ""))
+                                     else competition or ""),
+                     noise=noise, log_private_tables=bool(tracking.get("log_private_tables", False)),
+                     allow_large_delta=bool(privacy.get("allow_large_delta", False)))
 
 
 def load_plugins(modules: tuple[str, ...]) -> None:
@@ -168,7 +192,7 @@ def run_key(rc: RunConfig, fingerprint: str, code: str | None = None) -> str:
         "mechanism": rc.mechanism, "params": rc.mechanism_params,
         "epsilon": rc.budget.epsilon, "delta": rc.budget.delta, "accountant": rc.accountant,
         "dataset": rc.dataset, "fingerprint": fingerprint, "seed": rc.seed, "trial": rc.trial,
-        "metrics": rc.metrics, "code": code,
+        "metrics": rc.metrics, "code": code, "noise": rc.noise,
         "tuning": {"mode": rc.tuning.mode, "stage": rc.tuning.stage, "view": rc.tuning.view,
                    "public_fraction": rc.tuning.public_fraction,
                    "split_seed": rc.tuning.split_seed,
@@ -205,10 +229,11 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     if not applicable:
         raise ConfigError(f"none of the metrics {sorted(metrics)} applies to dataset {data.name!r}",
                           "add a generic metric, e.g. metrics.kmarginal={}")
+    check_delta(rc, data)
     client = client_for(rc.tracking_uri)
     experiment = experiment_for(rc, data)
     exp_id = ensure_experiment(client, experiment)
-    fingerprint = data.fingerprint()
+    fingerprint = data_fingerprint(data)
     code = code_fingerprint(rc, mechanism, metrics)
     key = run_key(rc, fingerprint, code)
     if rc.resume:
@@ -222,7 +247,7 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
                          experiment=experiment, tracking_uri=client.tracking_uri)
     try:
         log_params(client, run_id, rc)
-        execute(rc, mechanism, applicable, view, client, run_id, outcome)
+        execute(rc, mechanism, applicable, view, client, run_id, outcome, key)
         outcome.status = STATUS_OK
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised
         outcome.message = failure_message(rc.mechanism, exc)
@@ -261,11 +286,11 @@ class Computed:
 
 
 def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
-            client, run_id: str, outcome: RunOutcome) -> None:
+            client, run_id: str, outcome: RunOutcome, key: str) -> None:
     """Compute in a child process under the run's limits, then log what it produced."""
     with tempfile.TemporaryDirectory(prefix="dp-arena-run-") as tmp:
         out = Path(tmp)
-        computed, report = call_isolated(lambda: compute(rc, mechanism, metrics, data, out),
+        computed, report = call_isolated(lambda: compute(rc, mechanism, metrics, data, out, key),
                                          rc.limits)
         numbers = dict(computed.numbers)
         if report.isolated:
@@ -275,18 +300,20 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
             client.log_batch(run_id, tags=[_tag(k, v) for k, v in computed.tags.items()])
         log_metrics(client, run_id, numbers)
         log_folder(client, run_id, out)
-        if mechanism.reference == "ceiling" and not rc.log_private_synthetic:
+        reason = private_output_reason(mechanism, data)
+        if reason and not rc.log_private_synthetic:
             client.set_tag(run_id, "synthetic_logged",
-                           "false (resample output is private rows; opt in with "
-                           "tracking.log_private_synthetic=true)")
+                           f"false ({reason}; opt in with tracking.log_private_synthetic=true)")
     outcome.scores, outcome.seconds = computed.scores, computed.seconds
 
 
 def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
-            out: Path) -> Computed:
+            out: Path, key: str) -> Computed:
     """The run's computation (in the isolated child): fit, validate, score, and write the
-    artifacts into ``out``. Touches no MLflow store."""
-    rng = np.random.default_rng([rc.seed, rc.trial])
+    artifacts into ``out``. Touches no MLflow store. The noise comes from
+    :func:`harness.privacy.noise.noise_rng` (fresh OS entropy unless ``privacy.noise=replayable``);
+    the child draws it, so no two runs share a stream."""
+    rng = noise_rng(rc.noise, key)
     ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
     extra_tags: dict[str, str] = {}
     budget = rc.budget
@@ -317,9 +344,12 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         "seconds": fit.seconds, "score_seconds": scoring.seconds,
         "peak_memory_mb": max(fit.peak_mb, scoring.peak_mb), "fit_memory_mb": fit.extra_mb,
         "epsilon_spent": eps_spent, "delta_spent": delta_spent,
-        "n_synthetic_rows": float(len(synthetic)),
     }
-    write_artifacts(out, rc, mechanism, synthetic, results, ledger, numbers)
+    if not private_output_reason(mechanism, data) or rc.log_private_synthetic:
+        numbers["n_synthetic_rows"] = float(len(synthetic))
+    write_artifacts(out, rc, mechanism, synthetic, public_results(results, metrics, rc),
+                    ledger, numbers, log_synthetic=not private_output_reason(mechanism, data)
+                    or rc.log_private_synthetic)
     return Computed(numbers, scores, fit.seconds, extra_tags)
 
 
@@ -383,7 +413,17 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         "data_view": tuning.view,
         "competition": rc.competition,
         "limits": rc.limits.describe(),
+        "dataset_id": dataset_id(rc.dataset, fingerprint),
+        "metrics_key": short_hash(rc.metrics),
+        **{f"metric_key/{name}": short_hash(settings) for name, settings in rc.metrics.items()},
+        "noise": rc.noise,
+        "private_tables": "true" if rc.log_private_tables else "false",
     }
+    if rc.noise == "replayable":
+        tags["noise_note"] = ("replayable noise derived from the local secret key: not a DP "
+                              "release to anyone who holds the key")
+    if rc.allow_large_delta:
+        tags["large_delta"] = "true"
     if tuning.chosen:
         tags["tuning_chosen"] = tuning.chosen
     if tuning.reason:
@@ -393,6 +433,71 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
     elif mechanism.reference == "floor" and data.public is None and not getattr(mechanism, "n_rows", None):
         tags["non_private_note"] = "row count read from the private data (no public part)"
     return tags
+
+
+def data_fingerprint(data: Dataset) -> str:
+    """The ``data_fingerprint`` tag: HMAC-SHA256 of the data's content under the local secret
+    (16 hex digits). Same data and key -> same fingerprint (resume works); without the key it
+    cannot be linked to a candidate table."""
+    return keyed_digest(data.content_digest(), "data-fingerprint")[:16]
+
+
+def short_hash(obj: Any) -> str:
+    """16 hex digits of SHA-256 over ``obj`` as canonical JSON (for public configuration only)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def dataset_id(dataset_cfg: dict[str, Any], fingerprint: str) -> str:
+    """What identifies a dataset on the board: its config and its keyed fingerprint (two CSVs of
+    the same name are two datasets)."""
+    return short_hash({"config": dataset_cfg, "fingerprint": fingerprint})
+
+
+def count_persons(data: Dataset) -> int:
+    """Number of persons in the private part (rows, or distinct ids for user-level data)."""
+    if data.unit == "user":
+        return int(data.private[data.id_column].nunique())
+    return len(data.private)
+
+
+def check_delta(rc: RunConfig, data: Dataset) -> None:
+    """Refuse delta >= 1/(number of persons) unless ``privacy.allow_large_delta=true``: such a
+    delta admits releasing one person's data outright. The refusal reveals one bit about the
+    private size (whether it is below 1/delta), only to the operator's console, before any
+    release; the message states no count."""
+    delta = rc.budget.delta
+    if delta <= 0 or rc.allow_large_delta or not data.private.shape[0]:
+        return
+    if delta * count_persons(data) >= 1:
+        raise ConfigError(
+            f"privacy.delta={delta:g} is at or above 1/(number of persons in dataset "
+            f"{data.name!r}): a mechanism could publish one person's data outright",
+            "use a delta well below 1/n, e.g. privacy.delta=1e-9 (or set "
+            "privacy.allow_large_delta=true to run anyway; such runs are labelled and unranked)")
+
+
+def public_results(results: dict[str, MetricResult], metrics: dict[str, Metric],
+                   rc: RunConfig) -> dict[str, MetricResult]:
+    """The metric outputs the run may log: only those each metric declares public
+    (``Metric.public_outputs``), unless ``tracking.log_private_tables=true``."""
+    if rc.log_private_tables:
+        return results
+    kept = {}
+    for name, result in results.items():
+        public = getattr(type(metrics[name]), "public_outputs", frozenset())
+        kept[name] = MetricResult(
+            result.scores, {k: v for k, v in result.tables.items() if k in public},
+            {k: v for k, v in result.figures.items() if k in public})
+        for key, fig in result.figures.items():
+            if key not in public:
+                close_figure(fig)
+    return kept
+
+
+def close_figure(fig: Any) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
 
 
 def _tag(key: str, value: str):
@@ -418,10 +523,24 @@ def log_metrics(client, run_id: str, numbers: dict[str, float]) -> None:
     client.log_batch(run_id, metrics=items)
 
 
+def private_output_reason(mechanism: Mechanism, data: Dataset) -> str:
+    """Why a reference mechanism's output is itself private ("" if it is not): ``resample``
+    releases private rows; ``uniform`` without a public part or ``n_rows`` emits exactly the
+    private row count. Such a table (and its row count) is logged only by opt-in."""
+    if mechanism.reference == "ceiling":
+        return "resample output is private rows"
+    if (mechanism.reference == "floor" and data.public is None
+            and not getattr(mechanism, "n_rows", None)):
+        return "uniform's row count is the private row count (no public part)"
+    return ""
+
+
 def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: pd.DataFrame,
-                    results: dict, ledger: Ledger, numbers: dict[str, float]) -> None:
+                    results: dict, ledger: Ledger, numbers: dict[str, float],
+                    log_synthetic: bool = True) -> None:
     """The run's artifacts as files under ``out`` (sub-folders become artifact paths). The
-    synthetic table is left out for ``resample`` (it is private rows) unless opted in."""
+    synthetic table is left out when ``log_synthetic`` is false (a reference output that is
+    itself private, see :func:`private_output_reason`)."""
     report = {
         "mechanism": rc.mechanism, "hyperparameters": rc.mechanism_params,
         "epsilon": rc.budget.epsilon, "delta": rc.budget.delta, "trial": rc.trial,
@@ -430,7 +549,7 @@ def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: p
     }
     (out / "scores.json").write_text(json.dumps(report, indent=1))
     (out / "ledger.json").write_text(json.dumps(json_safe(ledger.to_dict()), indent=1))
-    if mechanism.reference != "ceiling" or rc.log_private_synthetic:
+    if log_synthetic:
         synthetic.to_parquet(out / "synthetic.parquet", index=False)
     for result in results.values():
         for name, table in result.tables.items():

@@ -1,0 +1,250 @@
+"""The noisy hybrid-granularity prefix tree (Chen et al., KDD 2012), level by level: budgets per
+level, Laplace thresholds, the exact shortcut for noising empty children (:func:`noisy_children`)
+and :func:`build_noisy_tree`. Every count of private data here is charged by the mechanism
+(:mod:`mechanisms.prefix_tree.mechanism` states the privacy argument)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from harness.data.sequences import FILL, SequenceView
+from harness.errors import ConfigError
+from harness.privacy.accounting import Ledger, laplace_scale
+from mechanisms.conditional_fill import sorted_lookup
+from mechanisms.prefix_tree.taxonomy import Taxonomy
+
+ALLOCATIONS = ("uniform", "linear")
+SQRT2 = math.sqrt(2.0)
+
+
+def level_budgets(epsilon: float, h: int, allocation: str | Sequence[float]) -> np.ndarray:
+    """Epsilon of each of the ``h`` levels; they sum to ``epsilon``.
+
+    ``uniform``: ``epsilon / h`` each (the paper). ``linear``: proportional to the level
+    ``1..h`` (deeper levels hold smaller counts, so they get more). A list of ``h`` positive
+    weights: proportional to them."""
+    if isinstance(allocation, str):
+        if allocation not in ALLOCATIONS:
+            raise ConfigError(f"mechanism.allocation must be one of {ALLOCATIONS} or a list of "
+                              f"{h} weights (got {allocation!r})",
+                              "set mechanism.allocation=uniform")
+        weights = np.ones(h) if allocation == "uniform" else np.arange(1, h + 1, dtype=float)
+    else:
+        weights = np.asarray(list(allocation), dtype=float)
+        if weights.shape != (h,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+            raise ConfigError(f"mechanism.allocation: a list needs {h} positive weights (one "
+                              f"per level), got {list(allocation)!r}",
+                              "give h positive numbers or use allocation=uniform")
+    return epsilon * weights / weights.sum()
+
+
+def generalized_share(rule: str | float, taxonomy: Taxonomy) -> float:
+    """The share ``s`` of a level's epsilon spent on its generalized sub-level.
+
+    ``fanout``: the seed notes' ``2 / f`` with ``f`` the taxonomy's fan-out (mean locations per
+    group), defined for ``f > 2``. A number in (0, 1): that share."""
+    if rule == "fanout":
+        f = taxonomy.fanout
+        if f <= 2:
+            raise ConfigError(f"eps1_share=fanout gives eps1 = 2 eps / f, eps2 = (f - 2) eps / f,"
+                              f" which needs a taxonomy fan-out f > 2 (this one has f = {f:g})",
+                              "set mechanism.eps1_share to a number in (0, 1), e.g. 0.5")
+        return 2.0 / f
+    if isinstance(rule, bool) or not isinstance(rule, (int, float)) or not 0 < rule < 1:
+        raise ConfigError(f"mechanism.eps1_share must be 'fanout' or a number in (0, 1) "
+                          f"(got {rule!r})", "set mechanism.eps1_share=0.3")
+    return float(rule)
+
+
+def laplace_threshold(multiplier: float, scale: float) -> float:
+    """``multiplier`` standard deviations (``sqrt(2) b``) of ``Lap(b)``."""
+    return float(multiplier) * SQRT2 * scale
+
+
+def laplace_tail_probability(threshold: float, scale: float) -> float:
+    """``P(Lap(0, b) >= threshold)`` for ``threshold >= 0``: ``exp(-threshold / b) / 2``."""
+    if threshold < 0:
+        raise ValueError("the empty-child shortcut needs a threshold >= 0")
+    return 0.5 * math.exp(-threshold / scale)
+
+
+# ===== noisy children (with the empty-child shortcut) =====================================
+def noisy_children(family_sizes: np.ndarray, family: np.ndarray, child: np.ndarray,
+                   counts: np.ndarray, scale: float, threshold: float,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Threshold-tested Laplace counts of every child of every family; returns the kept ones
+    as ``(family, child, noisy count)`` sorted by (family, child).
+
+    Family ``f`` has children ``0..family_sizes[f]-1``. The children with a non-zero true
+    count are given as sorted, distinct ``(family, child)`` pairs with their ``counts``; every
+    other child has true count 0.
+
+    - Non-empty children: ``noisy = count + Lap(b)``, kept if ``noisy >= threshold``.
+    - Empty children (the shortcut): per family, ``K ~ Binomial(n_empty, p)`` with
+      ``p = P(Lap(b) >= threshold) = exp(-threshold / b) / 2``; ``K`` children drawn uniformly
+      without replacement among the family's empty ones; each value ``threshold + Exp(b)``.
+
+    *Why the shortcut has the distribution of noising every empty child.* Noising them one by
+    one gives i.i.d. ``X_1..X_n ~ Lap(0, b)`` (their true counts are 0) and releases the set
+    ``S = {j : X_j >= theta}`` with the values ``(X_j)_{j in S}``; nothing else is released
+    (children below the threshold are dropped). (1) The events ``X_j >= theta`` are independent
+    with probability ``p``, so ``|S| ~ Binomial(n, p)``. (2) The joint law of the ``X_j`` is
+    exchangeable, so given ``|S| = k`` every k-subset is equally likely: ``S`` is a uniform
+    k-subset. (3) Given ``S``, the ``X_j`` for ``j in S`` are independent (the ``X`` are), each
+    with the law of ``X`` given ``X >= theta``; for ``theta >= 0`` and ``x >= theta`` the Laplace
+    density is ``exp(-x / b) / (2b)``, so ``P(X >= x | X >= theta) = exp(-(x - theta) / b)``:
+    ``X - theta`` given ``X >= theta`` is ``Exp(b)`` (scale ``b``), independent of which
+    children passed. The shortcut draws exactly (1), (2), (3), and families are independent,
+    so the released (set, values) has the same distribution. (``theta < 0`` is refused: the
+    tail above a negative threshold is not exponential.)
+    """
+    family_sizes = np.asarray(family_sizes, dtype=np.int64)
+    family, child = np.asarray(family, dtype=np.int64), np.asarray(child, dtype=np.int64)
+    noisy = np.asarray(counts, dtype=float) + rng.laplace(0.0, scale, len(counts))
+    keep = noisy >= threshold
+    n_empty = family_sizes - np.bincount(family, minlength=len(family_sizes))
+    k = rng.binomial(n_empty, laplace_tail_probability(threshold, scale))
+    e_family, e_child = choose_empty_children(k, n_empty, family, child, rng)
+    e_value = threshold + rng.exponential(scale, len(e_family))
+    out_f = np.concatenate([family[keep], e_family])
+    out_c = np.concatenate([child[keep], e_child])
+    out_v = np.concatenate([noisy[keep], e_value])
+    order = np.lexsort((out_c, out_f))
+    return out_f[order], out_c[order], out_v[order]
+
+
+def choose_empty_children(k: np.ndarray, n_empty: np.ndarray, family: np.ndarray,
+                          child: np.ndarray, rng: np.random.Generator
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """``k[f]`` children of family ``f`` drawn uniformly without replacement among its empty
+    ones (those not among the sorted non-empty pairs ``(family, child)``): random sort keys
+    over the empty slots of the families with ``k > 0`` only."""
+    chosen = np.flatnonzero(k > 0)
+    if len(chosen) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    slots = n_empty[chosen]
+    owner = np.repeat(np.arange(len(chosen)), slots)
+    start = np.cumsum(slots) - slots
+    rank = np.arange(len(owner)) - start[owner]
+    order = np.lexsort((rng.random(len(owner)), owner))
+    place = np.arange(len(owner)) - start[owner[order]]
+    take = order[place < k[chosen][owner[order]]]
+    take.sort()
+    fam = chosen[owner[take]]
+    return fam, empty_rank_to_child(fam, rank[take], family, child)
+
+
+def empty_rank_to_child(fam: np.ndarray, rank: np.ndarray, family: np.ndarray,
+                        child: np.ndarray) -> np.ndarray:
+    """The ``rank``-th (0-based, ascending) empty child of family ``fam``, given the sorted
+    non-empty pairs. With non-empty children ``e_0 < e_1 < ...`` of a family,
+    ``a_j = e_j - j`` empty children come before ``e_j``, so the ``r``-th empty child is
+    ``r + #{j : a_j <= r}`` (``a_j`` is non-decreasing: one ``searchsorted``)."""
+    if len(family) == 0:
+        return rank.astype(np.int64)
+    first = np.searchsorted(family, family, side="left")
+    before = child - (np.arange(len(family)) - first)
+    width = int(max(before.max(), rank.max(initial=0))) + 2
+    keys = family * width + before
+    below = (np.searchsorted(keys, fam * width + rank, side="right")
+             - np.searchsorted(keys, fam * width, side="left"))
+    return (rank + below).astype(np.int64)
+
+
+# ===== the noisy tree =====================================================================
+@dataclass(frozen=True)
+class Level:
+    """The kept nodes of one depth ``d``: generalized nodes (children of the specific nodes
+    of depth ``d - 1``; index 0 of depth 0 is the root) and specific nodes (children of this
+    level's generalized nodes). Families are contiguous: generalized nodes are sorted by
+    (parent, group), specific ones by (generalized node, place in its group)."""
+
+    gen_parent: np.ndarray
+    gen_group: np.ndarray
+    gen_noisy: np.ndarray
+    gen_var: float
+    spec_gen: np.ndarray
+    spec_code: np.ndarray
+    spec_noisy: np.ndarray
+    spec_var: float
+
+    @property
+    def spec_parent(self) -> np.ndarray:
+        """Specific node of depth ``d - 1`` above each specific node."""
+        return self.gen_parent[self.spec_gen]
+
+
+@dataclass(frozen=True)
+class NoisyTree:
+    """The noisy hybrid-granularity prefix tree: ``levels[d - 1]`` is depth ``d``."""
+
+    taxonomy: Taxonomy
+    h: int
+    levels: tuple[Level, ...]
+
+
+def truncated_symbols(view: SequenceView, h: int, end_code: int) -> np.ndarray:
+    """``n x h`` symbols: each sequence's first ``h`` location codes, then ``end_code`` if it
+    is shorter than ``h``, then ``FILL`` (-1)."""
+    n = view.n_sequences
+    out = np.full((n, h), FILL, dtype=np.int32)
+    width = min(h, view.max_len)
+    out[:, :width] = view.codes[:, :width]
+    short = np.flatnonzero(view.lengths < h)
+    out[short, view.lengths[short]] = end_code
+    return out
+
+
+def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
+                     eps2: np.ndarray, threshold_g_sd: float, threshold_ng_sd: float,
+                     ledger: Ledger, rng: np.random.Generator) -> NoisyTree:
+    """Step 1 of the module docstring: the ``2 h`` Laplace releases, each charged to ``ledger``
+    before it is drawn (sensitivity 1, scale ``1 / eps1[i]`` or ``1 / eps2[i]``)."""
+    n, h = symbols.shape
+    n_children = taxonomy.n_groups + 1  # generalized children per frontier node
+    width = taxonomy.max_group_size
+    node = np.zeros(n, dtype=np.int64)  # every person starts at the root (index 0)
+    expandable = np.ones(1, dtype=bool)
+    levels: list[Level] = []
+    for d in range(1, h + 1):
+        if not expandable.any():
+            break  # no frontier: nothing left to measure, nothing charged
+        column = symbols[:, d - 1]
+        active = np.flatnonzero((node >= 0) & (column >= 0))
+        symbol = column[active].astype(np.int64)
+        # (a) generalized sub-level
+        b1 = laplace_scale(float(eps1[d - 1]), 1.0)
+        ledger.charge(f"prefix tree level {d}/{h}: generalized nodes", "laplace", 1.0, b1,
+                      note=f"{int(expandable.sum())} frontier nodes x {n_children} groups, "
+                           f"eps {eps1[d - 1]:.6g}")
+        gkey = node[active] * n_children + taxonomy.group_of[symbol]
+        keys, counts = np.unique(gkey, return_counts=True)
+        g_parent, g_group, g_noisy = noisy_children(
+            np.where(expandable, n_children, 0), keys // n_children, keys % n_children, counts,
+            b1, laplace_threshold(threshold_g_sd, b1), rng)
+        # (b) specific sub-level, under the kept generalized nodes
+        b2 = laplace_scale(float(eps2[d - 1]), 1.0)
+        if len(g_group):  # else there is no candidate: nothing released, nothing charged
+            ledger.charge(f"prefix tree level {d}/{h}: specific nodes", "laplace", 1.0, b2,
+                          note=f"{len(g_group)} generalized nodes kept, eps {eps2[d - 1]:.6g}")
+        g_index = sorted_lookup(g_parent * n_children + g_group, gkey)
+        inside = g_index >= 0
+        skey = g_index[inside] * width + taxonomy.position[symbol[inside]]
+        keys, counts = np.unique(skey, return_counts=True)
+        s_gen, s_place, s_noisy = noisy_children(
+            taxonomy.group_sizes[g_group], keys // width, keys % width, counts,
+            b2, laplace_threshold(threshold_ng_sd, b2), rng)
+        s_code = taxonomy.member_table[g_group[s_gen], s_place]
+        levels.append(Level(g_parent, g_group, g_noisy, 2.0 * b1**2,
+                            s_gen, s_code, s_noisy, 2.0 * b2**2))
+        node = np.full(n, -1, dtype=np.int64)
+        node[active[inside]] = sorted_lookup(s_gen * width + s_place, skey)
+        expandable = s_code != taxonomy.end_code
+    return NoisyTree(taxonomy, h, tuple(levels))
+
+
+# ===== consistency (post-processing) ======================================================
