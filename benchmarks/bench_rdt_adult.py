@@ -7,8 +7,8 @@ Adult (shared data) is split by ``public_fraction=0.5`` (split seed 0): the publ
 the targets' predictors and the structure data, the private half is AD and is what the
 scores compare against. P = sex then race, pure DP (Laplace, delta 0).
 
-Mechanisms, each for ``--trials`` trials per epsilon (rng ``default_rng([0, trial])`` like the
-runner):
+Mechanisms, each for ``--trials`` trials per epsilon (rng ``default_rng([0, trial])``: fixed
+seeds so the figures repeat; the runner itself draws fresh OS entropy):
 - ``rdt``: the mechanism with its defaults (``--rdt`` adds variants, JSON hyperparameters);
 - ``marginal``: the baseline, which ignores X: one Laplace histogram per private attribute
   (epsilon split like rdt's default, equal shares; sensitivity 1) clamped at 0, normalised,
