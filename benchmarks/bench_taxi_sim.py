@@ -1,6 +1,6 @@
 """Benchmark: time the taxi simulator (not a test).
 
-    /tmp/venv/bin/python benchmarks/bench_taxi_sim.py [--trips 1000000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_taxi_sim.py [--trips 1000000] [--repeat 3]
 
 Prints the best wall time, rows per second and the peak memory of one run (tracemalloc peak of
 Python/numpy allocations, measured in a separate run since tracing slows things down) and the
