@@ -1,8 +1,21 @@
-"""The metric interface: ``score(data, synthetic) -> MetricResult``.
+"""The metric interface: ``score(data, synthetic) -> MetricResult``, and which outputs are public.
 
 A metric is a dataclass whose fields are its settings (from ``conf/metrics/*.yaml``). Scores
 are plain floats logged to MLflow as ``<metric>/<score>``; tables become CSV artifacts and
-figures PNG artifacts. Tables and figures must hold aggregates only, never private rows.
+figures PNG artifacts.
+
+Which outputs are private
+-------------------------
+- **Scores** are computed on the private data (as the challenge's published scores were); they
+  are logged as they are.
+- **Tables and figures** are private by declaration: only the names a metric lists in its
+  ``public_outputs`` are public, i.e. computed from the synthetic table and public settings
+  (schema, seeds, the public part of the dataset) only, so they are identical for any two
+  private tables. A name in ``public_outputs`` covers the table *and* the figure of that name
+  (one namespace, as the runner filters both by it). A table that compares real with synthetic
+  (real counts, real proportions, real top-k, per-group errors) contains private aggregates
+  and must not be declared public. :meth:`MetricResult.split` partitions a result by the
+  declaration; the runner logs only the public part unless ``tracking.log_private_tables=true``.
 """
 
 from __future__ import annotations
@@ -16,11 +29,37 @@ import pandas as pd
 from harness.data.datasets import Dataset
 
 
+@dataclass(frozen=True)
+class MetricOutputs:
+    """Named tables and figures of one privacy class (see :meth:`MetricResult.split`)."""
+
+    tables: dict[str, pd.DataFrame]
+    figures: dict[str, Any]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.tables) | frozenset(self.figures)
+
+
 @dataclass
 class MetricResult:
     scores: dict[str, float]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)  # name -> matplotlib Figure
+
+    def split(self, public_outputs: frozenset[str]) -> tuple[MetricOutputs, MetricOutputs]:
+        """``(public, private)`` tables and figures: those named in ``public_outputs`` and all
+        the others (private by declaration). Scores are in neither."""
+        return (split_outputs(self.tables, self.figures, public_outputs, keep_public=True),
+                split_outputs(self.tables, self.figures, public_outputs, keep_public=False))
+
+
+def split_outputs(tables: dict[str, pd.DataFrame], figures: dict[str, Any],
+                  public_outputs: frozenset[str], keep_public: bool) -> MetricOutputs:
+    """The tables and figures whose name is (``keep_public``) or is not in ``public_outputs``."""
+    return MetricOutputs({k: v for k, v in tables.items() if (k in public_outputs) == keep_public},
+                         {k: v for k, v in figures.items()
+                          if (k in public_outputs) == keep_public})
 
 
 @dataclass
@@ -30,6 +69,9 @@ class Metric(ABC):
     #: unless ``lower_is_better``).
     headline: ClassVar[str]
     lower_is_better: ClassVar[bool] = False
+    #: Names of the tables/figures computed from the synthetic table and public settings only.
+    #: Everything else the metric returns is private (see the module docstring).
+    public_outputs: ClassVar[frozenset[str]] = frozenset()
 
     def applies_to(self, data: Dataset) -> bool:
         """Whether this metric can score data of this kind (e.g. challenge: taxi schema)."""
@@ -38,3 +80,7 @@ class Metric(ABC):
     @abstractmethod
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
         """Score ``synthetic`` against ``data.private``."""
+
+    def split_result(self, result: MetricResult) -> tuple[MetricOutputs, MetricOutputs]:
+        """``(public, private)`` outputs of one of this metric's results."""
+        return result.split(type(self).public_outputs)

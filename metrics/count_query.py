@@ -33,6 +33,11 @@ Each query's size ``|L|`` is uniform on ``1..max_size``. Its items are distinct:
 
 Reports: mean and median relative error overall and per query size, and per true-count decile
 (queries ranked by their true count, ties by query index, cut into ten equal-sized groups).
+
+Outputs and their privacy: the scores are computed on the private data. Every table and figure
+is private: ``by_size`` (errors per query size), ``by_true_count_decile`` (true-count ranges
+are exact private counts) and the figure ``relative_error_by_size`` all depend on the real
+answers. No output is public.
 """
 
 from __future__ import annotations
@@ -452,6 +457,7 @@ class CountQuery(Metric):
     name = "count_query"
     headline = "mean_relative_error"
     lower_is_better = True
+    public_outputs = frozenset()  # every table/figure uses the real answers
 
     n_queries: int = 1000
     max_size: int = 6

@@ -43,7 +43,10 @@ Label accuracy (controlled evaluation only)
     rows normally are other records (e.g. the public part's), so these are absent; the
     benchmark calls :func:`label_accuracy` directly on targets whose true labels are known.
 
-Tables and figures hold aggregates only (proportions, slopes, coefficients).
+Tables and figures hold aggregates only (proportions, slopes, coefficients), but aggregates of
+the private table: ``duke_joint_proportions`` (exact real joint proportions, many of them
+single-person cells), ``duke_logreg_coefficients``, ``duke_label_agreement_<p>`` and both figures
+are private. No output is public.
 """
 
 from __future__ import annotations
@@ -285,6 +288,7 @@ class DukeUtility(Metric):
     figures: bool = True
     name: ClassVar[str] = "duke_utility"
     headline: ClassVar[str] = "logreg_coef_corr"
+    public_outputs: ClassVar[frozenset[str]] = frozenset()  # every table compares with real
 
     def applies_to(self, data: Dataset) -> bool:
         attrs = data.schema.attributes

@@ -5,6 +5,9 @@ otherwise a seeded sample of ``max_marginals``), both tables are discretized wit
 (numeric columns through their bins), the k-way histograms normalised, and
 ``TVD = 0.5 * sum |p - q|`` taken. ``score = 1000 * (1 - mean TVD)`` (1000 = identical
 marginals, 0 = disjoint support), like the challenge's 0..1000 scale.
+
+Outputs: the scores are computed on the private data; the table ``kmarginal_k<k>`` (TVD per
+marginal) is private: each TVD is a function of a private marginal. No output is public.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class KMarginal(Metric):
     seed: int = 0
     name: ClassVar[str] = "kmarginal"
     headline: ClassVar[str] = "score"
+    public_outputs: ClassVar[frozenset[str]] = frozenset()  # the TVD table is private
 
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
         schema = data.schema

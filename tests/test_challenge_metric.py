@@ -469,7 +469,8 @@ def test_cli_reports_every_problem_at_once(tmp_path: Path, capsys) -> None:
     assert code == 2
     assert "Traceback" not in err
     assert "missing columns: ['tips']" in err
-    assert "company_id: 1 value(s) not in the domain" in err and "200" in err
+    assert "company_id: 1 value(s) not in the domain; allowed: 0..100" in err
+    assert "[200]" not in err and "e.g." not in err   # the bad value itself is not echoed
     assert "value(s) [3] are not epsilons of the runs [1, 10]" in err
     assert "no rows for epsilon [10]" in err
     assert "epsilon 1: 80 rows, more than max_records 50" in err

@@ -259,7 +259,8 @@ def test_rdt_run_logs_duke_scores_and_png_figures(tmp_path, tracking_uri):
         "privacy": {"epsilon": 1.0, "delta": 0.0, "accountant": "gdp"},
         "metrics": {"kmarginal": {"k": 2}, "duke_utility": {}},
         "trial": 0, "seed": 0,
-        "tracking": {"uri": tracking_uri, "experiment": "rdt", "log_private_synthetic": False},
+        "tracking": {"uri": tracking_uri, "experiment": "rdt", "log_private_synthetic": False,
+                     "log_private_tables": True},
     }
     out = run_one(cfg)
     assert out.status == "FINISHED"

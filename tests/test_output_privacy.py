@@ -24,20 +24,9 @@ from harness.errors import ConfigError
 from harness.privacy.noise import fresh_rng, replayable_rng
 from harness.privacy.secret import keyed_digest
 from harness.run.runner import data_fingerprint, run_one
-from tests.test_runner import config, logged_files
+from tests.test_runner import config, csv_files, logged_files  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def csv_files(tmp_path, small_schema):
-    from tests.conftest import make_small_frame
-
-    private, public = make_small_frame(3000, 1), make_small_frame(3000, 2, first_id=5001)
-    private.to_csv(tmp_path / "private.csv", index=False)
-    public.to_csv(tmp_path / "public.csv", index=False)
-    small_schema.save(tmp_path / "parameters.json")
-    return tmp_path, private
 
 
 def echo_run(tmp_path: Path, uri: str, epsilon: float, tag: str, **privacy) -> np.ndarray:

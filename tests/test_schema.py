@@ -22,13 +22,56 @@ def test_validate_lists_every_problem_at_once(small_schema):
     problems = err.value.problems
     text = "\n".join(problems)
     assert "unexpected columns: ['extra']" in text
-    assert "pid: 1 non-integer value(s)" in text
+    assert "pid: 1 non-integer value(s); allowed: integers in [1, 10000]" in text
     assert "color: 1 missing value(s)" in text
-    assert "color: 1 value(s) not in the domain" in text and "purple" in text
-    assert "size: 1 value(s) not in the domain" in text and "7" in text
+    assert "color: 1 value(s) not in the domain; allowed: ['red', 'green', 'blue']" in text
+    assert "size: 1 value(s) not in the domain; allowed: 0..3" in text
     assert "amount: 1 value(s) outside [-1, 100]" in text
     assert "amount: 1 missing value(s)" in text
     assert len(problems) == 7
+    # the offending values themselves are not echoed (they are private when the data is)
+    assert "purple" not in text and "3.5" not in text and "101" not in text
+
+
+@pytest.mark.parametrize("column, bad", [("pid", 987654.5), ("pid", 987654), ("size", 987654),
+                                         ("amount", 987654), ("color", "x987654")])
+def test_validation_messages_never_show_a_private_value_or_its_row(small_schema, column, bad):
+    n = 50
+    df = pd.DataFrame({"pid": np.arange(1, n + 1), "color": ["red"] * n, "size": [1] * n,
+                       "amount": [5.0] * n})
+    df[column] = df[column].astype(object)
+    row = 37
+    df.loc[row, column] = bad                     # one person's unique sentinel value
+    df.loc[41, "amount"] = np.nan                 # and a missing value at another row
+    with pytest.raises(SchemaError) as err:
+        small_schema.validate(df)
+    text = str(err.value)
+    assert f"{column}: 1 " in text                # the column and the count are named
+    assert "amount: 1 missing value(s) (NaN)" in text
+    assert "987654" not in text                   # the value is not
+    assert str(row) not in text and "41" not in text  # nor any row number
+
+
+def test_encode_error_names_count_and_domain_not_values(small_schema):
+    df = pd.DataFrame({"pid": [1, 2, 3], "color": ["red", "mauve987654", "mauve987654"],
+                       "size": [0, 1, 2], "amount": [1, 2, 3]})
+    with pytest.raises(SchemaError) as err:
+        small_schema.encode(df)
+    text = str(err.value)
+    assert "color: 2 value(s) not in the domain; allowed: ['red', 'green', 'blue']" in text
+    assert "987654" not in text
+
+
+def test_domain_description_of_gappy_and_long_domains():
+    from harness.data.schema import domain_description, integer_runs
+
+    assert integer_runs([-1, 1, 2, 3, 5]) == [(-1, -1), (1, 3), (5, 5)]
+    assert domain_description(Column("a", "categorical", values=(-1, *range(1, 78)))) == \
+        "-1, 1..77"
+    assert domain_description(Column("b", "categorical", values=tuple(range(0, 60, 2)))) == \
+        "30 values (listed in the schema)"
+    assert domain_description(Column("c", "numeric", dtype="float64", min=0, max=1.5)) == \
+        "[0, 1.5]"
 
 
 def test_validate_missing_column_and_empty(small_schema):
@@ -87,7 +130,7 @@ def test_domain_json(tmp_path):
     assert schema.domain() == {"a": 3, "b": 2}
     assert schema.to_domain() == {"a": 3, "b": 2}
     assert schema.problems(pd.DataFrame({"a": [0, 2], "b": [1, 2]})) == [
-        "b: 1 value(s) not in the domain (2 allowed values), e.g. [2]"]
+        "b: 1 value(s) not in the domain; allowed: 0..1"]
 
 
 def test_bad_schema_files(tmp_path):

@@ -9,6 +9,10 @@ Column kinds
   code i is ``[bins[i-1], bins[i])``, the last code is ``[bins[-1], max]``.
 - ``id``: the privacy unit's identifier (e.g. ``taxi_id``); integer in ``[min, max]``, never
   discretized and never part of a marginal.
+
+Validation messages name the column, the number of bad values and the allowed domain (from the
+schema, which is public), never a bad value nor a row number: those are private when the data
+is.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from harness.errors import DPArenaError, SchemaError
 
 Kind = Literal["categorical", "numeric", "id"]
 _INTEGER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
-_MAX_EXAMPLES = 5
+#: Categorical domains with at most this many values (or integer runs) are listed in messages.
+_MAX_DOMAIN_ITEMS = 12
 
 
 @dataclass(frozen=True)
@@ -299,8 +304,8 @@ def encode_column(col: Column, values: pd.Series) -> np.ndarray:
         lookup = pd.Index(list(col.values))  # type: ignore[arg-type]
         codes = lookup.get_indexer(arr)
         if np.any(codes < 0):
-            bad = _examples(pd.Series(arr[codes < 0]))
-            raise SchemaError([f"{col.name}: values not in the domain, e.g. {bad}"])
+            raise SchemaError([f"{col.name}: {int(np.sum(codes < 0))} value(s) not in the "
+                               f"domain; allowed: {domain_description(col)}"])
         return codes.astype(np.int64)
     if col.kind == "numeric":
         return np.searchsorted(col.cut_points, arr.astype(float), side="right").astype(np.int64)
@@ -338,11 +343,13 @@ def decode_column(col: Column, codes: np.ndarray, rng: np.random.Generator,
 
 
 def _column_problems(col: Column, s: pd.Series) -> list[str]:
+    """Problems of one column: each names the column, how many values are bad and the allowed
+    domain, never a bad value nor a row (both private when the data is)."""
     out: list[str] = []
+    allowed = domain_description(col)
     nan = s.isna()
     if nan.any():
-        out.append(f"{col.name}: {int(nan.sum())} missing value(s) (NaN), first at row "
-                   f"{s.index[nan.to_numpy()][0]!r}")
+        out.append(f"{col.name}: {int(nan.sum())} missing value(s) (NaN); allowed: {allowed}")
     vals = s[~nan]
     if not len(vals):
         return out
@@ -353,39 +360,60 @@ def _column_problems(col: Column, s: pd.Series) -> list[str]:
         as_num = pd.to_numeric(vals, errors="coerce")
         not_num = as_num.isna()
         if not_num.any():
-            ex = list(pd.unique(vals[not_num].astype(str)))[:_MAX_EXAMPLES]
-            out.append(f"{col.name}: {int(not_num.sum())} non-numeric value(s), e.g. {ex}")
+            out.append(f"{col.name}: {int(not_num.sum())} non-numeric value(s); "
+                       f"allowed: {allowed}")
         as_num = as_num[~not_num].astype(float)
         needs_int = col.kind != "numeric" or col.is_integer
         if needs_int:
             frac = as_num != np.floor(as_num)
             if frac.any():
-                ex = _examples(as_num[frac])
-                out.append(f"{col.name}: {int(frac.sum())} non-integer value(s), e.g. {ex}")
+                out.append(f"{col.name}: {int(frac.sum())} non-integer value(s); "
+                           f"allowed: {allowed}")
         if col.kind in ("numeric", "id"):
             low, high = as_num < float(col.min), as_num > float(col.max)  # type: ignore[arg-type]
             if (low | high).any():
-                ex = _examples(as_num[low | high])
                 out.append(f"{col.name}: {int((low | high).sum())} value(s) outside "
-                           f"[{_plain_number(col.min)}, {_plain_number(col.max)}], e.g. {ex}")
+                           f"[{_plain_number(col.min)}, {_plain_number(col.max)}]")
         else:
-            allowed = pd.Index([float(v) for v in col.values])  # type: ignore[union-attr]
-            bad = ~as_num.isin(allowed)
+            values = pd.Index([float(v) for v in col.values])  # type: ignore[union-attr]
+            bad = ~as_num.isin(values)
             if bad.any():
-                ex = _examples(as_num[bad])
-                out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain "
-                           f"({len(allowed)} allowed values), e.g. {ex}")
+                out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain; "
+                           f"allowed: {allowed}")
     else:
         bad = ~vals.isin(list(col.values))  # type: ignore[arg-type]
         if bad.any():
-            out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain, "
-                       f"e.g. {_examples(vals[bad])}")
+            out.append(f"{col.name}: {int(bad.sum())} value(s) not in the domain; "
+                       f"allowed: {allowed}")
     return out
 
 
-def _examples(values: pd.Series) -> list[Any]:
-    """Up to five distinct offending values as plain Python scalars (for messages)."""
-    return [_plain_number(v) for v in pd.unique(values)[:_MAX_EXAMPLES]]
+def domain_description(col: Column) -> str:
+    """The allowed values of a column as the schema states them (public): ``[min, max]`` for
+    numeric and id columns (``integers in [min, max]`` when integral); for categorical ones the
+    values, with runs of consecutive integers written ``a..b``, or their number when long."""
+    if col.kind in ("numeric", "id"):
+        bounds = f"[{_plain_number(col.min)}, {_plain_number(col.max)}]"
+        return f"integers in {bounds}" if col.kind == "id" or col.is_integer else bounds
+    values = list(col.values)  # type: ignore[arg-type]
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        runs = integer_runs(sorted(int(v) for v in values))
+        if len(runs) <= _MAX_DOMAIN_ITEMS:
+            return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+    elif len(values) <= _MAX_DOMAIN_ITEMS:
+        return str([_plain_number(v) for v in values])
+    return f"{len(values)} values (listed in the schema)"
+
+
+def integer_runs(values: list[int]) -> list[tuple[int, int]]:
+    """Sorted integers as maximal runs ``(first, last)`` of consecutive values."""
+    runs: list[tuple[int, int]] = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], v)
+        elif not runs or v != runs[-1][1]:
+            runs.append((v, v))
+    return runs
 
 
 def _plain_number(x: Any) -> Any:

@@ -1,0 +1,164 @@
+"""Every metric's declared public outputs really are public (issue 13, item 4).
+
+An output declared in ``Metric.public_outputs`` must be a function of the synthetic table and
+public settings only. So, with the synthetic table fixed, it must be identical when the private
+table changes: to a neighbour (one person removed) and to a fresh draw of the population.
+Everything else is private by declaration, and at least one private table must change, or the
+comparison could not fail. A meta-check makes sure every registered metric is covered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.data.datasets import Dataset, load_taxi_sim
+from harness.data.schema import Column, Schema
+from metrics import METRICS, MetricResult, make_metric
+
+#: Settings that keep the runs small (defaults otherwise).
+SETTINGS: dict[str, dict[str, Any]] = {"count_query": {"n_queries": 300}}
+
+
+# ----- datasets ---------------------------------------------------------------------------
+def person_table(n: int, seed: int) -> pd.DataFrame:
+    """A small census-like table, one row per person, where sex and race depend on the rest."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(0, 7, size=n)
+    education = np.minimum(9, rng.poisson(2 + age // 2))
+    sex = (rng.random(n) < 0.3 + 0.06 * (education > 4)).astype(int)
+    race = np.where(rng.random(n) < 0.6, 0, rng.integers(1, 5, size=n))
+    race = np.where((age > 4) & (rng.random(n) < 0.3), 3, race)
+    hours = np.clip(rng.normal(30 + 4 * sex + education, 8), 0, 99).round()
+    return pd.DataFrame({"age": age, "education": education, "sex": sex, "race": race,
+                         "hours": hours.astype(np.int64)})
+
+
+def person_schema() -> Schema:
+    return Schema((
+        Column("age", "categorical", values=tuple(range(7))),
+        Column("education", "categorical", values=tuple(range(10))),
+        Column("sex", "categorical", values=(0, 1)),
+        Column("race", "categorical", values=tuple(range(5))),
+        Column("hours", "numeric", min=0, max=99, bins=(20, 35, 40, 50)),
+    ))
+
+
+def people_data(seed: int) -> Dataset:
+    return Dataset("people", person_schema(), person_table(3000, seed),
+                   person_table(3000, seed + 1000))
+
+
+def without_one_person(data: Dataset) -> Dataset:
+    """The neighbouring dataset: every row of one person (the owner of the first row) gone."""
+    private = data.private
+    if data.unit == "user":
+        keep = private[data.id_column] != private[data.id_column].iloc[0]
+    else:
+        keep = np.arange(len(private)) != 0
+    return dataclasses.replace(data, private=private[keep].reset_index(drop=True))
+
+
+@pytest.fixture(scope="module")
+def cases() -> dict[str, tuple[Dataset, Dataset, Dataset, pd.DataFrame]]:
+    """name -> (data, neighbour, resampled, synthetic); the synthetic table is the same for all
+    three and computed from public data only (here: a copy of the public part)."""
+    taxi = load_taxi_sim(n_private=2000, n_public=2000)
+    taxi_other = load_taxi_sim(n_private=2000, n_public=2000, seed=1)
+    people = people_data(0)
+    return {
+        "taxi_sim": (taxi, without_one_person(taxi),
+                     dataclasses.replace(taxi, private=taxi_other.private),
+                     taxi.public.copy()),
+        "people": (people, without_one_person(people),
+                   dataclasses.replace(people, private=person_table(3000, 7)),
+                   person_table(2500, 99)),
+    }
+
+
+def applicable(cases) -> list[tuple[str, str]]:
+    """(metric, case) pairs where the metric applies."""
+    return [(name, case) for name in METRICS for case, (data, *_rest) in cases.items()
+            if make_metric(name, SETTINGS.get(name)).applies_to(data)]
+
+
+# ----- comparisons ------------------------------------------------------------------------
+def figure_bytes(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=50, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return a.shape == b.shape and list(a.columns) == list(b.columns) and a.equals(b)
+
+
+def close_figures(*results: MetricResult) -> None:
+    import matplotlib.pyplot as plt
+
+    for result in results:
+        for fig in result.figures.values():
+            plt.close(fig)
+
+
+# ----- tests ------------------------------------------------------------------------------
+def test_every_registered_metric_is_covered(cases):
+    covered = {name for name, _ in applicable(cases)}
+    missing = set(METRICS) - covered
+    assert not missing, (f"metrics {sorted(missing)} apply to none of this test's datasets: "
+                         "add a dataset they score")
+
+
+def test_declarations_name_only_outputs_the_metric_returns(cases):
+    """A public name that matches nothing is a typo that would hide a real output."""
+    for name, case in applicable(cases):
+        metric = make_metric(name, SETTINGS.get(name))
+        data, _, _, synthetic = cases[case]
+        result = metric.score(data, synthetic)
+        public, private = metric.split_result(result)
+        assert type(metric).public_outputs <= public.names, name
+        assert not public.names & private.names
+        assert public.names | private.names == set(result.tables) | set(result.figures)
+        close_figures(result)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_public_outputs_do_not_depend_on_the_private_table(cases, name):
+    pairs = [case for metric, case in applicable(cases) if metric == name]
+    assert pairs, f"{name} is not covered"
+    for case in pairs:
+        data, neighbour, resampled, synthetic = cases[case]
+        metric = make_metric(name, SETTINGS.get(name))
+        base = metric.score(data, synthetic)
+        public, private = metric.split_result(base)
+        for other_data in (neighbour, resampled):
+            other = metric.score(other_data, synthetic)
+            other_public, other_private = metric.split_result(other)
+            assert public.names == other_public.names
+            for key, table in public.tables.items():
+                assert same_table(table, other_public.tables[key]), (name, case, key)
+            for key, fig in public.figures.items():
+                assert figure_bytes(fig) == figure_bytes(other_public.figures[key]), (name, key)
+            if other_data is resampled:
+                # The comparison can fail: some private table does move with the private data.
+                changed = [k for k, t in private.tables.items()
+                           if k in other_private.tables
+                           and not same_table(t, other_private.tables[k])]
+                assert changed, f"{name} on {case}: no private table changed"
+            close_figures(other)
+        close_figures(base)
+
+
+def test_split_partitions_by_declaration():
+    tables = {"a": pd.DataFrame({"x": [1]}), "b": pd.DataFrame({"x": [2]})}
+    result = MetricResult({"s": 1.0}, tables, {"a": object(), "c": object()})
+    public, private = result.split(frozenset({"a"}))
+    assert set(public.tables) == {"a"} and set(public.figures) == {"a"}
+    assert set(private.tables) == {"b"} and set(private.figures) == {"c"}
+    nothing, everything = result.split(frozenset())
+    assert nothing.names == frozenset() and everything.names == {"a", "b", "c"}
