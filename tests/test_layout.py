@@ -83,3 +83,10 @@ def test_every_package_says_what_lives_there():
     for init in sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc, f"{init.relative_to(ROOT)} has no docstring"
+
+
+def test_no_product_module_holds_more_than_one_screenful_of_concepts():
+    """One concept per module: none over MAX_LINES lines."""
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in product_modules()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not long, long

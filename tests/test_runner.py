@@ -7,7 +7,8 @@ import pytest
 from mlflow import MlflowClient
 
 from harness.errors import ConfigError, DPArenaError, SchemaError
-from harness.report.leaderboard import build_leaderboard, load_runs, render_markdown
+from harness.report.leaderboard import build_leaderboard, load_runs
+from harness.report.render import render_markdown
 from harness.run.runner import run_one
 from tests.conftest import make_small_frame
 

@@ -99,7 +99,7 @@ def test_failing_and_timed_out_runs_are_failed_rows_and_the_sweep_goes_on(csv_di
     assert "time limit of 5 s exceeded" in rows.loc["test_sleeper", "failure_reason"]
     assert rows.loc["independent", "rank"] == 1
     eps1 = out.split("### epsilon = 1")[1]
-    assert "FAILED (1): mechanism 'test_fails' run failed: RuntimeError" in eps1
+    assert "FAILED (1): mechanism 'test\\_fails' run failed: RuntimeError" in eps1
     assert "FAILED (1): time limit of 5 s exceeded" in eps1
 
 

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.alpha < 1:
         parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
     try:
-        from harness.report.leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
+        from harness.report.leaderboard import build_leaderboard, load_runs
+        from harness.report.render import render_markdown, write_outputs
 
         experiment = args.experiment or latest_experiment(args.tracking_uri)
         runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)

@@ -135,7 +135,8 @@ def attach_search_table(record: dict[str, Any], table: Path) -> None:
 def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
                       run_ids: list[str] | None = None) -> None:
     """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``."""
-    from harness.report.leaderboard import build_leaderboard, load_runs, render_markdown, write_outputs
+    from harness.report.leaderboard import build_leaderboard, load_runs
+    from harness.report.render import render_markdown, write_outputs
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
     if runs.empty:
