@@ -4,8 +4,10 @@
         [--sample-trips 1000000]
 
 On taxi_sim (``--trips`` private and public trips, data seed 0) runs both mechanisms at
-epsilon 1 and 10 (delta 2.5e-5, GDP accountant) for ``--trials`` trials (rng ``default_rng([0, trial])``:
-fixed seeds so the benchmark's figures repeat; the runner itself draws fresh OS entropy), scores each with the challenge scorer and prints the
+epsilon 1 and 10 (delta 2.5e-5, GDP accountant) for ``--trials`` trials
+(rng ``default_rng([0, trial])``:
+fixed seeds so the benchmark's figures repeat; the runner itself draws fresh OS entropy), scores
+each with the challenge scorer and prints the
 mean and std of every component and of the fit seconds, then whether archetype beats
 independent per component. ``archetype[mean]`` is the write-up's variant (every synthetic taxi
 gets its archetype's mean trips per taxi). Finally it times step 2 alone (sampling plus the

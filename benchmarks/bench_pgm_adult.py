@@ -3,7 +3,8 @@
     /tmp/venv/bin/python benchmarks/bench_pgm_adult.py [--seeds 3] [--mechanisms mst aim]
         [--accountant zcdp] [--epsilon 1] [--delta 1e-9] [--fast]
 
-Reads ``adult`` from the shared data folder (``harness.data.datasets.load_shared_dataset``), runs each
+Reads ``adult`` from the shared data folder (``harness.data.datasets.load_shared_dataset``), runs
+each
 mechanism with the papers' settings (``PAPER`` below; ``--fast`` uses ``conf/mechanism/*.yaml``
 instead) at (epsilon, delta) = (1, 1e-9) under the zCDP accountant the papers use, and prints,
 per run and as the mean over seeds, the mean total variation distance over *all* 364 3-way

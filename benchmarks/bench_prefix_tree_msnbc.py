@@ -6,7 +6,8 @@ not a test).
 
 All 989,818 MSNBC sequences, record level, pure DP (delta = 0, so ``independent`` uses
 Laplace). For every epsilon and trial (rng ``default_rng([0, trial])``: fixed seeds so
-the figures repeat; the runner itself draws fresh OS entropy), both mechanisms run with their default settings (``--set`` overrides
+the figures repeat; the runner itself draws fresh OS entropy), both mechanisms run with their
+default settings (``--set`` overrides
 prefix_tree's) and are scored with
 
 - ``count_query``: mean relative error of 1000 uniform location queries (seed 0), max |L| = 3

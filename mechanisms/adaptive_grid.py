@@ -65,14 +65,16 @@ vector ``h >= 0`` with ``||h||_1 <= C``; since every column of ``Q`` has unit L2
 ``C`` (record-level data: weight 1, sensitivity 1; ``C`` is then unused). ``Q`` depends only
 on earlier noisy answers, so the ``K`` measurements (66 for taxi data) are an adaptive
 composition of Gaussian mechanisms with sensitivity ``C``; ``sigma`` is calibrated with
-:func:`harness.privacy.accounting.gaussian_sigma` so that ``K`` of them compose to exactly the budget under
+:func:`harness.privacy.accounting.gaussian_sigma` so that ``K`` of them compose to the budget (a
+hair below, never above) under
 the ledger's accountant (tight Gaussian DP by default; zCDP gives the write-up's numbers), and
 each measurement is charged to the ledger. The weights themselves are never released.
 With ``ids=public_profiles`` on user-level data and ``person_count_share = s > 0``, the
 marginals get the share ``1 - s`` of the accountant's additive Gaussian budget (mu^2 under
 gdp, rho under zcdp; ``sigma`` grows by ``1/sqrt(1 - s)``) and one more Gaussian release, the
 number of distinct persons (L2 sensitivity 1 under adding or removing a person), gets the
-share ``s``; the ``K + 1`` charges compose to exactly the budget. The threshold tests, the
+share ``s``; the ``K + 1`` charges compose to the budget (a hair below, never above). The
+threshold tests, the
 model fit, the row count (least-squares scale of the model fitted to all noisy measurements,
 times the public data's rows-per-weight ratio when bounding removes mass), sampling,
 decoding, the derived time columns and the person ids (given the noisy person count) are

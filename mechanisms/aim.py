@@ -12,8 +12,9 @@ Algorithm
   the exponential mechanism on ``w_r (||x_r - xhat_r||_1 - sqrt(2/pi) sigma n_r)``
   (``n_r`` cells); measure it with Gaussian noise ``sigma``; refit (warm start). If the refit
   moved that marginal by at most ``sqrt(2/pi) sigma n_r`` in L1, halve ``sigma`` and double the
-  selection epsilon (each round then costs 4x as much). When less than two more rounds fit in
-  the budget, the last round uses exactly what is left (90% measurement, 10% selection).
+  selection epsilon (each round then costs 4x as much). When the zCDP budget left is at
+  most two rounds' cost (or after ``T`` rounds), the last round uses exactly the rho that is
+  left (90% measurement, 10% selection): the paper's zCDP filter, see below.
 - Finally refit with ``final_iters``, derive the row count from the noisy measurements,
   sample records and decode them to schema values.
 
@@ -26,19 +27,30 @@ clipped to ``b = max_contrib`` per person; default, and upper limit: the dataset
 selection score ``w_r ||x_r - xhat_r||_1`` by at most ``w_r b`` (``xhat`` comes from noisy
 releases only): the exponential mechanism uses sensitivity ``b max_r w_r``.
 
-Budget, in zCDP units with total ``s`` and ``T = rounds`` (default ``16 d``): the initial
-per-round plan is ``sigma_0 = b sqrt(T / (2 * 0.9 s))`` and ``eps_0 = sqrt(8 * 0.1 s / T)``
-(so ``T`` rounds cost exactly ``s``); the 1-way measurements are charged too. ``s`` is solved
-so that ``T`` nominal rounds compose to exactly the budget under the ledger's accountant
-(``s = rho(eps, delta)`` under ``privacy.accountant=zcdp``: the paper's calibration). When
-``T`` is small for the number of attributes (the 1-way measurements and two rounds would not
-fit, a case the paper's ``T = 16 d`` never meets), ``s`` is solved for the 1-way measurements
-plus ``T`` rounds instead. Every
-release is charged to the ledger when it is made; the "two more rounds fit" test and the
-last round's size are computed by composing the ledger's actual charges with the ledger's
-accountant, so the run spends exactly its budget under either accountant. Under ``gdp`` the
-exponential selections compose by adding their epsilons (basic composition): valid, but
-AIM's many selections make it much less efficient than under zcdp.
+Budget: a zCDP privacy filter, whatever accountant the ledger displays. The budget is
+converted to ``rho = zcdp_rho(eps, delta)`` (the largest rho whose Bun & Steinke 2016
+conversion ``rho + 2 sqrt(rho ln 1/delta)`` is ``(eps, delta)``-DP; aimed ``2e-13`` relative
+below). A Gaussian release of sensitivity ``b`` with noise ``sigma`` is ``b^2 / (2 sigma^2)``-zCDP
+and an ``eps``-DP exponential mechanism ``eps^2 / 8``-zCDP (bounded range, Cesar & Rogers
+2021). As in the paper (Alg. 1): with ``T = rounds`` (default ``16 d``) the 1-way
+measurements and every round start at ``sigma_0 = b sqrt(T / (2 * 0.9 rho))`` and
+``eps_0 = sqrt(8 * 0.1 rho / T)`` (so ``T`` rounds cost ``rho``; when the 1-way
+measurements and two rounds would not fit, a case the paper's ``T = 16 d`` never meets, the
+scale is lowered so that they and ``T`` rounds cost ``rho``). AIM tracks the rho it has used;
+a round is the last when the rho left is at most twice the next round's cost (or after ``T``
+rounds), and the last round spends exactly what is left (90% measurement, 10% selection).
+The noise scales are chosen adaptively from earlier noisy outputs, so the guarantee rests on
+fully adaptive composition with a privacy filter: releases with adaptively chosen zCDP
+costs ``rho_i``, stopped before ``sum_i rho_i`` would exceed ``rho``, are jointly
+``rho``-zCDP. zCDP is Renyi DP of order ``alpha`` with ``rho alpha`` at every ``alpha``, so
+this is the Renyi filter of Feldman & Zrnic (NeurIPS 2021, "Individual privacy accounting
+via a Renyi filter") applied at every order; Whitehouse, Ramdas, Rogers & Wu (ICML 2023,
+"Fully-adaptive composition in differential privacy") state filters for this setting too.
+The AIM paper relies on the same argument. Hence the run is
+``(eps, delta)``-DP. Every release is also charged to the ledger when it is made: under
+``privacy.accountant=zcdp`` the ledger reports ``eps`` (to ``1e-9``, never above); under
+``gdp`` it reports the smaller of its two valid bounds, at most ``eps`` (the filter is never
+evaluated on that min-of-two-bounds, for which no filter theorem is known).
 """
 
 from __future__ import annotations
@@ -55,13 +67,40 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Charge, Ledger, compose
+from harness.privacy.accounting import (
+    CALIBRATION_HEADROOM,
+    Budget,
+    Charge,
+    Ledger,
+    zcdp_rho,
+)
 
 from . import pgm
 from .base import Mechanism
 
 _BIAS = math.sqrt(2.0 / math.pi)
 log = logging.getLogger(__name__)
+
+
+def aim_rho_budget(budget: Budget) -> float:
+    """AIM's zCDP budget: the largest rho whose Bun-Steinke conversion is ``budget``-DP,
+    aimed a hair (:data:`CALIBRATION_HEADROOM`) below so rounding never takes it over."""
+    return zcdp_rho(budget.epsilon, budget.delta) * (1.0 - CALIBRATION_HEADROOM)
+
+
+def initial_scale(rho: float, d: int, T: int) -> float:
+    """The zCDP scale ``s`` of the ``T`` nominal rounds (each ``0.9 s / T`` measuring,
+    ``0.1 s / T`` selecting): ``s = rho`` as in the paper, unless the ``d`` 1-way measurements
+    (``0.9 s / T`` each) and two rounds would not fit in ``rho``; then ``s`` is such that the
+    1-way measurements plus ``T`` rounds cost exactly ``rho``."""
+    if (0.9 * d + 2.0) / T <= 1.0:
+        return rho
+    return rho / (1.0 + 0.9 * d / T)
+
+
+def final_round(rho_left: float, b: float) -> tuple[float, float]:
+    """(sigma, eps) of a round that spends ``rho_left``: 90% measuring, 10% selecting."""
+    return b / math.sqrt(2 * 0.9 * rho_left), math.sqrt(8 * 0.1 * rho_left)
 
 
 @dataclass
@@ -127,24 +166,18 @@ class AIM(Mechanism):
         answers = {cl: pgm.histogram(codes, cl, domain) for cl in closure}
         cells = {cl: answers[cl].size for cl in closure}
 
-        scale = pgm.solve_scale(lambda x: self.round_charges(*self.nominal(x, T, b), b, T),
-                                budget, ledger.accountant)
+        rho_total = aim_rho_budget(budget)
+        scale = initial_scale(rho_total, len(attrs), T)
         sigma, eps = self.nominal(scale, T, b)
-        start_charges = [pgm.gaussian_charge("1-way", b, sigma, len(attrs)),
-                         *self.round_charges(sigma, eps, b, 2)]
-        if compose(start_charges, budget.delta, ledger.accountant)[0] > budget.epsilon:
-            # few rounds for many attributes: the 1-way measurements must be in the plan
-            scale = pgm.solve_scale(lambda x: [
-                pgm.gaussian_charge("1-way", b, self.nominal(x, T, b)[0], len(attrs)),
-                *self.round_charges(*self.nominal(x, T, b), b, T)], budget, ledger.accountant)
-            sigma, eps = self.nominal(scale, T, b)
+        rho_used = 0.0
 
         def used_fraction(extra: list[Charge]) -> float:
-            return min(1.0, sum(c.rho for c in [*ledger.charges, *extra]) / scale)
+            return min(1.0, (rho_used + sum(c.rho for c in extra)) / rho_total)
 
         measurements = []
         for a in attrs:
-            ledger.charge(f"1-way marginal {a}", "gaussian", b, sigma, note=f"{domain[a]} cells")
+            rho_used += ledger.charge(f"1-way marginal {a}", "gaussian", b, sigma,
+                                      note=f"{domain[a]} cells").rho
             measurements.append(pgm.Measurement((a,), pgm.gaussian_release(
                 answers[(a,)], sigma, rng), sigma))
         total = pgm.initial_total(measurements, domain)
@@ -152,13 +185,11 @@ class AIM(Mechanism):
         marginals = pgm.TreeMarginals(model)
 
         for t in range(1, 10 * T + 1):
-            two_more = [*ledger.charges, *self.round_charges(sigma, eps, b, count=2)]
-            last = t >= T or compose(two_more, budget.delta, ledger.accountant)[0] > budget.epsilon
-            if last:
-                r = pgm.solve_scale(lambda x: self.round_charges(
-                    b / math.sqrt(2 * 0.9 * x), math.sqrt(8 * 0.1 * x), b),
-                    budget, ledger.accountant, prior=ledger.charges)
-                sigma, eps = b / math.sqrt(2 * 0.9 * r), math.sqrt(8 * 0.1 * r)
+            left = rho_total - rho_used
+            round_rho = sum(c.rho for c in self.round_charges(sigma, eps, b))
+            last = t >= T or left <= 2 * round_rho  # the paper's filter (Alg. 1)
+            if last:  # the final round uses all the rho that is left (90% / 10%)
+                sigma, eps = final_round(left, b)
             limit = self.max_model_size * (1.0 if last else used_fraction(
                 self.round_charges(sigma, eps, b)))
             measured = [m.clique for m in measurements]
@@ -169,10 +200,11 @@ class AIM(Mechanism):
                                               - _BIAS * sigma * cells[cl]) for cl in candidates])
             sens = b * max(weights[cl] for cl in candidates)
             pick = candidates[pgm.exponential_mechanism(scores, eps, sens, rng)]
-            ledger.charge(f"round {t}: select", "exponential", sens, 2 * sens / eps,
-                          note=f"{len(candidates)} candidates, size limit {limit:.3g} MB")
-            ledger.charge(f"round {t}: measure {' x '.join(pick)}", "gaussian", b, sigma,
-                          note=f"{cells[pick]} cells")
+            rho_used += ledger.charge(f"round {t}: select", "exponential", sens, 2 * sens / eps,
+                                      note=f"{len(candidates)} candidates, size limit "
+                                           f"{limit:.3g} MB").rho
+            rho_used += ledger.charge(f"round {t}: measure {' x '.join(pick)}", "gaussian", b,
+                                      sigma, note=f"{cells[pick]} cells").rho
             measurements.append(pgm.Measurement(pick, pgm.gaussian_release(
                 answers[pick], sigma, rng), sigma))
             before = marginals.marginal(pick)

@@ -49,7 +49,8 @@ release could use with the whole budget under the run's accountant
 (Balle & Wang 2018): ``sigma = 1 / mu`` with ``mu = gdp_mu(eps, delta)``, so the shares are of
 ``mu^2`` and the composed mechanism is exactly ``mu``-GDP, i.e. exactly (eps, delta)-DP; under
 ``zcdp`` the shares are of ``rho`` (``rho_A + rho_C = rho(eps, delta)``). Either way the ledger
-composes the two charges to exactly the budget. (Splitting eps and delta 0.1/0.9 and calibrating
+composes the two charges to the budget (a hair below, never above). (Splitting eps and delta
+0.1/0.9 and calibrating
 each part on its own, the write-up's reading, is also valid by basic composition but wastes
 budget: the GDP accountant would report less than the budget spent.) At delta = 2.5e-5,
 split 0.1, the sigmas (archetype, company) are as below; in brackets the epsilon the gdp

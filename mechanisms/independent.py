@@ -10,7 +10,8 @@ histogram by at most ``b`` in L1 and in L2 norm.
 
 Releases: one noisy histogram per attribute (``d`` releases, all bins including zeros).
 - ``noise=gaussian`` (default when delta > 0): sigma is calibrated so the ``d`` Gaussian
-  releases of L2 sensitivity ``b`` compose to exactly the budget under the run's accountant.
+  releases of L2 sensitivity ``b`` compose to the budget (a hair below, never above) under the
+  run's accountant.
 - ``noise=laplace`` (default when delta = 0): each histogram gets epsilon/d, scale ``b d / eps``.
 Everything after the releases (clamping, normalising, the row count, sampling, decoding
 numeric bins with public values, person ids from the public trips-per-person distribution)

@@ -30,7 +30,8 @@ Releases, in zCDP units with total ``s``: ``d`` Gaussian 1-way marginals with
 Gaussian 2-way marginals with ``sigma_2 = b sqrt(3 (d - 1) / (2 s))`` (``s/3``); that is the
 paper's ``sigma = sqrt(3 / (2 rho))`` split evenly over the measurements of each third. Every
 release is charged to the ledger. The scale ``s`` is solved so that the ledger's accountant
-composes the whole plan to exactly the budget: under ``privacy.accountant=zcdp`` this gives
+composes the whole plan to the budget (a hair below, never above): under
+``privacy.accountant=zcdp`` this gives
 ``s = rho(eps, delta)``, the paper's calibration; under ``gdp`` (the default) the Gaussian
 releases compose as Gaussian DP and the exponential selections add their epsilons (basic
 composition), which is valid but less efficient, so ``s`` comes out smaller and the noise

@@ -18,7 +18,7 @@ post-processing of noisy releases:
 - :func:`sample_codes` (seeded sampling of records from the model) and :func:`finish`
   (decoding codes to schema values with public reference values, person ids from public data);
 - :func:`exponential_mechanism` and :func:`solve_scale` (calibrating a parameterised release
-  plan so that the run's ledger accountant composes it to exactly the budget);
+  plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
 - :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap).
 """
 

@@ -72,8 +72,11 @@ rows chosen at random (default: the dataset's ``max_records_per_individual``).
   whole leaf-count table by at most ``C`` in L1 (parallel composition across the leaves):
   Laplace noise of scale ``C / eps_tree`` on every count makes one tree ``eps_tree``-DP.
 - Budget: the base mechanism (if any) runs with ``base_share`` of the budget. The trees get
-  ``eps_trees``: the whole epsilon with ``base=public``, otherwise what the base left (the
-  largest value the ledger's accountant admits; under ``gdp`` exactly ``epsilon - spent``).
+  ``eps_trees``: the largest total the ledger's accountant admits on top of what is already
+  charged (the whole epsilon with ``base=public``, otherwise what the base left), solved on
+  the accountant's own composition by :meth:`Ledger.remaining_pure_epsilon` (under ``gdp``
+  a mix of Gaussian and pure charges is bounded by the smaller of two bounds, so what is left
+  is not ``epsilon - spent``), a hair (``2e-13`` relative) below the budget, never above.
   Private attribute ``j`` gets ``budget_split[j] * eps_trees`` (default equal shares) and each
   of its ``m`` trees ``eps_tree = budget_split[j] * eps_trees / m`` (sequential composition);
   the ``m * |P|`` Laplace charges sum to ``eps_trees``.
@@ -94,9 +97,9 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.errors import BudgetExceededError, ConfigError
-from harness.privacy.accounting import Budget, Charge, Ledger, compose, laplace_scale
 from harness.data.schema import Schema, decode_column, encode_column
+from harness.errors import BudgetExceededError, ConfigError
+from harness.privacy.accounting import Budget, Ledger, laplace_scale
 
 from .base import Mechanism, bounded_private, contribution_bound
 
@@ -133,7 +136,7 @@ class TreeStructure:
     def n_leaves(self) -> int:
         return int(self.is_leaf.sum())
 
-    def same_shape(self, other: "TreeStructure") -> bool:
+    def same_shape(self, other: TreeStructure) -> bool:
         """Whether two trees have the same nodes, splits and children."""
         return all(np.array_equal(getattr(self, f), getattr(other, f))
                    for f in ("split", "first_child", "parent", "depth"))
@@ -426,29 +429,16 @@ def sd_association_weights(sd_codes: np.ndarray, n_values: np.ndarray, sd_labels
     return np.maximum(mi / top, floor) if top > 0 else np.ones(len(mi))
 
 
-def tree_epsilon(ledger: Ledger, shares: list[float], m: int, sensitivity: float) -> float:
-    """The epsilon the trees may spend: what the ledger's accountant admits on top of the
-    charges already recorded (the base mechanism's), for ``m`` Laplace trees per share."""
-    budget = ledger.budget
-    if not ledger.charges:
-        return budget.epsilon
-    if ledger.accountant == "gdp" or all(c.kind != "gaussian" for c in ledger.charges):
-        left = budget.epsilon - ledger.spent()[0]  # pure epsilons add on top (linear)
-    else:
-        def total(eps: float) -> float:
-            planned = [Charge("plan", "laplace", sensitivity, sensitivity * m / (eps * s), m)
-                       for s in shares]
-            return compose([*ledger.charges, *planned], budget.delta, ledger.accountant)[0]
-        lo, hi = 0.0, budget.epsilon
-        if total(hi) <= budget.epsilon:
-            return hi
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if total(mid) <= budget.epsilon else (lo, mid)
-        left = lo
-    if not left > budget.epsilon * 1e-9:
+def tree_epsilon(ledger: Ledger, shares: list[float], m: int) -> float:
+    """The epsilon the trees may spend: the largest total ``E`` such that ``m`` Laplace trees
+    of epsilon ``shares[j] * E / m`` per private attribute, on top of the charges already
+    recorded (the base mechanism's), keep the ledger's composition within its budget
+    (:meth:`Ledger.remaining_pure_epsilon`, solved on the accountant's own ``compose``)."""
+    per_tree = [s / m for s in shares for _ in range(m)]
+    left = ledger.remaining_pure_epsilon(per_tree)
+    if not left > ledger.budget.epsilon * 1e-9:
         raise BudgetExceededError(
-            f"the base mechanism spent the whole budget (epsilon {budget.epsilon:g}); "
+            f"the base mechanism spent the whole budget (epsilon {ledger.budget.epsilon:g}); "
             "nothing is left for the trees", "lower mechanism.base_share")
     return left
 
@@ -593,7 +583,7 @@ class RDT(Mechanism):
 
         bound = contribution_bound(data, self.max_contrib)
         ad = bounded_private(data, bound, clip_rng)
-        eps_trees = tree_epsilon(ledger, shares, self.m, float(bound))
+        eps_trees = tree_epsilon(ledger, shares, self.m)
 
         node_attrs_all = predictors + private
         sizes = {a: schema[a].size for a in node_attrs_all}

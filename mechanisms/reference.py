@@ -1,6 +1,7 @@
 """Non-private reference points every leaderboard needs.
 
-- ``resample``: the ceiling. Draws private rows (persons, for user-level data) with replacement. NOT differentially private
+- ``resample``: the ceiling. Draws private rows (persons, for user-level data) with replacement.
+  NOT differentially private
   (epsilon = inf); its synthetic data *is* private data, so the runner does not log it unless
   the user opts in.
 - ``public_only``: releases a sample of the public part. Spends nothing (epsilon = 0): the

@@ -49,7 +49,8 @@ def test_taxi_sim_dataset_is_user_level_with_both_years():
     assert ds.unit == "user" and ds.id_column == "taxi_id"
     assert ds.max_records_per_individual == 200 and len(ds.private) == 5000
     assert ds.schema.problems(ds.private) == [] and ds.schema.problems(ds.public) == []
-    assert ds.content_digest() == load_taxi_sim(n_private=5000, n_public=5000, seed=3).content_digest()
+    again = load_taxi_sim(n_private=5000, n_public=5000, seed=3)
+    assert ds.content_digest() == again.content_digest()
     with pytest.raises(ConfigError, match="n_private"):
         load_taxi_sim(n_private=10)
 

@@ -5,9 +5,18 @@ from autodp import mechanism_zoo, transformer_zoo
 from scipy.stats import norm
 
 from harness.errors import BudgetExceededError, ConfigError
-from harness.privacy.accounting import (Budget, Ledger, analytic_gaussian_delta, analytic_gaussian_sigma,
-                             compose, gaussian_sigma, gdp_epsilon, laplace_scale, zcdp_epsilon,
-                             zcdp_rho)
+from harness.privacy.accounting import (
+    Budget,
+    Ledger,
+    analytic_gaussian_delta,
+    analytic_gaussian_sigma,
+    compose,
+    gaussian_sigma,
+    gdp_epsilon,
+    laplace_scale,
+    zcdp_epsilon,
+    zcdp_rho,
+)
 
 DELTA = 2.5e-5
 
@@ -69,8 +78,38 @@ def test_analytic_gaussian_is_valid_above_epsilon_one():
             assert sigma < math.sqrt(2 * math.log(1.25 / 1e-5)) / eps
 
 
-def test_laplace_scale():
-    assert laplace_scale(0.5, 3.0) == 6.0
+def test_laplace_scale_aims_a_hair_below_the_epsilon():
+    b = laplace_scale(0.5, 3.0)
+    assert b == pytest.approx(6.0, rel=1e-9) and b > 6.0  # costs 3 / b < 0.5
+    assert 3.0 / b >= 0.5 * (1 - 1e-9)
+
+
+def test_ledger_has_no_upward_tolerance():
+    """Epsilon 1 + 1 ulp is refused, exactly 1 is accepted (issue 13 item 7)."""
+    over = Ledger(Budget(1.0))
+    with pytest.raises(BudgetExceededError, match="over the budget"):
+        over.charge("just over", "laplace", 1.0, 1.0 / math.nextafter(1.0, 2.0))
+    assert over.charges == []
+    exact = Ledger(Budget(1.0))
+    exact.charge("exact", "laplace", 1.0, 1.0)
+    assert exact.spent() == (1.0, 0.0)
+    # ten calibrated tenths fit although 0.1 * 10 rounds; the total lands a hair below
+    tenths = Ledger(Budget(1.0))
+    for i in range(10):
+        tenths.charge(f"t{i}", "laplace", 1.0, laplace_scale(0.1, 1.0))
+    assert 1.0 - 1e-9 <= tenths.spent()[0] <= 1.0
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 8.0])
+def test_gaussian_calibrations_with_shares_fit_and_land_just_below(accountant, eps):
+    budget = Budget(eps, 1e-9)
+    for shares in ([1.0], [0.1] * 10, [0.3, 0.7], [1 / 3] * 3):
+        ledger = Ledger(budget, accountant)
+        for i, share in enumerate(shares):
+            ledger.charge(f"g{i}", "gaussian", 2.0, gaussian_sigma(7, 2.0, budget, accountant,
+                                                                   share), count=7)
+        assert eps - 1e-9 <= ledger.spent()[0] <= eps
 
 
 def test_ledger_accepts_exact_budget_and_refuses_overspend():
@@ -123,6 +162,60 @@ def test_bad_budgets(eps, delta):
 def test_unknown_accountant():
     with pytest.raises(ConfigError, match="unknown accountant"):
         Ledger(Budget(1, 1e-6), accountant="rdp-magic")  # type: ignore[arg-type]
+
+
+def test_remaining_pure_epsilon_pure_ledger_is_the_difference():
+    ledger = Ledger(Budget(1.0))
+    ledger.charge("a", "laplace", 1.0, 1.0 / 0.3)
+    left = ledger.remaining_pure_epsilon()
+    assert 0.7 - 1e-9 <= left <= 0.7
+    assert ledger.remaining_pure_epsilon((0.5, 0.25, 0.25)) == pytest.approx(left, rel=1e-12)
+    ledger.charge("rest", "laplace", 1.0, laplace_scale(left, 1.0))
+    assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
+    assert 0 <= ledger.remaining_pure_epsilon() < 1e-9  # only the headrooms are left
+    full = Ledger(Budget(1.0))
+    full.charge("all", "laplace", 1.0, 1.0)
+    assert full.remaining_pure_epsilon() == 0.0 and full.remaining_rho() == 0.0
+
+
+def test_remaining_pure_epsilon_under_zcdp_by_hand():
+    """After a Gaussian with rho_g, k equal Laplace shares of E cost k (E/k)^2 / 2 = E^2/(2k):
+    E = sqrt(2 k (rho_budget - rho_g)) at the budget (solved a hair below)."""
+    budget = Budget(1.0, 1e-6)
+    ledger = Ledger(budget, "zcdp")
+    ledger.charge("g", "gaussian", 1.0, 10.0)  # rho 0.005
+    rho_left = zcdp_rho(1.0, 1e-6) - 0.005
+    for k in (1, 4):
+        left = ledger.remaining_pure_epsilon([1 / k] * k)
+        assert left == pytest.approx(math.sqrt(2 * k * rho_left), rel=1e-8)
+        assert left < math.sqrt(2 * k * rho_left)
+    rho = ledger.remaining_rho()
+    assert rho == pytest.approx(rho_left, rel=1e-8) and rho < rho_left
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_remaining_pure_epsilon_fills_the_budget_on_the_accountants_own_composition(accountant):
+    """The gdp ledger reports min(GDP + basic, zCDP): what is left is not eps - spent (issue
+    13 item 6); the solved E fits, spends the budget to 1e-9, and 1e-6 more would not fit."""
+    from harness.privacy.accounting import Charge
+    budget = Budget(1.0, 1e-9)
+    ledger = Ledger(budget, accountant)
+    ledger.charge("measure", "gaussian", 1.0, gaussian_sigma(1, 1.0, Budget(0.5, 1e-9)))
+    ledger.charge("select", "exponential", 1.0, 2.0 / 0.02, count=20)
+    shares = [0.25] * 4
+    left = ledger.remaining_pure_epsilon(shares)
+
+    def total(e):
+        plan = [Charge("p", "laplace", 1.0, 1.0 / (e * s)) for s in shares]
+        return compose([*ledger.charges, *plan], 1e-9, accountant)[0]
+
+    assert 1.0 - 1e-9 <= total(left) <= 1.0
+    assert total(left * (1 + 1e-6)) > 1.0
+    for i, s in enumerate(shares):
+        ledger.charge(f"tree {i}", "laplace", 1.0, laplace_scale(left * s, 1.0))
+    assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
+    if accountant == "gdp":
+        assert left > 1.0 - 0.5 - 20 * 0.02  # more than "eps - spent" by basic composition
 
 
 def test_gdp_takes_the_smaller_valid_bound_when_pure_charges_are_mixed_in():

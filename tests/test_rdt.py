@@ -2,23 +2,21 @@
 
 Ledger totals, structure independence from the private data, the leaf noise's scale, chained
 private attributes, fallbacks that read no raw private counts, schema-valid output and clear
-errors; on Adult (shared data) the run time and a win over the noisy-marginal baseline.
+errors; the trees' budget on top of a base mechanism under either accountant; on Adult
+(shared data) a win over the noisy-marginal baseline and the rdt-on-mst acceptance case.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import mechanisms.rdt as rdt
 from harness.data.datasets import Dataset, load_shared_dataset
+from harness.data.schema import Column, Schema
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
-from harness.data.schema import Column, Schema
-from mechanisms import make_mechanism
+from mechanisms import make_mechanism, rdt
 from mechanisms.rdt import (
     TreeStructure,
     collapse_rare_values,
@@ -86,7 +84,8 @@ def test_ledger_has_m_trees_per_private_attribute_summing_to_the_budget(m, split
         assert len(mine) == m
         assert all(c.pure_epsilon == pytest.approx(0.8 * share / m) for c in mine)
         assert result.forests[attr].noise_scale == pytest.approx(m / (0.8 * share))
-    assert ledger.spent() == (pytest.approx(0.8, abs=1e-12), 0.0)
+    eps, delta = ledger.spent()
+    assert 0.8 - 1e-9 <= eps <= 0.8 and delta == 0.0  # a hair below, never above
 
 
 @pytest.mark.parametrize("delta, accountant", [(0.0, "gdp"), (1e-6, "gdp"), (1e-6, "zcdp")])
@@ -98,13 +97,57 @@ def test_ledger_with_a_base_mechanism_stays_within_and_uses_the_budget(delta, ac
     tree_charges = [c for c in ledger.charges if c.name.startswith("rdt ")]
     assert len(base_charges) == 5 and len(tree_charges) == 4
     eps, spent_delta = ledger.spent()
-    assert eps <= 2.0 * (1 + 1e-9) and spent_delta <= delta
-    assert eps == pytest.approx(2.0, rel=1e-6)  # the trees take exactly what the base left
+    assert 2.0 - 1e-9 <= eps <= 2.0 and spent_delta <= delta  # exactly what the base left
     if delta == 0:  # pure DP: the base spends its share, the trees the rest
         assert sum(c.pure_epsilon for c in base_charges) == pytest.approx(0.6)
         assert result.tree_epsilon == pytest.approx(1.4)
     # The targets' predictors are the base mechanism's output, P the trees'.
     assert data.schema.problems(result.synthetic) == []
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_mst_base_spends_exactly_the_budget_under_either_accountant(accountant):
+    """Issue 13 item 6: under gdp the ledger reports min(GDP + basic, zCDP) once MST's
+    exponential selections are in, so the trees' share is solved on that composition, not
+    ``epsilon - spent``; the run spends the budget to 1e-9 and never more."""
+    data = people_dataset(n=1500)
+    result, ledger = fit(data, eps=1.0, delta=1e-9, accountant=accountant, base="mst",
+                         base_share=0.5, m=2, n_B=50)
+    eps, delta = ledger.spent()
+    assert 1.0 - 1e-9 <= eps <= 1.0 and delta == 1e-9
+    trees = [c for c in ledger.charges if c.name.startswith("rdt ")]
+    assert sum(c.pure_epsilon for c in trees) == pytest.approx(result.tree_epsilon, rel=1e-8)
+    assert data.schema.problems(result.synthetic) == []
+
+
+def test_tree_epsilon_is_what_the_ledger_admits():
+    """Hand case: a pure ledger with 0.25 spent leaves 0.75 for the trees (a hair below);
+    a ledger spent to the budget leaves nothing: one clear error."""
+    from harness.errors import BudgetExceededError
+
+    ledger = Ledger(Budget(1.0))
+    ledger.charge("base", "laplace", 1.0, 4.0)
+    left = rdt.tree_epsilon(ledger, [0.5, 0.5], m=3)
+    assert 0.75 - 1e-9 <= left <= 0.75
+    ledger.charge("rest", "laplace", 1.0, 1.0 / 0.75)
+    with pytest.raises(BudgetExceededError, match="base_share"):
+        rdt.tree_epsilon(ledger, [0.5, 0.5], m=3)
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_adult_on_mst_spends_exactly_the_budget(shared_data, accountant):
+    """The acceptance case, ``dp-arena mechanism=rdt dataset=adult mechanism.base=mst
+    privacy.epsilon=1 privacy.delta=1e-9``: default settings, no public part."""
+    data = load_shared_dataset("adult", data_dir=str(shared_data))
+    budget = Budget(1.0, 1e-9)
+    ledger = Ledger(budget, accountant)  # type: ignore[arg-type]
+    out = make_mechanism("rdt", {"base": "mst"}).fit_sample(data, budget, ledger,
+                                                           np.random.default_rng(0))
+    eps, _ = ledger.spent()
+    assert 1.0 - 1e-9 <= eps <= 1.0
+    assert data.schema.problems(out) == []
 
 
 def test_public_reference_base_spends_nothing_and_trees_get_everything():
@@ -300,7 +343,7 @@ def test_user_level_data_clips_contributions(small_dataset):
     assert small_dataset.schema.problems(out) == []
     assert {c.sensitivity for c in ledger.charges} == {5.0}  # max 5 rows per person
     assert set(out["pid"]) <= set(small_dataset.public["pid"])
-    assert ledger.spent()[0] == pytest.approx(1.0)
+    assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
 
 
 def test_max_depth_zero_is_a_noisy_marginal():
@@ -361,18 +404,15 @@ def test_unknown_setting_is_refused():
 
 # ----- Adult ------------------------------------------------------------------------------
 @pytest.mark.realdata
-def test_adult_beats_the_noisy_marginal_and_runs_fast(shared_data):
+def test_adult_beats_the_noisy_marginal(shared_data):
     from metrics.duke_utility import DukeUtility
 
     data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
     budget = Budget(1.0)
-    started = time.perf_counter()
     ledger = Ledger(budget)
     out = make_mechanism("rdt", {}).fit_sample(data, budget, ledger, np.random.default_rng(0))
-    seconds = time.perf_counter() - started
-    assert seconds < 60
     assert data.schema.problems(out) == []
-    assert len(ledger.charges) == 2 * 3 and ledger.spent()[0] == pytest.approx(1.0)
+    assert len(ledger.charges) == 2 * 3 and 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
     stump_ledger = Ledger(budget)
     stump = make_mechanism("rdt", {"m": 1, "max_depth": 0, "shrinkage": 0}).fit_sample(
         data, budget, stump_ledger, np.random.default_rng(0))  # = noisy marginals, ignores X

@@ -263,8 +263,8 @@ def sequence_view(data: "Dataset | pd.DataFrame",
                   schema: Schema | None = None) -> SequenceView:
     """The sequence view of a dataset's private part or of a frame, as ``spec`` says.
 
-    With a :class:`~harness.data.datasets.Dataset`, its private part and schema are used; with a frame,
-    pass ``schema`` so the alphabet is the schema's domain (shared with other views).
+    With a :class:`~harness.data.datasets.Dataset`, its private part and schema are used; with
+    a frame, pass ``schema`` so the alphabet is the schema's domain (shared with other views).
     """
     spec = as_spec(spec)
     frame = data if isinstance(data, pd.DataFrame) else data.private

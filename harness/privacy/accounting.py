@@ -9,11 +9,14 @@ Accountants
     Gaussian charges compose exactly as one Gaussian mechanism with
     ``mu = sqrt(sum_i (Delta_i / sigma_i)^2)`` (Gaussian differential privacy, Dong, Roth & Su
     2019), converted to (eps, delta) with the analytic Gaussian mechanism (Balle & Wang 2018):
-    ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``; autodp's
-    ``get_eps_ana_gaussian`` evaluates that conversion. When pure-DP charges (Laplace,
-    exponential mechanism) are mixed in, two valid bounds are computed and the smaller is
-    reported: their epsilons added on top of the Gaussian part (basic composition), and the
-    ``zcdp`` accountant's bound for all the charges. Valid, not tight.
+    ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, evaluated in log space
+    and inverted with ``brentq`` (autodp's ``get_eps_ana_gaussian`` agrees to ~1e-10 but is
+    jittery at ~1e-12, too coarse for calibrations that must land just below the budget).
+    When pure-DP charges (Laplace, exponential mechanism) are mixed in, two valid bounds are
+    computed and the smaller is reported: their epsilons added on top of the Gaussian part
+    (basic composition), and the ``zcdp`` accountant's bound for all the charges. Valid, not
+    tight; no privacy filter is known for that minimum, so adaptive stopping rules (AIM) are
+    stated in zCDP (rho) instead.
 ``zcdp``
     Everything is converted to zero-concentrated DP (Bun & Steinke 2016): a Gaussian with
     noise multiplier ``z = sigma/Delta`` is ``1/(2 z^2)``-zCDP, an eps-DP Laplace release
@@ -22,16 +25,31 @@ Accountants
     (what the Sprint 3 adaptive-grid write-up used).
 
 Both accountants report a release made only of pure-DP charges as ``(sum eps, 0)``.
+
+Never over budget
+-----------------
+The ledger refuses any charge after which the composed epsilon (or delta) would exceed the
+budget: there is no upward tolerance. Calibration helpers therefore aim a hair below
+(:data:`CALIBRATION_HEADROOM`, relative): :func:`laplace_scale` and :func:`gaussian_sigma`
+widen the noise by that factor (under gdp, :func:`fitting_gdp_mu` checks mu against the
+ledger's own conversion), so releases calibrated to exactly
+the budget (and rounding in sums of shares) still fit, ``epsilon_spent`` landing within
+``1e-9`` below the budget.
+:meth:`Ledger.remaining_pure_epsilon` answers "what is left" for chained mechanisms: the largest
+epsilon of further pure-DP releases that keeps the ledger's own composition (:func:`compose`,
+including its min of two bounds under ``gdp``) within budget, solved numerically with
+``brentq`` on :func:`compose` and stepped down to the feasible side; likewise
+:meth:`Ledger.remaining_rho` for further Gaussian releases in zCDP units.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from autodp import dp_bank
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
@@ -42,7 +60,13 @@ ACCOUNTANTS: tuple[str, ...] = ("gdp", "zcdp")
 #: The accountant runs use unless ``privacy.accountant`` says otherwise.
 DEFAULT_ACCOUNTANT: Accountant = "gdp"
 NoiseKind = Literal["gaussian", "laplace", "exponential"]
-_REL_TOL = 1e-9
+#: Relative amount by which calibrations aim below the budget, so that float rounding never
+#: takes a release calibrated to "exactly the budget" over it (the ledger has no tolerance).
+CALIBRATION_HEADROOM = 2e-13
+#: Relative slack in mu that :func:`fitting_gdp_mu` also checks, for rounding when the ledger
+#: recomposes charges calibrated with shares (sums of squares of ~100 terms: ~1e-14).
+_SUM_ROUNDING = 1e-13
+_FLOAT_EPS = 2.220446049250313e-16
 
 
 @dataclass(frozen=True)
@@ -61,7 +85,7 @@ class Budget:
             raise ConfigError(f"privacy.delta must be in [0, 1) (got {delta!r})",
                               "set privacy.delta to e.g. 1e-6, or 0 for pure DP")
 
-    def split(self, fraction: float) -> "Budget":
+    def split(self, fraction: float) -> Budget:
         """The share ``fraction`` of both epsilon and delta (basic composition)."""
         if not 0 < fraction <= 1:
             raise ConfigError(f"budget fraction must be in (0, 1] (got {fraction})",
@@ -71,21 +95,36 @@ class Budget:
 
 # ----- conversions ------------------------------------------------------------------------
 def analytic_gaussian_delta(epsilon: float, mu: float) -> float:
-    """delta of a mu-GDP mechanism at ``epsilon`` (Balle & Wang 2018, Thm. 8)."""
+    """delta of a mu-GDP mechanism at ``epsilon`` (Balle & Wang 2018, Thm. 8), evaluated in
+    log space, ``Phi(a) (1 - exp(eps + log Phi(b) - log Phi(a)))``, so the difference of two
+    nearly equal terms keeps its digits (``log1p``/``expm1``)."""
     if mu <= 0:
         return 0.0
-    a = log_ndtr(-epsilon / mu + mu / 2)
-    b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
-    return max(math.exp(a) - math.exp(b), 0.0)
+    log_a = log_ndtr(-epsilon / mu + mu / 2)
+    log_ratio = epsilon + log_ndtr(-epsilon / mu - mu / 2) - log_a
+    if log_ratio >= 0:
+        return 0.0
+    return float(math.exp(log_a) * -math.expm1(log_ratio))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest epsilon at which a mu-GDP mechanism is (epsilon, delta)-DP (via autodp)."""
+    """Smallest epsilon at which a mu-GDP mechanism is (epsilon, delta)-DP: the root of
+    :func:`analytic_gaussian_delta` in epsilon (``brentq`` to a few ulps; agrees with autodp's
+    ``get_eps_ana_gaussian`` to ~1e-10 and, unlike it, is smooth at the 1e-13 level that
+    calibrations aiming just below the budget rely on)."""
     if mu <= 0:
         return 0.0
     if delta <= 0:
         return math.inf
-    return float(dp_bank.get_eps_ana_gaussian(1.0 / mu, delta))
+    def excess(eps: float) -> float:
+        return analytic_gaussian_delta(eps, mu) - delta
+
+    if excess(0.0) <= 0:
+        return 0.0
+    hi = max(1.0, mu * mu)
+    while excess(hi) > 0:
+        hi *= 2.0
+    return float(brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500))
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:
@@ -93,8 +132,24 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     if delta <= 0:
         raise ConfigError("Gaussian noise needs delta > 0",
                           "set privacy.delta > 0 or use a pure-DP (Laplace) mechanism")
-    f = lambda log_mu: analytic_gaussian_delta(epsilon, math.exp(log_mu)) - delta  # noqa: E731
+    f = lambda log_mu: analytic_gaussian_delta(epsilon, math.exp(log_mu)) - delta
     return math.exp(brentq(f, math.log(1e-8), math.log(1e4), xtol=1e-14, rtol=1e-14))
+
+
+def fitting_gdp_mu(epsilon: float, delta: float) -> float:
+    """:func:`gdp_mu` aimed a hair below: the first ``mu (1 - h 2^k)`` (``h`` =
+    :data:`CALIBRATION_HEADROOM`, ``k = 0, 1, ...``) at which the ledger's own conversion
+    :func:`gdp_epsilon`, sampled at 9 points within a rounding slack around that mu, stays at
+    most ``epsilon`` by more than the spread of those samples (the conversion is a numerical
+    root, jittery at ~1e-12 for tiny epsilons; the spread measures that jitter)."""
+    mu, step = gdp_mu(epsilon, delta), CALIBRATION_HEADROOM
+    for _ in range(80):
+        cand = mu * (1.0 - step)
+        eps = [gdp_epsilon(cand * (1 + k * _SUM_ROUNDING / 4), delta) for k in range(-4, 5)]
+        if max(eps) + (max(eps) - min(eps)) <= epsilon:
+            return cand
+        step *= 2.0
+    raise ValueError(f"no Gaussian calibration fits epsilon={epsilon!r}, delta={delta!r}")
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
@@ -112,13 +167,15 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
         raise ConfigError("zCDP accounting needs delta > 0",
                           "set privacy.delta > 0 or use a pure-DP (Laplace) mechanism")
     log_inv = math.log(1.0 / delta)
-    return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
+    # (sqrt(L + eps) - sqrt(L))^2, written without the cancellation that loses digits at small eps
+    return (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
 
 
 # ----- calibration ------------------------------------------------------------------------
 def laplace_scale(epsilon: float, l1_sensitivity: float) -> float:
-    """Laplace scale b = Delta_1 / epsilon for one epsilon-DP release."""
-    return l1_sensitivity / epsilon
+    """Laplace scale ``b = Delta_1 / epsilon`` for one epsilon-DP release, widened by
+    :data:`CALIBRATION_HEADROOM` so the release costs a hair less than ``epsilon``."""
+    return l1_sensitivity / epsilon * (1.0 + CALIBRATION_HEADROOM)
 
 
 def gaussian_sigma(n: int, l2_sensitivity: float, budget: Budget,
@@ -126,16 +183,19 @@ def gaussian_sigma(n: int, l2_sensitivity: float, budget: Budget,
     """Noise sigma for ``n`` Gaussian releases of L2 sensitivity ``Delta`` whose composition
     is exactly ``budget``-DP under ``accountant``; with ``share < 1``, whose composition takes
     that share of the accountant's additive Gaussian budget (mu^2 under gdp, rho under zcdp),
-    so releases calibrated with shares summing to 1 compose to exactly ``budget``."""
+    so releases calibrated with shares summing to 1 compose to exactly ``budget`` (a hair
+    below, never above: under gdp via :func:`fitting_gdp_mu`, under zcdp sigma widened by
+    :data:`CALIBRATION_HEADROOM`)."""
     check_accountant(accountant)
     if n < 1:
         raise ValueError("n must be >= 1")
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1] (got {share!r})")
     if accountant == "gdp":
-        sigma = l2_sensitivity * math.sqrt(n) / gdp_mu(budget.epsilon, budget.delta)
+        sigma = l2_sensitivity * math.sqrt(n) / fitting_gdp_mu(budget.epsilon, budget.delta)
     else:
         sigma = l2_sensitivity * math.sqrt(n / (2.0 * zcdp_rho(budget.epsilon, budget.delta)))
+        sigma *= 1.0 + CALIBRATION_HEADROOM
     return sigma if share == 1 else sigma / math.sqrt(share)
 
 
@@ -233,7 +293,7 @@ class Ledger:
             raise ValueError(f"charge {name!r}: sensitivity, scale and count must be positive")
         new = Charge(name, kind, float(sensitivity), float(scale), int(count), note)
         eps, delta = compose([*self.charges, new], self.budget.delta, self.accountant)
-        if eps > self.budget.epsilon * (1 + _REL_TOL) or delta > self.budget.delta * (1 + _REL_TOL):
+        if eps > self.budget.epsilon or delta > self.budget.delta:
             raise BudgetExceededError(
                 f"charge {name!r} ({kind}, sensitivity {sensitivity:g}, scale {scale:g}, "
                 f"x{count}) would bring the total to epsilon={eps:.6g}, delta={delta:.3g}, over "
@@ -245,6 +305,61 @@ class Ledger:
 
     def spent(self) -> tuple[float, float]:
         return compose(self.charges, self.budget.delta, self.accountant)
+
+    def remaining_pure_epsilon(self, shares: Sequence[float] = (1.0,),
+                               kind: NoiseKind = "laplace") -> float:
+        """The largest ``E`` such that further pure-DP releases (``kind``: Laplace or the
+        exponential mechanism) of epsilons ``E * shares[i]`` keep the composed total under the
+        ledger's accountant within the budget, aimed :data:`CALIBRATION_HEADROOM` below it;
+        0 if nothing is left. Solved with ``brentq`` on :func:`compose` itself."""
+        if kind == "gaussian" or not shares or any(not s > 0 for s in shares):
+            raise ValueError("remaining_pure_epsilon needs pure-DP kind and positive shares")
+        temperature = 2.0 if kind == "exponential" else 1.0
+
+        def plan(total_eps: float) -> list[Charge]:
+            return [Charge("plan", kind, 1.0, temperature / (total_eps * s)) for s in shares]
+
+        return self._largest_fitting(plan, self.budget.epsilon / sum(shares))
+
+    def remaining_rho(self) -> float:
+        """The largest rho (zCDP units; ``mu^2 / 2`` of a Gaussian release) of one further
+        Gaussian release that keeps the composed total within budget (a hair below); 0 if
+        nothing is left or the budget is pure DP."""
+        if self.budget.delta <= 0:
+            return 0.0
+
+        def plan(rho: float) -> list[Charge]:
+            return [Charge("plan", "gaussian", 1.0, 1.0 / math.sqrt(2.0 * rho))]
+
+        return self._largest_fitting(plan, zcdp_rho(self.budget.epsilon, self.budget.delta))
+
+    def _largest_fitting(self, plan: Any, guess: float) -> float:
+        """Largest ``x > 0`` with ``compose(charges + plan(x)) <= target`` (monotone in x)."""
+        target = self.budget.epsilon * (1.0 - CALIBRATION_HEADROOM)
+
+        def excess(x: float) -> float:
+            return compose([*self.charges, *plan(x)], self.budget.delta, self.accountant)[0] \
+                - target
+
+        if compose(self.charges, self.budget.delta, self.accountant)[0] >= target:
+            return 0.0
+        lo, hi = 0.0, guess
+        for _ in range(2000):
+            if excess(hi) > 0:
+                break
+            lo, hi = hi, 2.0 * hi
+        if lo == 0.0:
+            lo = hi
+            while excess(lo) > 0:
+                lo /= 2.0
+                if lo < 1e-300:
+                    return 0.0
+        if excess(lo) == 0:
+            return lo
+        x = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500)
+        while excess(x) > 0:  # never overshoot: step down to the feasible side
+            x = max(lo, x - 4.0 * math.ulp(x))
+        return x
 
     def to_dict(self) -> dict[str, Any]:
         eps, delta = self.spent()

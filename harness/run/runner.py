@@ -51,9 +51,11 @@ from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, Ledger, check
 from harness.privacy.noise import NoiseMode, check_noise_mode, noise_rng
 from harness.privacy.secret import keyed_digest
 from harness.run.resources import ResourceMonitor
-from harness.report.tracking import (client_for, code_version, ensure_experiment, find_finished_run, flatten,
+from harness.report.tracking import (client_for, code_version, ensure_experiment,
+                                     find_finished_run, flatten,
                        source_fingerprint)
-from harness.run.tuning import (Tuning, candidates, dp_select, parse_space, public_view, setting_label,
+from harness.run.tuning import (Tuning, candidates, dp_select, parse_space, public_view,
+                                setting_label,
                      space_label)
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
@@ -144,7 +146,8 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
                      resume=bool(cfg.get("resume", True)), plugins=tuple(plugins),
                      competition=str(competition.get("name", "") if isinstance(competition, dict)
                                      else competition or ""),
-                     noise=noise, log_private_tables=bool(tracking.get("log_private_tables", False)),
+                     noise=noise,
+                     log_private_tables=bool(tracking.get("log_private_tables", False)),
                      allow_large_delta=bool(privacy.get("allow_large_delta", False)))
 
 
@@ -175,7 +178,8 @@ def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
 def code_fingerprint(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric]) -> str:
     """Source fingerprint of the code this run executes (see tracking.source_fingerprint)."""
     roots = (type(mechanism).__module__, *sorted(type(m).__module__ for m in metrics.values()),
-             "harness.data.datasets", "harness.privacy.accounting", "harness.data.schema", "harness.run.isolation",
+             "harness.data.datasets", "harness.privacy.accounting", "harness.data.schema",
+             "harness.run.isolation",
              *(("harness.run.tuning",) if rc.tuning.mode != "none" else ()))
     return source_fingerprint(tuple(roots))
 
@@ -430,7 +434,8 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         tags["tuning_reason"] = tuning.reason[:5000]
     if tuning.mode == "oracle":
         tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
-    elif mechanism.reference == "floor" and data.public is None and not getattr(mechanism, "n_rows", None):
+    elif (mechanism.reference == "floor" and data.public is None
+          and not getattr(mechanism, "n_rows", None)):
         tags["non_private_note"] = "row count read from the private data (no public part)"
     return tags
 

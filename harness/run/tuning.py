@@ -51,7 +51,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset, with_public_split
 from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
+from harness.privacy.accounting import CALIBRATION_HEADROOM, Budget, Ledger, zcdp_epsilon, zcdp_rho
 
 MODES = ("none", "public", "oracle", "dp_select")
 STAGES = ("search", "final")
@@ -199,7 +199,8 @@ def space_label(space: dict[str, list[Any]]) -> str:
 def remaining_budget(total: Budget, eps_select: float, accountant: str) -> Budget:
     """Budget left for the chosen setting after an ``eps_select``-DP exponential mechanism,
     such that the ledger's composition of both is at most ``total``."""
-    left = total.epsilon - eps_select
+    # a hair below what basic composition leaves, so float rounding never tips the ledger over
+    left = (total.epsilon - eps_select) * (1 - CALIBRATION_HEADROOM)
     if accountant == "zcdp" and total.delta > 0:
         rho_left = zcdp_rho(total.epsilon, total.delta) - eps_select**2 / 8.0
         if rho_left > 0:

@@ -37,7 +37,8 @@ class PublicTaxiModel:
 
 
 def public_trip_order(public: pd.DataFrame, id_column: str) -> pd.DataFrame:
-    """Public trips in the shared view's time order (:func:`harness.data.sequences.sequences_from_trips`:
+    """Public trips in the shared view's time order
+    (:func:`harness.data.sequences.sequences_from_trips`:
     by taxi, day, hour, then row order), with each trip's position in its taxi's sequence."""
     ordered = public.iloc[trip_order(public, id_column)].reset_index(drop=True)
     ordered["_position"] = ordered.groupby(id_column, sort=False).cumcount().to_numpy()
