@@ -20,7 +20,7 @@ Components (each in [0, 1], higher is better)
 
 Outputs and their privacy: the scores are computed on the private data; the per-group table
 ``challenge_groups`` (with ``gt_rows``, the exact private histogram) and the heat map are
-private; ``challenge_synthetic_groups`` (synthetic rows per group) is public.
+private (nothing is declared public: the synthetic table itself is logged).
 
 How it is computed
 ------------------
@@ -402,26 +402,17 @@ def group_score_heatmap(groups: pd.DataFrame, title: str = "Challenge k-marginal
     return fig
 
 
-def synthetic_group_rows(sub: pd.DataFrame) -> pd.DataFrame:
-    """Rows per (pickup_community_area, shift) group of one table, groups it has only, sorted.
-    Computed from that table alone (public when it is the synthetic one)."""
-    counts = sub.groupby(list(GROUP_COLUMNS), sort=True).size()
-    return counts.rename("sub_rows").astype(np.int64).reset_index()
-
-
 @dataclass
 class ChallengeMetric(Metric):
     """The NIST Sprint 3 challenge score of a synthetic taxi table against ``data.private``.
 
     Outputs: scores (computed on the private data); table ``challenge_groups`` and figure
     ``challenge_heatmap`` are **private** (``gt_rows`` is the exact private pickup x shift
-    histogram, and every group score compares against the private cells); table
-    ``challenge_synthetic_groups`` (the synthetic table's rows per group) is **public**.
+    histogram, and every group score compares against the private cells).
     """
 
     name: ClassVar[str] = "challenge"
     headline: ClassVar[str] = "overall"
-    public_outputs: ClassVar[frozenset[str]] = frozenset({"challenge_synthetic_groups"})
 
     def applies_to(self, data: Dataset) -> bool:
         return set(taxi_schema().names) <= set(data.schema.names)
@@ -429,8 +420,7 @@ class ChallengeMetric(Metric):
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
         scores, groups = score_challenge_detailed(data.private, synthetic)
         return MetricResult(scores=scores,
-                            tables={"challenge_groups": groups,
-                                    "challenge_synthetic_groups": synthetic_group_rows(synthetic)},
+                            tables={"challenge_groups": groups},
                             figures={"challenge_heatmap": group_score_heatmap(groups)})
 
 

@@ -27,8 +27,8 @@ shares 94 patterns with the exact one, its top-300 257); on simulated taxi data 
 holds patterns of at most 3 to 5 locations, so 5 is (nearly) exact.
 
 Outputs: the scores and the ``top_k`` table (real top-k, real and synthetic support) are
-computed on the private data and private; ``synthetic_top_k`` (the synthetic top-k and its
-synthetic support) is public.
+computed on the private data and private (nothing is declared public: the synthetic table
+itself is logged).
 
 Counting is vectorised: every contiguous window of length ``L`` becomes one integer key in
 base ``A + 1`` with digits ``code + 1`` (no digit is 0, so keys of different lengths never
@@ -262,18 +262,6 @@ def top_k_table(real_top: np.ndarray, real: PatternSupport, synthetic: PatternSu
     })
 
 
-def synthetic_top_k_table(synthetic_top: np.ndarray, synthetic: PatternSupport,
-                          view: SequenceView) -> pd.DataFrame:
-    """The synthetic data's top-k with their synthetic support (no real-data column)."""
-    codes = [decode_pattern(k, view.n_locations) for k in synthetic_top]
-    return pd.DataFrame({
-        "rank": np.arange(1, len(synthetic_top) + 1),
-        "pattern": [" > ".join(str(x) for x in view.labels(c)) for c in codes],
-        "length": [len(c) for c in codes],
-        "synthetic_support": synthetic.support_of(synthetic_top),
-    })
-
-
 # ----- the metric -------------------------------------------------------------------------
 @dataclass
 class FrequentPatterns(Metric):
@@ -284,16 +272,12 @@ class FrequentPatterns(Metric):
     up to the 64-bit key limit), ``location`` (``pickup`` | ``dropoff`` | ``pair``, taxi only).
 
     Outputs: scores (computed on the private data); table ``top_k`` is **private** (the real
-    top-k and its ``real_support``); table ``synthetic_top_k`` is **public** (the synthetic
-    top-k, which is exact, hence independent of the real data, whenever the ranking is: with
-    ``max_pattern_length=None`` extra lengths counted for the real data's sake do not change
-    an exact top-k).
+    top-k and its ``real_support``).
     """
 
     name = "frequent_patterns"
     headline = "true_positives"
     lower_is_better = False
-    public_outputs = frozenset({"synthetic_top_k"})
 
     k: int = 100
     max_pattern_length: int | None = 5
@@ -330,8 +314,7 @@ class FrequentPatterns(Metric):
         real_top, fake_top = top_k_patterns(real, self.k), top_k_patterns(fake, self.k)
         return MetricResult(
             scores=compare_top_k(real_top, fake_top, self.k),
-            tables={"top_k": top_k_table(real_top, real, fake, fake_top, real_view),
-                    "synthetic_top_k": synthetic_top_k_table(fake_top, fake, fake_view)},
+            tables={"top_k": top_k_table(real_top, real, fake, fake_top, real_view)},
         )
 
     def supports(self, real_view: SequenceView,
