@@ -577,16 +577,24 @@ def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float
     return int(np.argmax(logits + rng.gumbel(size=logits.size)))
 
 
+#: How far below the budget a whole release plan is calibrated (relative): far above float
+#: rounding (~1e-15), far below anything a reader of ``epsilon_spent`` cares about (1e-9).
+PLAN_HEADROOM = 1e-12
+
+
 def solve_scale(plan: Callable[[float], list[Charge]], budget: Budget, accountant: str,
                 prior: Sequence[Charge] = ()) -> float:
-    """The scale ``s`` at which ``prior + plan(s)`` composes to exactly ``budget.epsilon``
-    under ``accountant`` (``plan`` must get more expensive as ``s`` grows; for a plan written
-    in zCDP units under the zcdp accountant, ``s`` is the remaining rho)."""
+    """The scale ``s`` at which ``prior + plan(s)`` composes to ``budget.epsilon`` under
+    ``accountant``, aimed :data:`PLAN_HEADROOM` (relative) below it: the ledger, which has no
+    tolerance, recomposes the charges one at a time, and sums in another order round
+    differently (``plan`` must get more expensive as ``s`` grows; for a plan written in zCDP
+    units under the zcdp accountant, ``s`` is the remaining rho)."""
+    target = budget.epsilon * (1.0 - PLAN_HEADROOM)
 
     def excess(log_s: float) -> float:
         charges = [*prior, *plan(math.exp(log_s))]
         eps, _ = compose(charges, budget.delta, accountant)  # type: ignore[arg-type]
-        return eps - budget.epsilon
+        return eps - target
 
     lo, hi = -60.0, 10.0
     while excess(hi) < 0:

@@ -54,13 +54,17 @@ def print_summary(records: list[dict[str, Any]], sweep_dir: Path, what: str = "r
         extra.append(f"{len(failed)} failed")
     print(f"\nsweep finished: {ok} of {len(records)} {what} succeeded"
           f"{', ' + ', '.join(extra) if extra else ''}  ({sweep_dir})")
-    by_reason: dict[str, list[str]] = {}
+    by_reason: dict[str, list[dict[str, Any]]] = {}
     for r in failed:
-        by_reason.setdefault(r.get("message") or "(no reason recorded)", []).append(r["label"])
-    for reason, labels in by_reason.items():
-        more = f" (+{len(labels) - 1} more)" if len(labels) > 1 else ""
-        print(f"  failed: {labels[0]}{more}:\n" + "\n".join("    " + line
-                                                          for line in reason.splitlines()),
+        by_reason.setdefault(r.get("message") or "(no reason recorded)", []).append(r)
+    for reason, runs in by_reason.items():
+        more = f" (+{len(runs) - 1} more)" if len(runs) > 1 else ""
+        # a run that started printed its whole reason already: one line here; a run refused
+        # before it started is explained here, once
+        lines = reason.splitlines()[:1] if all(r.get("run_id") for r in runs) \
+            else reason.splitlines()
+        print(f"  failed: {runs[0]['label']}{more}:\n" + "\n".join("    " + line
+                                                             for line in lines),
               file=sys.stderr)
 
 
