@@ -61,7 +61,7 @@ def plot_score_vs_epsilon(board: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel(board.attrs.get("metric", "score"))
     ax.set_title("score vs epsilon (band: 95% CI over trials)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     return path
 
