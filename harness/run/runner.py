@@ -349,11 +349,11 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         "peak_memory_mb": max(fit.peak_mb, scoring.peak_mb), "fit_memory_mb": fit.extra_mb,
         "epsilon_spent": eps_spent, "delta_spent": delta_spent,
     }
-    if not private_output_reason(mechanism, data) or rc.log_private_synthetic:
+    log_synthetic = not private_output_reason(mechanism, data) or rc.log_private_synthetic
+    if log_synthetic:
         numbers["n_synthetic_rows"] = float(len(synthetic))
     write_artifacts(out, rc, mechanism, synthetic, public_results(results, metrics, rc),
-                    ledger, numbers, log_synthetic=not private_output_reason(mechanism, data)
-                    or rc.log_private_synthetic)
+                    ledger, numbers, log_synthetic=log_synthetic)
     return Computed(numbers, scores, fit.seconds, extra_tags)
 
 
@@ -434,8 +434,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         tags["tuning_reason"] = tuning.reason[:5000]
     if tuning.mode == "oracle":
         tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
-    elif (mechanism.reference == "floor" and data.public is None
-          and not getattr(mechanism, "n_rows", None)):
+    elif mechanism.reference == "floor" and private_output_reason(mechanism, data):
         tags["non_private_note"] = "row count read from the private data (no public part)"
     return tags
 
@@ -489,13 +488,10 @@ def public_results(results: dict[str, MetricResult], metrics: dict[str, Metric],
         return results
     kept = {}
     for name, result in results.items():
-        public = getattr(type(metrics[name]), "public_outputs", frozenset())
-        kept[name] = MetricResult(
-            result.scores, {k: v for k, v in result.tables.items() if k in public},
-            {k: v for k, v in result.figures.items() if k in public})
-        for key, fig in result.figures.items():
-            if key not in public:
-                close_figure(fig)
+        public, private = metrics[name].split_result(result)
+        kept[name] = MetricResult(result.scores, public.tables, public.figures)
+        for fig in private.figures.values():
+            close_figure(fig)
     return kept
 
 
