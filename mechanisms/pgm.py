@@ -34,12 +34,11 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 from scipy.special import logsumexp
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Charge, compose
+from harness.privacy.accounting import Budget, Charge, largest_fitting
 
 from .base import assign_ids, bounded_private, contribution_bound
 
@@ -589,25 +588,12 @@ def solve_scale(plan: Callable[[float], list[Charge]], budget: Budget, accountan
     tolerance, recomposes the charges one at a time, and sums in another order round
     differently (``plan`` must get more expensive as ``s`` grows; for a plan written in zCDP
     units under the zcdp accountant, ``s`` is the remaining rho)."""
-    target = budget.epsilon * (1.0 - PLAN_HEADROOM)
-
-    def excess(log_s: float) -> float:
-        charges = [*prior, *plan(math.exp(log_s))]
-        eps, _ = compose(charges, budget.delta, accountant)  # type: ignore[arg-type]
-        return eps - target
-
-    lo, hi = -60.0, 10.0
-    while excess(hi) < 0:
-        hi += 10.0
-    if excess(lo) >= 0:
+    s = largest_fitting(plan, budget, accountant, prior,  # type: ignore[arg-type]
+                        guess=budget.epsilon, headroom=PLAN_HEADROOM)
+    if s == 0.0:
         raise ConfigError("the privacy budget is too small for this mechanism's plan",
                           "raise privacy.epsilon")
-    log_s = brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    for _ in range(100):  # never overshoot: step down to the feasible side
-        if excess(log_s) <= 0:
-            break
-        log_s -= 1e-13 * max(1.0, abs(log_s))
-    return math.exp(log_s)
+    return s
 
 
 def gaussian_charge(name: str, sensitivity: float, sigma: float, count: int = 1) -> Charge:

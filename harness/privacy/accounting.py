@@ -38,7 +38,8 @@ the budget (and rounding in sums of shares) still fit, ``epsilon_spent`` landing
 :meth:`Ledger.remaining_pure_epsilon` answers "what is left" for chained mechanisms: the largest
 epsilon of further pure-DP releases that keeps the ledger's own composition (:func:`compose`,
 including its min of two bounds under ``gdp``) within budget, solved numerically with
-``brentq`` on :func:`compose` and stepped down to the feasible side; likewise
+``brentq`` on :func:`compose` and stepped down to the feasible side (:func:`largest_fitting`,
+which also calibrates whole release plans such as MST's); likewise
 :meth:`Ledger.remaining_rho` for further Gaussian releases in zCDP units.
 """
 
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -268,6 +269,39 @@ def compose(charges: list[Charge], delta: float, accountant: Accountant) -> tupl
     return by_zcdp, delta
 
 
+def largest_fitting(plan: Callable[[float], list[Charge]], budget: Budget,
+                    accountant: Accountant, prior: Sequence[Charge] = (), guess: float = 1.0,
+                    headroom: float = CALIBRATION_HEADROOM) -> float:
+    """Largest ``x > 0`` such that ``prior + plan(x)`` composes under ``accountant`` to at most
+    ``budget.epsilon * (1 - headroom)`` (``plan`` must get more expensive as ``x`` grows); 0 if
+    no ``x`` fits. The search doubles or halves from ``guess`` to a bracket, solves with
+    ``brentq`` and steps down to the feasible side, so it never overshoots."""
+    target = budget.epsilon * (1.0 - headroom)
+
+    def excess(x: float) -> float:
+        return compose([*prior, *plan(x)], budget.delta, accountant)[0] - target
+
+    if compose(list(prior), budget.delta, accountant)[0] >= target:
+        return 0.0
+    lo, hi = 0.0, guess
+    for _ in range(2000):
+        if excess(hi) > 0:
+            break
+        lo, hi = hi, 2.0 * hi
+    if lo == 0.0:
+        lo = hi
+        while excess(lo) > 0:
+            lo /= 2.0
+            if lo < 1e-300:
+                return 0.0
+    if excess(lo) == 0:
+        return lo
+    x = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500)
+    while excess(x) > 0:  # never overshoot: step down to the feasible side
+        x = max(lo, x - 4.0 * math.ulp(x))
+    return x
+
+
 @dataclass
 class Ledger:
     """The privacy ledger of one run: every noisy release is charged here.
@@ -319,7 +353,8 @@ class Ledger:
         def plan(total_eps: float) -> list[Charge]:
             return [Charge("plan", kind, 1.0, temperature / (total_eps * s)) for s in shares]
 
-        return self._largest_fitting(plan, self.budget.epsilon / sum(shares))
+        return largest_fitting(plan, self.budget, self.accountant, self.charges,
+                               self.budget.epsilon / sum(shares))
 
     def remaining_rho(self) -> float:
         """The largest rho (zCDP units; ``mu^2 / 2`` of a Gaussian release) of one further
@@ -331,35 +366,8 @@ class Ledger:
         def plan(rho: float) -> list[Charge]:
             return [Charge("plan", "gaussian", 1.0, 1.0 / math.sqrt(2.0 * rho))]
 
-        return self._largest_fitting(plan, zcdp_rho(self.budget.epsilon, self.budget.delta))
-
-    def _largest_fitting(self, plan: Any, guess: float) -> float:
-        """Largest ``x > 0`` with ``compose(charges + plan(x)) <= target`` (monotone in x)."""
-        target = self.budget.epsilon * (1.0 - CALIBRATION_HEADROOM)
-
-        def excess(x: float) -> float:
-            return compose([*self.charges, *plan(x)], self.budget.delta, self.accountant)[0] \
-                - target
-
-        if compose(self.charges, self.budget.delta, self.accountant)[0] >= target:
-            return 0.0
-        lo, hi = 0.0, guess
-        for _ in range(2000):
-            if excess(hi) > 0:
-                break
-            lo, hi = hi, 2.0 * hi
-        if lo == 0.0:
-            lo = hi
-            while excess(lo) > 0:
-                lo /= 2.0
-                if lo < 1e-300:
-                    return 0.0
-        if excess(lo) == 0:
-            return lo
-        x = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500)
-        while excess(x) > 0:  # never overshoot: step down to the feasible side
-            x = max(lo, x - 4.0 * math.ulp(x))
-        return x
+        return largest_fitting(plan, self.budget, self.accountant, self.charges,
+                               zcdp_rho(self.budget.epsilon, self.budget.delta))
 
     def to_dict(self) -> dict[str, Any]:
         eps, delta = self.spent()
