@@ -11,11 +11,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness.data.datasets import PROJECT_ROOT
 from harness.errors import ConfigError
+from harness.resources import config_dir
 
-#: Where the taxonomy files (group -> list of locations) live.
-TAXONOMY_DIR: Path = PROJECT_ROOT / "conf" / "taxonomy"
+#: Folder of the taxonomy files (group -> list of locations), inside the config folder.
+TAXONOMY_FOLDER = "taxonomy"
 #: ``taxonomy=auto``: taxonomy file per sequence kind (trips) or dataset name (column data);
 #: anything else gets the data-independent ``blocks`` taxonomy.
 AUTO_TAXONOMY: dict[str, str] = {"trips": "chicago_sides", "msnbc": "msnbc"}
@@ -125,10 +125,11 @@ def block_taxonomy(alphabet: Sequence[Any]) -> Taxonomy:
     return taxonomy_from_groups(groups, alphabet)
 
 
-def load_taxonomy_file(name: str, folder: Path = TAXONOMY_DIR) -> dict[str, list[Any]]:
-    """The ``groups`` of ``conf/taxonomy/NAME.yaml``."""
+def load_taxonomy_file(name: str, folder: Path | None = None) -> dict[str, list[Any]]:
+    """The ``groups`` of ``conf/taxonomy/NAME.yaml`` (or of ``folder/NAME.yaml``)."""
     import yaml
 
+    folder = folder if folder is not None else config_dir() / TAXONOMY_FOLDER
     path = folder / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in folder.glob("*.yaml"))
