@@ -13,9 +13,15 @@ Algorithm
   ``trip_hour_of_day`` are not measured: the day is ``shift // 3`` and the hour is drawn from
   the public trips of the same shift (the Sprint 3 definition ``shift = 3 day + hour // 8``).
   Other schemas (the generic variant) use ``marginals`` from the config, else a Chow-Liu tree
-  (maximum spanning tree of pairwise mutual information) of the *public* data, else all
-  pairs of attributes (a data-independent workload); attributes in no marginal get a 1-way
-  marginal. Marginals are never chosen from the private data.
+  (maximum spanning tree of pairwise mutual information) of the *public* data over the pairs
+  with at most ``max_cells`` cells, else pairs chosen by size only
+  (:func:`mechanisms.pgm.sized_pairs`): a spanning forest of the smallest pairs, then every
+  further pair of at most ``max_cells`` cells, smallest first, that keeps the model within
+  ``auto_model_mb`` (all pairs of a small domain such as 16 binary columns; a subset of a
+  wide one, where every pair would make one clique of the whole domain); attributes in no
+  marginal get a 1-way marginal. Marginals are never chosen from the private data. Before
+  anything is measured, the junction tree the marginals induce must fit ``max_model_mb``
+  (float64): else the run stops with the fix (no budget spent, nothing allocated).
 - Four rounds ``k = 1..4`` (up to the largest marginal): every k-way clique is measured as
   ``y = Q x + N(0, sigma^2)``, ``x`` its weighted histogram. ``Q`` stacks identity rows for the
   cells whose every (k-1)-way parent cell had a noisy estimate of at least
@@ -30,7 +36,9 @@ Algorithm
   by a constant only, and cliques without cell-level information leave the model. The
   adaptive queries are evaluated (with their gradients) in NumPy inside the JAX loss.
 - Row count: least-squares scale of the fitted model against all noisy measurements, times
-  the public data's rows-per-clipped-weight ratio (``row_count``, ``clip_correction``).
+  the public data's rows-per-clipped-weight ratio (``row_count``, ``clip_correction``),
+  clipped to the public bounds of :mod:`mechanisms.row_count` (at least 1,000 rows; at most
+  the schema's ``max_records``, else 1,000,000): post-processing.
 - Sample, decode numeric codes to values inside their bin drawn from the public data, and
   assign person ids (:mod:`mechanisms.person_ids`). Default ``ids=public_profiles``: the
   number of persons is one extra noisy measurement, the count of distinct persons
@@ -104,6 +112,7 @@ from .person_ids import (
     noisy_person_count,
 )
 from .pgm import jax
+from .row_count import bounded_row_count
 
 PICKUP, DROPOFF, SHIFT = "pickup_community_area", "dropoff_community_area", "shift"
 DAY, HOUR = "trip_day_of_week", "trip_hour_of_day"
@@ -364,6 +373,9 @@ class AdaptiveGrid(Mechanism):
     ids: str = "public_profiles"
     person_count_share: float = 0.01
     profile: list[str] | None = None
+    max_cells: int = 10_000
+    max_model_mb: float = 80.0
+    auto_model_mb: float = 4.0
     name: ClassVar[str] = "adaptive_grid"
     #: last run's diagnostics (cliques, sigma, row counts); not a hyperparameter
     info: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -404,6 +416,14 @@ class AdaptiveGrid(Mechanism):
             raise ConfigError(f"mechanism.profile must be null or a list of attribute names "
                               f"(got {self.profile!r})",
                               "e.g. mechanism.profile=[pickup_community_area,shift]")
+        if isinstance(self.max_cells, bool) or not isinstance(self.max_cells, int) \
+                or self.max_cells < 1:
+            raise ConfigError(f"mechanism.max_cells must be a positive integer "
+                              f"(got {self.max_cells!r})", "set mechanism.max_cells=10000")
+        if isinstance(self.max_model_mb, bool) or not isinstance(
+                self.max_model_mb, (int, float)) or not self.max_model_mb > 0:
+            raise ConfigError(f"mechanism.max_model_mb must be > 0 (got {self.max_model_mb!r})",
+                              "set mechanism.max_model_mb=80")
         if self.marginals is not None and (
                 not isinstance(self.marginals, (list, tuple)) or not self.marginals
                 or any(not isinstance(m, (list, tuple)) or not m for m in self.marginals)):
@@ -443,11 +463,20 @@ class AdaptiveGrid(Mechanism):
         elif taxi:
             outer = list(TAXI_OUTER)
         elif data.public is not None:
-            outer = chow_liu_pairs(data.schema.encode(data.public), data.schema.domain())
+            outer = chow_liu_pairs(data.schema.encode(data.public), data.schema.domain(),
+                                   self.max_cells)
         else:
-            outer = list(itertools.combinations(attrs, 2))
+            outer = pgm.sized_pairs(data.schema.domain(), self.max_cells,
+                                    min(self.auto_model_mb, self.max_model_mb))
         covered = {a for m in outer for a in m}
         outer += [(a,) for a in attrs if a not in covered and a not in derived]
+        domain = data.schema.domain()
+        size = pgm.model_size_mb({a: domain[a] for a in attrs if a not in derived}, outer)
+        if size > self.max_model_mb:
+            raise ConfigError(f"adaptive_grid's marginals make a {size:.4g} MB model, over "
+                              f"max_model_mb={self.max_model_mb:g}",
+                              "measure fewer or smaller marginals (mechanism.marginals), "
+                              "coarsen the widest columns, or raise mechanism.max_model_mb")
         closure = pgm.downward_closure(outer, attrs)
         repeated = self.copies_of if self.copies_of is not None else (
             list(TAXI_REPEATED) if taxi else None)
@@ -524,7 +553,7 @@ class AdaptiveGrid(Mechanism):
         if data.unit == "user" and self.clip_correction:
             ratio = pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, str(data.id_column), C))
-        n_rows = max(1, round(n_rows * ratio))
+        n_rows = bounded_row_count(n_rows * ratio, data, budget.epsilon)
         self.info = {"measurements": len(cliques), "sigma": sigma, "C": C,
                      "one_way_total": total, "rows": n_rows, "clip_ratio": ratio,
                      "noisy_persons": people}
@@ -619,30 +648,22 @@ class AdaptiveGrid(Mechanism):
 
 
 # ----- generic marginals from public data ---------------------------------------------------
-def chow_liu_pairs(public_codes: pd.DataFrame, domain: dict[str, int]) -> list[tuple[str, str]]:
-    """Edges of the maximum spanning tree of pairwise mutual information on *public* data."""
+def chow_liu_pairs(public_codes: pd.DataFrame, domain: dict[str, int],
+                   max_cells: int | None = None) -> list[tuple[str, str]]:
+    """Edges of the maximum spanning tree of pairwise mutual information on *public* data,
+    over the pairs with at most ``max_cells`` cells."""
     attrs = list(domain)
     n = max(len(public_codes), 1)
     one = {a: pgm.histogram(public_codes, (a,), domain) / n for a in attrs}
     mi = {}
     for a, b in itertools.combinations(attrs, 2):
+        if max_cells is not None and domain[a] * domain[b] > max_cells:
+            continue
         joint = pgm.histogram(public_codes, (a, b), domain).reshape(domain[a], domain[b]) / n
         indep = np.outer(one[a], one[b])
         nz = joint > 0
         mi[(a, b)] = float(np.sum(joint[nz] * np.log(joint[nz] / indep[nz])))
-    comp = {a: a for a in attrs}
-
-    def find(a: str) -> str:
-        while comp[a] != a:
-            a = comp[a]
-        return a
-
-    edges = []
-    for (a, b) in sorted(mi, key=lambda e: -mi[e]):
-        if find(a) != find(b):
-            comp[find(a)] = find(b)
-            edges.append((a, b))
-    return edges
+    return pgm.kruskal_forest(attrs, sorted(mi, key=lambda e: -mi[e]))
 
 
 # ----- taxi post-processing (public data only) --------------------------------------------

@@ -3,9 +3,16 @@ on ``mbi``.
 
 Algorithm
 ---------
-- Workload ``W``: all ``workload_degree``-way marginals (default 3), weight 1 each, optionally
-  only those with at most ``max_cells`` cells. Candidates: the downward closure of ``W``, a
-  candidate ``r`` weighted by ``w_r = sum_{s in W} |r & s|``.
+- Workload ``W`` (chosen from domain sizes only): all ``workload_degree``-way marginals
+  (default 3, the paper's ALL-3WAY workload), weight 1 each, with at most ``max_cells`` cells
+  (default 10,000, the reference implementation's filter); a smaller marginal (2 or more
+  attributes) that no kept marginal contains and that has at most ``max_cells`` cells joins
+  ``W`` in their place, so wide columns lose only the marginals that do not fit. If the
+  candidates' answers would take more than ``max_answers_mb`` of memory, the largest
+  workload marginals are dropped until they fit. What is dropped is logged once, up front.
+  Candidates: the downward closure of ``W`` plus every 1-way marginal, a candidate ``r``
+  weighted by ``w_r = sum_{s in W} |r & s|``; a candidate that alone would make the model
+  larger than ``max_model_size`` MB is dropped up front (it could never be selected).
 - Start: every 1-way marginal measured with ``sigma_0``; fit an ``mbi`` model.
 - Round ``t``: keep the candidates that are already inside a measured clique or keep the
   model's junction tree under ``max_model_size * (budget used so far)`` MB; select one with
@@ -15,8 +22,18 @@ Algorithm
   selection epsilon (each round then costs 4x as much). When the zCDP budget left is at
   most two rounds' cost (or after ``T`` rounds), the last round uses exactly the rho that is
   left (90% measurement, 10% selection): the paper's zCDP filter, see below.
-- Finally refit with ``final_iters``, derive the row count from the noisy measurements,
-  sample records and decode them to schema values.
+- Finally refit with ``final_iters``, derive the row count from the noisy measurements
+  (clipped to the public bounds of :mod:`mechanisms.row_count`: at least 1,000 rows, at most
+  the schema's ``max_records``, else 1,000,000), sample records and decode them to schema
+  values.
+
+Settings follow the paper and its reference implementation (ryan112358/private-pgm
+``mechanisms/aim.py``): ``rounds = 16 d``, ``max_model_size = 80`` MB, 1,000 mirror-descent
+iterations per round (warm started from the previous model) and for the final fit,
+``max_cells = 10000``, 90% / 10% measurement / selection split. Speed: every fit stops early
+once converged (``tol``: relative loss improvement per 50 iterations; ``tol: null`` runs all
+iterations as the reference does). ``conf/mechanism/aim_quick.yaml`` is the budget preset
+of the default competition (24 rounds, 100 iterations; labelled ``[quick]`` on the board).
 
 Privacy argument
 ----------------
@@ -77,6 +94,7 @@ from harness.privacy.accounting import (
 
 from . import pgm
 from .base import Mechanism
+from .row_count import bounded_row_count
 
 _BIAS = math.sqrt(2.0 / math.pi)
 log = logging.getLogger(__name__)
@@ -107,11 +125,13 @@ def final_round(rho_left: float, b: float) -> tuple[float, float]:
 class AIM(Mechanism):
     max_contrib: int | None = None
     workload_degree: int = 3
-    max_cells: int | None = None
+    max_cells: int | None = 10_000
     rounds: int | None = None
     max_model_size: float = 80.0
+    max_answers_mb: float = 1000.0
     iters: int = 1000
     final_iters: int = 1000
+    tol: float | None = 1e-7
     name: ClassVar[str] = "aim"
 
     def __post_init__(self) -> None:
@@ -128,6 +148,13 @@ class AIM(Mechanism):
         if not (isinstance(self.max_model_size, (int, float)) and self.max_model_size > 0):
             raise ConfigError(f"mechanism.max_model_size must be > 0 MB "
                               f"(got {self.max_model_size!r})", "set mechanism.max_model_size=80")
+        if not (isinstance(self.max_answers_mb, (int, float)) and self.max_answers_mb > 0):
+            raise ConfigError(f"mechanism.max_answers_mb must be > 0 MB "
+                              f"(got {self.max_answers_mb!r})",
+                              "set mechanism.max_answers_mb=1000")
+        if self.tol is not None and not (isinstance(self.tol, (int, float)) and self.tol >= 0):
+            raise ConfigError(f"mechanism.tol must be >= 0 or null (got {self.tol!r})",
+                              "set mechanism.tol=1e-7 (null: run every iteration)")
 
     # ----- the release plan -------------------------------------------------------------
     @staticmethod
@@ -141,14 +168,24 @@ class AIM(Mechanism):
         return b * math.sqrt(T / (2 * 0.9 * s)), math.sqrt(8 * 0.1 * s / T)
 
     def workload(self, domain: dict[str, int]) -> list[tuple[str, ...]]:
+        """The workload (see the module docstring), from domain sizes only; what is trimmed
+        is logged once."""
+        return sized_workload(domain, self.workload_degree, self.max_cells,
+                              self.max_answers_mb)
+
+    def candidates(self, domain: dict[str, int],
+                   work: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """The downward closure of ``work`` plus every 1-way marginal, without the cliques
+        that alone exceed ``max_model_size`` (logged once)."""
         attrs = list(domain)
-        k = min(self.workload_degree, len(attrs))
-        work = [cl for cl in itertools.combinations(attrs, k)
-                if self.max_cells is None or math.prod(domain[a] for a in cl) <= self.max_cells]
-        if not work:
-            raise ConfigError(f"no {k}-way marginal has at most max_cells={self.max_cells} cells",
-                              "raise mechanism.max_cells or set it to null")
-        return work
+        closure = pgm.downward_closure([*work, *[(a,) for a in attrs]], attrs)
+        fits = [cl for cl in closure if len(cl) == 1
+                or pgm.model_size_mb(domain, [*[(a,) for a in attrs], cl]) <= self.max_model_size]
+        if len(fits) < len(closure):
+            log.warning("aim: %d of %d candidate marginals alone exceed max_model_size=%g MB "
+                        "and were dropped", len(closure) - len(fits), len(closure),
+                        self.max_model_size)
+        return fits
 
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
@@ -161,7 +198,7 @@ class AIM(Mechanism):
         T = self.rounds or 16 * len(attrs)
 
         work = self.workload(domain)
-        closure = pgm.downward_closure(work, attrs)
+        closure = self.candidates(domain, work)
         weights = {cl: float(sum(len(set(cl) & set(w)) for w in work)) for cl in closure}
         answers = {cl: pgm.histogram(codes, cl, domain) for cl in closure}
         cells = {cl: answers[cl].size for cl in closure}
@@ -181,7 +218,7 @@ class AIM(Mechanism):
             measurements.append(pgm.Measurement((a,), pgm.gaussian_release(
                 answers[(a,)], sigma, rng), sigma))
         total = pgm.initial_total(measurements, domain)
-        model = pgm.estimate(domain, measurements, self.iters, total)
+        model = pgm.estimate(domain, measurements, self.iters, total, tol=self.tol)
         marginals = pgm.TreeMarginals(model)
 
         for t in range(1, 10 * T + 1):
@@ -211,7 +248,8 @@ class AIM(Mechanism):
             total = pgm.initial_total(measurements, domain)
             if last:
                 break
-            model = pgm.estimate(domain, measurements, self.iters, total, warm_start=model)
+            model = pgm.estimate(domain, measurements, self.iters, total, warm_start=model,
+                                 tol=self.tol)
             marginals = pgm.TreeMarginals(model)
             moved = float(np.abs(marginals.marginal(pick) - before).sum())
             log.debug("round %d: %s (%d candidates), sigma %.4g, budget used %.3f, %.1fs", t,
@@ -219,10 +257,68 @@ class AIM(Mechanism):
             if moved <= _BIAS * sigma * cells[pick]:
                 sigma, eps = sigma / 2, eps * 2
 
-        model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=model)
+        model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=model,
+                             tol=self.tol)
         n_rows = pgm.fitted_total(model, measurements)
         if data.unit == "user":
             n_rows *= pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, data.id_column, b))
-        n_rows = max(1, round(n_rows))
+        n_rows = bounded_row_count(n_rows, data, budget.epsilon)
         return pgm.finish(data, pgm.sample_codes(model, n_rows, rng, attrs), rng)
+
+
+def sized_workload(domain: dict[str, int], degree: int, max_cells: int | None,
+                   max_answers_mb: float) -> list[tuple[str, ...]]:
+    """All ``degree``-way marginals with at most ``max_cells`` cells, plus every smaller
+    marginal (2+ attributes, within ``max_cells``) that none of them contains; then, while
+    the answers of the workload's downward closure would take more than ``max_answers_mb``
+    (float64), the largest workload marginal is dropped. Domain sizes only (public). Raises
+    before any budget is spent when nothing is left; logs what was trimmed once."""
+    attrs = list(domain)
+    k = min(degree, len(attrs))
+
+    def cells(cl: tuple[str, ...]) -> int:
+        return math.prod(domain[a] for a in cl)
+
+    def fits(cl: tuple[str, ...]) -> bool:
+        return max_cells is None or cells(cl) <= max_cells
+
+    top = list(itertools.combinations(attrs, k))
+    work = [cl for cl in top if fits(cl)]
+    covered = set(pgm.downward_closure(work, attrs))
+    for size in range(k - 1, 1, -1):
+        extra = [cl for cl in itertools.combinations(attrs, size)
+                 if cl not in covered and fits(cl)]
+        work += extra
+        covered |= set(pgm.downward_closure(extra, attrs))
+    dropped_cells = len(top) - sum(1 for cl in work if len(cl) == k)
+    budget_cells = max_answers_mb * 2**20 / 8 - sum(domain.values())
+    work.sort(key=cells)
+    holders: dict[tuple[str, ...], int] = {}  # closure member -> workload marginals holding it
+    for cl in work:
+        for sub in _subsets(cl):
+            holders[sub] = holders.get(sub, 0) + 1
+    closure_cells = sum(cells(sub) for sub in holders if len(sub) > 1)
+    dropped_memory = 0
+    while work and closure_cells > budget_cells:
+        for sub in _subsets(work.pop()):
+            holders[sub] -= 1
+            if holders[sub] == 0 and len(sub) > 1:
+                closure_cells -= cells(sub)
+        dropped_memory += 1
+    if not work and k > 1:
+        raise ConfigError(f"no marginal of 2 to {k} attributes fits max_cells={max_cells} and "
+                          f"max_answers_mb={max_answers_mb:g}",
+                          "raise mechanism.max_cells / mechanism.max_answers_mb, or coarsen "
+                          "the widest columns in the schema")
+    if dropped_cells or dropped_memory:
+        log.warning("aim: workload trimmed to fit memory: %d of %d %d-way marginals have more "
+                    "than max_cells=%s cells (their smaller subsets within the cap are kept); "
+                    "%d more dropped so the candidates' answers fit max_answers_mb=%g; %d "
+                    "workload marginals left", dropped_cells, len(top), k, max_cells,
+                    dropped_memory, max_answers_mb, len(work))
+    return work or [(a,) for a in attrs]
+
+
+def _subsets(cl: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return [sub for r in range(1, len(cl) + 1) for sub in itertools.combinations(cl, r)]

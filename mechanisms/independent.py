@@ -18,7 +18,10 @@ numeric bins with public values, person ids from the public trips-per-person dis
 is post-processing.
 
 The synthetic row count is the mean over attributes of the noisy histogram totals (an
-unbiased estimate of the clipped row count), so it is never read from the private data.
+unbiased estimate of the clipped row count), clipped to the public bounds of
+:func:`mechanisms.row_count.row_bounds` (at least 1,000 rows, at most the schema's
+``max_records`` or 1,000,000), so it is never read from the private data and a tiny epsilon
+cannot yield a one-row table.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, gaussian_sigma, laplace_scale
 
 from .base import Mechanism, assign_ids, bounded_private, contribution_bound
+from .row_count import bounded_row_count
 
 
 @dataclass
@@ -50,7 +54,8 @@ class Independent(Mechanism):
         codes = schema.encode(private)
         noisy = measure_one_way(codes, schema.domain(), bound, self._noise_kind(budget),
                                 budget, ledger, rng)
-        n_rows = max(1, int(round(np.mean([h.sum() for h in noisy.values()]))))
+        n_rows = bounded_row_count(float(np.mean([h.sum() for h in noisy.values()])), data,
+                                   budget.epsilon)
         synth_codes = pd.DataFrame({c: sample_codes(h, n_rows, rng) for c, h in noisy.items()})
         out = schema.decode(synth_codes, rng, reference=data.public)
         ids = assign_ids(n_rows, data, rng)

@@ -15,6 +15,19 @@ Algorithm
    sample records; undo compression (a merged value becomes one of its original values,
    uniformly) and decode to schema values.
 
+Settings (the reference implementation, ryan112358/private-pgm ``mechanisms/mst.py``):
+``iters = 10000`` mirror-descent iterations for the final fit and ``select_iters = 2500`` for
+the 1-way fit that scores the pairs; ``conf/mechanism/mst_quick.yaml`` is the budget preset
+(1,000 / 300). Both fits stop early once the loss has converged (``tol``, relative loss
+improvement per 50 iterations; ``tol: null`` runs every iteration as the reference does).
+Size: a pair whose compressed domain has more than ``max_cells`` cells is never a candidate
+(compressed sizes come from the noisy 1-way marginals, so this is post-processing); when no
+candidate pair joins two components the tree stays a forest and the unused selections and
+2-way measurements are not released (the run spends less than its budget, never more).
+Row count: the model's least-squares total, clipped to the public bounds of
+:mod:`mechanisms.row_count` (at least 1,000 rows; at most the schema's ``max_records``, else
+1,000,000).
+
 Privacy argument
 ----------------
 Private: every attribute of ``data.private`` (the id column is never modelled). Each person
@@ -43,6 +56,7 @@ post-processing.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -56,18 +70,23 @@ from harness.privacy.accounting import Budget, Charge, Ledger
 
 from . import pgm
 from .base import Mechanism
+from .row_count import bounded_row_count
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class MST(Mechanism):
     max_contrib: int | None = None
-    iters: int = 3000
-    select_iters: int = 500
+    iters: int = 10000
+    select_iters: int = 2500
     compress: bool = True
+    tol: float | None = 1e-7
+    max_cells: int = 1_000_000
     name: ClassVar[str] = "mst"
 
     def __post_init__(self) -> None:
-        for key in ("iters", "select_iters"):
+        for key in ("iters", "select_iters", "max_cells"):
             value = getattr(self, key)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"mechanism.{key} must be a positive integer (got {value!r})",
@@ -76,6 +95,9 @@ class MST(Mechanism):
                                              or self.max_contrib < 1):
             raise ConfigError(f"mechanism.max_contrib must be a positive integer or null "
                               f"(got {self.max_contrib!r})", "set mechanism.max_contrib=null")
+        if self.tol is not None and not (isinstance(self.tol, (int, float)) and self.tol >= 0):
+            raise ConfigError(f"mechanism.tol must be >= 0 or null (got {self.tol!r})",
+                              "set mechanism.tol=1e-7 (null: run every iteration)")
 
     # ----- the release plan -------------------------------------------------------------
     @staticmethod
@@ -118,9 +140,10 @@ class MST(Mechanism):
         if d > 1:
             eps_sel = charges[1].pure_epsilon
             total = pgm.initial_total(measurements, small_domain)
-            model = pgm.estimate(small_domain, measurements, self.select_iters, total)
+            model = pgm.estimate(small_domain, measurements, self.select_iters, total,
+                                 tol=self.tol)
             edges = self._select(small, small_domain, pgm.TreeMarginals(model), eps_sel, b,
-                                 ledger, rng)
+                                 ledger, rng, self.max_cells)
             sigma2 = charges[2].scale
             for edge in edges:
                 ledger.charge(f"2-way marginal {' x '.join(edge)}", "gaussian", b, sigma2,
@@ -130,22 +153,23 @@ class MST(Mechanism):
 
         # 4. estimate, count, sample, decode
         total = pgm.initial_total(measurements, small_domain)
-        model = pgm.estimate(small_domain, measurements, self.iters, total)
+        model = pgm.estimate(small_domain, measurements, self.iters, total, tol=self.tol)
         n_rows = pgm.fitted_total(model, measurements)
         if data.unit == "user":
             n_rows *= pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, data.id_column, b))
-        n_rows = max(1, round(n_rows))
+        n_rows = bounded_row_count(n_rows, data, budget.epsilon)
         synth = pgm.sample_codes(model, n_rows, rng, attrs)
         codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng) for a in attrs})
         return pgm.finish(data, codes_out, rng)
 
     @staticmethod
     def _select(codes: pd.DataFrame, domain: dict[str, int], model: pgm.TreeMarginals,
-                eps_sel: float, b: float, ledger: Ledger,
-                rng: np.random.Generator) -> list[tuple[str, str]]:
+                eps_sel: float, b: float, ledger: Ledger, rng: np.random.Generator,
+                max_cells: int | None = None) -> list[tuple[str, str]]:
         attrs = list(domain)
-        pairs = list(itertools.combinations(attrs, 2))
+        pairs = [p for p in itertools.combinations(attrs, 2)
+                 if max_cells is None or domain[p[0]] * domain[p[1]] <= max_cells]
         score = {p: float(np.abs(pgm.histogram(codes, p, domain) - model.marginal(p)).sum())
                  for p in pairs}
         comp = {a: a for a in attrs}
@@ -159,6 +183,12 @@ class MST(Mechanism):
         edges = []
         for i in range(len(attrs) - 1):
             candidates = [p for p in pairs if find(p[0]) != find(p[1])]
+            if not candidates:  # every joining pair is over max_cells: a forest
+                log.warning("mst: no pair of at most max_cells=%d cells joins the %d tree "
+                            "components left; %d selections and 2-way measurements are not "
+                            "made (budget left unspent)", max_cells, len(attrs) - i,
+                            len(attrs) - 1 - i)
+                break
             pick = candidates[pgm.exponential_mechanism(
                 np.array([score[p] for p in candidates]), eps_sel, b, rng)]
             ledger.charge(f"select 2-way marginal #{i + 1}", "exponential", b, 2 * b / eps_sel,

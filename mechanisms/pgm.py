@@ -19,16 +19,16 @@ post-processing of noisy releases:
   (decoding codes to schema values with public reference values, person ids from public data);
 - :func:`exponential_mechanism` and :func:`solve_scale` (calibrating a parameterised release
   plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
-- :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap).
+- :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap);
+  :func:`smallest_pairs_forest` / :func:`sized_pairs`: pairs chosen by domain size only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import jax
@@ -41,6 +41,13 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, largest_fitting
 
 from .base import assign_ids, bounded_private, contribution_bound
+from .cliques import (  # noqa: F401 - pgm.*
+    downward_closure,
+    kruskal_forest,
+    model_size_mb,
+    sized_pairs,
+    smallest_pairs_forest,
+)
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_enable_compilation_cache", False)
@@ -144,9 +151,12 @@ def release_compiled() -> None:
 
 
 def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters: int,
-             total: float, warm_start=None):
+             total: float, warm_start=None, tol: float | None = None):
     """Mirror descent (``mbi``) fit of a graphical model to ``measurements`` with ``total``
-    records; returns an ``mbi`` MarkovRandomField."""
+    records; returns an ``mbi`` MarkovRandomField. ``iters`` is the most iterations; with
+    ``tol`` the fit stops early once the loss improves by at most ``tol`` (relative) over two
+    consecutive blocks of 50 iterations (``mbi``'s early stopping): a warm-started refit that
+    has converged stops after 100 iterations instead of running all ``iters``."""
     if iters < 1:
         raise ConfigError(f"estimation iterations must be >= 1 (got {iters})",
                           "set mechanism.iters to a positive integer")
@@ -160,7 +170,7 @@ def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters:
         warnings.simplefilter("ignore")
         return mbi_estimation.MirrorDescent().estimate(
             dom, loss, known_total=float(max(total, 1.0)), iters=int(iters),
-            warm_start=warm_start)
+            warm_start=warm_start, tol=tol)
 
 
 def structured_loss(domain: dict[str, int], measurements: Sequence[Measurement]):
@@ -602,53 +612,3 @@ def gaussian_charge(name: str, sensitivity: float, sigma: float, count: int = 1)
 
 def exponential_charge(name: str, sensitivity: float, epsilon: float, count: int = 1) -> Charge:
     return Charge(name, "exponential", float(sensitivity), 2.0 * sensitivity / epsilon, int(count))
-
-
-# ----- cliques ----------------------------------------------------------------------------
-def downward_closure(cliques: Iterable[Sequence[str]], order: Sequence[str]) -> list[Clique]:
-    """Every non-empty subset of every clique, attributes in ``order``, sorted by size then by
-    first appearance."""
-    pos = {a: i for i, a in enumerate(order)}
-    seen: dict[Clique, None] = {}
-    for cl in cliques:
-        cl = tuple(sorted(set(cl), key=pos.__getitem__))
-        for k in range(1, len(cl) + 1):
-            for sub in itertools.combinations(cl, k):
-                seen.setdefault(sub, None)
-    return sorted(seen, key=len)
-
-
-def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> float:
-    """Megabytes (float64) of the junction tree ``mbi`` builds for ``cliques``: greedy
-    elimination by smallest clique size, as ``mbi.junction_tree.greedy_order`` does, summing
-    the maximal elimination cliques."""
-    attrs = list(domain)
-    nbrs: dict[str, set[str]] = {a: set() for a in attrs}
-    for cl in cliques:
-        for a in cl:
-            nbrs[a].update(b for b in cl if b != a)
-    n_edges = sum(len(v) for v in nbrs.values()) // 2
-    if n_edges and n_edges == len(attrs) - 1 and len(_components(
-            [(a,) for a in attrs], {(a,): [(b,) for b in nbrs[a]] for a in attrs})) == 1:
-        # mbi eliminates a tree graph in a perfect order: its cliques are the edges
-        cells = sum(domain[a] * domain[b] for a in attrs for b in nbrs[a] if a < b)
-        return cells * 8 / 2**20
-    remaining = list(attrs)
-    elim_cliques: list[frozenset[str]] = []
-    while remaining:
-        best, best_cost = None, None
-        for a in remaining:
-            cost = domain[a]
-            for b in nbrs[a]:
-                cost *= domain[b]
-            if best_cost is None or cost < best_cost:
-                best, best_cost = a, cost
-        assert best is not None
-        elim_cliques.append(frozenset(nbrs[best] | {best}))
-        for b in nbrs[best]:
-            nbrs[b] |= nbrs[best] - {b}
-            nbrs[b].discard(best)
-        remaining.remove(best)
-    maximal = [c for c in set(elim_cliques) if not any(c < d for d in elim_cliques)]
-    cells = sum(math.prod(domain[a] for a in c) for c in maximal)
-    return cells * 8 / 2**20

@@ -333,3 +333,62 @@ def test_bad_marginals_for_the_data(small_dataset):
         AdaptiveGrid(profile=["weight"]).fit_sample(small_dataset, Budget(1.0, 1e-6), ledger,
                                                     np.random.default_rng(0))
     assert ledger.charges == []  # refused before any measurement
+
+
+def wide_table(n_cols: int, width: int, n: int = 500) -> Dataset:
+    """A record-level table without a public part: ``n_cols`` categorical columns of
+    ``width`` values each (salary-like CSV tables)."""
+    from harness.data.schema import Column, RunSpec, Schema
+
+    cols = tuple(Column(f"c{i}", "categorical", values=tuple(range(width)))
+                 for i in range(n_cols))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"c{i}": rng.integers(0, width, size=n) for i in range(n_cols)})
+    return Dataset("wide", Schema(cols, (RunSpec(1.0, DELTA),)), frame, None, unit="record")
+
+
+def test_default_marginals_without_public_data_are_chosen_by_size():
+    """No public part: 16 binary columns fit every pair (one 2^16-cell clique, 0.5 MB, within
+    auto_model_mb = 4); 12 columns of 50 values cannot (50^12 cells): a spanning tree of
+    2,500-cell pairs plus the pairs that keep the model within 4 MB; 12 columns of 5,000
+    values have no pair within max_cells = 10,000: 1-way marginals only."""
+    binary = wide_table(16, 2)
+    pairs = [c for c in AdaptiveGrid().cliques(binary)[0] if len(c) == 2]
+    assert len(pairs) == 120
+    data = wide_table(12, 50)
+    cliques, _ = AdaptiveGrid().cliques(data)
+    pairs = [c for c in cliques if len(c) == 2]
+    assert not [c for c in cliques if len(c) > 2] and 11 <= len(pairs) < 66
+    comp = {a: a for a in data.schema.attributes}
+
+    def find(a):
+        while comp[a] != a:
+            a = comp[a]
+        return a
+
+    for a, b in pairs:
+        comp[find(a)] = find(b)
+    assert len({find(a) for a in comp}) == 1  # connected: the spanning tree comes first
+    assert pgm.model_size_mb(data.schema.domain(), pairs) <= 4.0
+    wide = wide_table(12, 5000)  # every pair has 25M cells: 1-way marginals only
+    assert all(len(c) == 1 for c in AdaptiveGrid().cliques(wide)[0])
+
+
+def test_too_large_marginals_are_refused_before_anything_is_measured():
+    """Three 5,000-value columns in one marginal: 1.25e11 cells (1e12 bytes). The run stops
+    with the fix before any budget is spent or any array is allocated."""
+    data = wide_table(4, 5000)
+    ledger = Ledger(Budget(1.0, DELTA), "gdp")
+    mech = AdaptiveGrid(marginals=[["c0", "c1", "c2"]])
+    with pytest.raises(ConfigError, match="max_model_mb"):
+        mech.fit_sample(data, Budget(1.0, DELTA), ledger, np.random.default_rng(0))
+    assert ledger.charges == []
+
+
+@pytest.mark.slow
+def test_default_run_on_a_plain_table_spends_the_budget_exactly():
+    data = wide_table(6, 8, n=800)
+    budget = Budget(1.0, DELTA)
+    _, ledger, out = run(data, {"iters": 20}, budget)
+    assert ledger.spent()[0] == pytest.approx(1.0, abs=1e-9) and ledger.spent()[0] <= 1.0
+    assert data.schema.problems(out) == [] and 1000 <= len(out) <= 1_000_000

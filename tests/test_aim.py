@@ -156,3 +156,58 @@ def test_titanic_three_way_workload(shared_data):
     assert data.schema.problems(out) == []
     assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
     assert sum(c.rho for c in ledger.charges) <= zcdp_rho(1.0, 1e-6)
+
+
+def test_memory_cap_trims_the_workload_by_size_and_says_so(caplog):
+    """Hand count: of the 10 triples of {wide1 (500), wide2 (400), a, b, c (3, 4, 5)}, the 3
+    holding both wide columns have 200,000 x 3+ cells > 10,000 and are dropped; the other 7
+    (at most 500 * 4 * 5 = 10,000 cells) stay; the pair wide1 x wide2 (200,000) is no
+    candidate. The trim is logged once, with the counts."""
+    domain = {"wide1": 500, "wide2": 400, "a": 3, "b": 4, "c": 5}
+    mech = AIM(max_cells=10_000)
+    with caplog.at_level("WARNING", logger="mechanisms.aim"):
+        work = mech.workload(domain)
+        candidates = mech.candidates(domain, work)
+    assert len(work) == 7 and all(len(cl) == 3 for cl in work)
+    assert all(math.prod(domain[a] for a in cl) <= 10_000 for cl in candidates)
+    assert ("wide1", "wide2") not in candidates and ("a", "b", "c") in candidates
+    trims = [r.getMessage() for r in caplog.records if "trimmed" in r.getMessage()]
+    assert len(trims) == 1 and "3 of 10 3-way" in trims[0]
+
+
+def test_answers_memory_budget_drops_the_largest_workload_marginals(caplog):
+    domain = {"wide1": 500, "wide2": 400, "a": 3, "b": 4, "c": 5}
+    budget_mb = 0.1  # 13,107 float64 cells, 912 of them for the 1-way answers
+    with caplog.at_level("WARNING", logger="mechanisms.aim"):
+        work = AIM(max_cells=10_000, max_answers_mb=budget_mb).workload(domain)
+    full = AIM(max_cells=10_000).workload(domain)
+    closure = [cl for cl in pgm.downward_closure(work, list(domain)) if len(cl) > 1]
+    assert sum(math.prod(domain[a] for a in cl) for cl in closure) \
+        <= budget_mb * 2**20 / 8 - sum(domain.values())
+    dropped = set(full) - set(work)
+    cells = {cl: math.prod(domain[a] for a in cl) for cl in full}
+    assert dropped and max(cells[cl] for cl in work) <= min(cells[cl] for cl in dropped)
+    assert any(f"{len(dropped)} more dropped" in r.getMessage() for r in caplog.records)
+
+
+def test_candidates_over_the_model_size_are_dropped_up_front(caplog):
+    domain = {"a": 100, "b": 100, "c": 3, "d": 2}
+    mech = AIM(max_cells=None, max_model_size=0.05)  # 6,553 cells
+    with caplog.at_level("WARNING", logger="mechanisms.aim"):
+        candidates = mech.candidates(domain, mech.workload(domain))
+    ones = [(a,) for a in domain]
+    assert all(pgm.model_size_mb(domain, [*ones, cl]) <= 0.05
+               for cl in candidates if len(cl) > 1)
+    assert ("a", "b") not in candidates and ("a", "c", "d") in candidates
+    assert set(ones) <= set(candidates)
+    assert any("exceed max_model_size" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_tiny_epsilon_gives_a_sensible_row_count_within_the_budget(small_dataset):
+    """At epsilon 1e-6 the noisy row count is noise; the output keeps the public floor of
+    1,000 rows and the schema's max_records cap (100,000) and the ledger stays exact."""
+    budget = Budget(1e-6, 1e-6)
+    ledger, out = run(small_dataset, budget, "zcdp")
+    assert 1000 <= len(out) <= 100_000
+    assert ledger.spent()[0] == pytest.approx(1e-6, rel=1e-6) and ledger.spent()[0] <= 1e-6

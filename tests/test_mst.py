@@ -124,3 +124,68 @@ def test_adult_three_way_tvd(shared_data):
         data, budget, ledger, np.random.default_rng(0))
     tvd = KMarginal(k=3, max_marginals=1000).score(data, out).scores["mean_tvd"]
     assert tvd <= 0.12
+
+
+def record_table(n: int, max_records: int | None, epsilon: float):
+    """A record-level table of ``n`` rows (the toy columns, no id) whose schema caps the
+    synthetic rows at ``max_records`` (or names no cap)."""
+    from harness.data.datasets import Dataset
+    from harness.data.schema import Column, RunSpec, Schema
+
+    from .conftest import make_small_frame
+
+    schema = Schema((
+        Column("color", "categorical", values=("red", "green", "blue"), dtype="str"),
+        Column("size", "categorical", values=(0, 1, 2, 3)),
+        Column("amount", "numeric", min=-1, max=100, bins=(0, 10, 50)),
+    ), (RunSpec(epsilon, 1e-6, max_records=max_records),))
+    frame = make_small_frame(n, seed=3).drop(columns="pid")
+    return Dataset("records", schema, frame, None, unit="record")
+
+
+def test_row_count_bounds_by_hand():
+    from mechanisms.row_count import DEFAULT_MAX_ROWS, MIN_ROWS, bounded_row_count
+
+    capped = record_table(100, 2500, 1e-6)
+    free = record_table(100, None, 1e-6)
+    assert bounded_row_count(7_309_103, free, 1e-6) == DEFAULT_MAX_ROWS == 1_000_000
+    assert bounded_row_count(7_309_103, capped, 1e-6) == 2500
+    assert bounded_row_count(1.0, free, 1e-6) == MIN_ROWS == 1000
+    assert bounded_row_count(-40.0, capped, 1e-6) == 1000
+    assert bounded_row_count(1234.4, free, 1e-6) == 1234
+    assert bounded_row_count(float("nan"), free, 1e-6) == 1000
+    assert bounded_row_count(7.0, record_table(100, 300, 1e-6), 1e-6) == 300  # cap < floor
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["mst", "independent"])
+def test_epsilon_1e6_output_respects_the_row_bound(mechanism):
+    """A 5,000-row table at epsilon 1e-6: the noisy count is pure noise (sigma in the
+    millions); the output has between 1,000 rows and the schema's max_records (2,500), and
+    the ledger is spent to the budget, never over."""
+    data = record_table(5000, 2500, 1e-6)
+    budget = Budget(1e-6, 1e-6)
+    for seed in range(3):
+        ledger = Ledger(budget, "zcdp", unit=data.ledger_unit)
+        params = FAST if mechanism == "mst" else {}
+        out = make_mechanism(mechanism, params).fit_sample(data, budget, ledger,
+                                                           np.random.default_rng(seed))
+        assert 1000 <= len(out) <= 2500
+        assert data.schema.problems(out) == []
+        spent = ledger.spent()[0]
+        assert spent <= 1e-6 and spent == pytest.approx(1e-6, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_pairs_over_max_cells_are_never_selected(small_dataset):
+    """With max_cells=9 only pairs of at most 9 (compressed) cells are candidates; when they
+    cannot join every column the tree stays a forest (fewer than d - 1 = 2 selections and
+    2-way measurements), and the ledger stays within the budget."""
+    budget = Budget(1.0, 1e-6)
+    ledger, out = run(small_dataset, budget, max_cells=9)
+    measured = [c for c in ledger.charges if c.name.startswith("2-way")]
+    assert len(measured) <= 2
+    for c in measured:
+        assert int(c.note.split()[0]) <= 9
+    assert ledger.spent()[0] <= 1.0
+    assert small_dataset.schema.problems(out) == []
