@@ -20,6 +20,7 @@ Unit = Literal["record", "user"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR_ENV = "DP_ARENA_DATA"
 SHARED_DATASETS = ("adult", "titanic", "nltcs", "msnbc")
+CHICAGO_SAMPLE_FILE = "chicago-taxi-sample.csv"
 
 
 @dataclass
@@ -79,8 +80,11 @@ def load_dataset(cfg: dict[str, Any]) -> Dataset:
         return load_csv_dataset(**_without(cfg, "name"))
     if name in SHARED_DATASETS:
         return load_shared_dataset(name, **_without(cfg, "name"))
+    if name == "chicago_sample":
+        return load_chicago_sample(**_without(cfg, "name"))
     raise ConfigError(f"unknown dataset {name!r}",
-                      f"use dataset=taxi_sim, dataset=csv or one of {list(SHARED_DATASETS)}")
+                      f"use dataset=taxi_sim, dataset=csv, dataset=chicago_sample or one of "
+                      f"{list(SHARED_DATASETS)}")
 
 
 def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0,
@@ -106,12 +110,12 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     """Any CSV plus a ``parameters.json`` / ``domain.json`` schema."""
     if not path:
         raise ConfigError("dataset=csv needs dataset.path", "pass dataset.path=/path/to/data.csv")
-    if not schema:
-        raise ConfigError("dataset=csv needs dataset.schema",
-                          "pass dataset.schema=/path/to/parameters.json (or domain.json)")
     if not _resolve(path).is_file():
         raise DPArenaError(f"dataset.path: file not found: {path}",
                            "check the path (relative paths are taken from the current folder)")
+    if not schema:
+        raise ConfigError("dataset=csv needs dataset.schema",
+                          "pass dataset.schema=/path/to/parameters.json (or domain.json)")
     sch = Schema.load(_resolve(schema))
     private = read_table(_resolve(path), sch, "dataset.path")
     public = read_table(_resolve(public_path), sch, "dataset.public_path") if public_path else None
@@ -135,6 +139,27 @@ def load_shared_dataset(name: str, data_dir: str | None = None, public_fraction:
         keep = np.random.default_rng(split_seed).choice(len(private), max_rows, replace=False)
         private = private.iloc[np.sort(keep)].reset_index(drop=True)
     ds = Dataset(name, sch, private, None, unit="record")
+    return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
+
+
+def load_chicago_sample(data_dir: str | None = None, public_fraction: float = 0.0,
+                        split_seed: int = 0, max_rows: int | None = None) -> Dataset:
+    """The real Chicago taxi sample (``chicago-taxi-sample.csv`` in the shared data folder)
+    prepared in memory as ``dp-arena-prepare chicago`` does (:mod:`harness.data.chicago`).
+    It has no taxi id: record-level privacy, no ``taxi_id`` column."""
+    from harness.data.chicago import prepare_trips, read_export
+
+    path = shared_data_dir(data_dir) / CHICAGO_SAMPLE_FILE
+    if not path.is_file():
+        raise DPArenaError(f"dataset chicago_sample: {path} not found",
+                           f"put {CHICAGO_SAMPLE_FILE} in the shared data folder (see its "
+                           f"README) or set {DATA_DIR_ENV} / dataset.data_dir")
+    prepared = prepare_trips(read_export(path))
+    private = coerce_dtypes(prepared.schema, prepared.trips)
+    if max_rows is not None and len(private) > max_rows:
+        keep = np.random.default_rng(split_seed).choice(len(private), max_rows, replace=False)
+        private = private.iloc[np.sort(keep)].reset_index(drop=True)
+    ds = Dataset("chicago_sample", prepared.schema, private, None, unit="record")
     return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
 
 
