@@ -81,3 +81,44 @@ MECHANISMS.update({
     "test_sleeper": "tests.doubles:Sleeper",
     "test_memory_hog": "tests.doubles:MemoryHog",
 })
+
+
+@dataclass
+class LeakyIndependent(Mechanism):
+    """``independent`` that lies: it charges the run's ledger as if its noise were calibrated to
+    the budget's epsilon, but adds the (smaller) noise calibrated to ``factor`` x epsilon, so
+    its true epsilon is about ``factor`` times the claimed one. The privacy audit must catch
+    it (tests/test_audit.py)."""
+
+    factor: float = 4.0
+    max_contrib: int | None = None
+    name: ClassVar[str] = "test_leaky_independent"
+
+    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        from harness.privacy.accounting import gaussian_sigma, laplace_scale
+        from mechanisms.base import assign_ids, bounded_private, contribution_bound
+        from mechanisms.independent import measure_one_way, sample_codes
+
+        schema = data.schema
+        bound = contribution_bound(data, self.max_contrib)
+        codes = schema.encode(bounded_private(data, bound, rng))
+        kind = "gaussian" if budget.delta > 0 else "laplace"
+        under = Budget(budget.epsilon * self.factor, budget.delta)
+        noisy = measure_one_way(codes, schema.domain(), bound, kind, under,
+                                Ledger(under, ledger.accountant, unit=ledger.unit), rng)
+        d = len(noisy)
+        claimed = (gaussian_sigma(d, bound, budget, ledger.accountant) if kind == "gaussian"
+                   else laplace_scale(budget.epsilon / d, bound))
+        for col in noisy:  # the lie: the honest scale is charged, a smaller one was added
+            ledger.charge(f"1-way marginal {col}", kind, bound, claimed)  # type: ignore[arg-type]
+        n_rows = max(1, int(np.rint(np.mean([h.sum() for h in noisy.values()]))))
+        synth = pd.DataFrame({c: sample_codes(h, n_rows, rng) for c, h in noisy.items()})
+        out = schema.decode(synth, rng, reference=data.public)
+        ids = assign_ids(n_rows, data, rng)
+        if ids is not None:
+            out.insert(0, schema.id_column, ids)  # type: ignore[arg-type]
+        return out[schema.names]
+
+
+MECHANISMS["test_leaky_independent"] = "tests.doubles:LeakyIndependent"

@@ -17,7 +17,8 @@ FLOORS: dict[str, int] = {
     "mechanisms": 2, "metrics": 2,
     "harness.report": 3,
     "harness.run": 4,
-    "harness.cli": 5,
+    "harness.audit": 5,
+    "harness.cli": 6,
 }
 PACKAGES = ("harness", "mechanisms", "metrics")
 MAX_LINES = 700

@@ -1,0 +1,18 @@
+"""Privacy audits: an empirical lower bound on a mechanism's epsilon (``dp-arena-audit``).
+
+- :mod:`~harness.audit.canary`: the neighbouring pair, D (the configured private data) and
+  D' = D + one constructed canary person (strategies ``rare_cell``, ``mode_copy``);
+- :mod:`~harness.audit.statistic`: black-box features of one synthetic table about the canary
+  (``canary_cells``, ``distance``);
+- :mod:`~harness.audit.decision`: the distinguishing test (linear discriminant and threshold
+  chosen on one half of the runs, false positives/negatives counted on the other half);
+- :mod:`~harness.audit.bounds`: Clopper-Pearson bounds and the epsilon (and mu-GDP) lower bound;
+- :mod:`~harness.audit.runs`: many runs per world with fresh noise, in isolated children,
+  cached so a re-run resumes;
+- :mod:`~harness.audit.driver`: the whole audit from a resolved config, logged to MLflow as one
+  run (``kind=audit``).
+
+Floor: above :mod:`harness.run`, below :mod:`harness.cli`. May import :mod:`harness.run`,
+:mod:`harness.report`, :mod:`mechanisms`, :mod:`metrics`, :mod:`harness.data`,
+:mod:`harness.privacy` and the ground floor; never :mod:`harness.cli`.
+"""

@@ -1,0 +1,165 @@
+"""The distinguishing test: which world (D or D') produced a synthetic table?
+
+Runs are split in two halves by run index (the runs are independent and identically
+distributed, so the split is data-independent):
+
+1. **selection half**: a scorer fitted on these runs turns each run's feature vector into one
+   score: ``naive_bayes`` (default; per feature, a log-likelihood ratio over up to 16 bins of
+   pooled quantiles with add-1/2 smoothing, summed) or ``lda`` (scikit-learn
+   ``LinearDiscriminantAnalysis``, ``lsqr`` solver with Ledoit-Wolf shrinkage);
+   then a threshold and a direction ("score >= t means D'" or "score <= t means D'") are chosen
+   among up to 257 quantiles of the pooled scores, maximizing the epsilon lower bound these
+   runs would give (:func:`harness.audit.bounds.lower_bound`; ties: the larger mu bound);
+2. **evaluation half**: the chosen test is applied once; its false positives (D said D') and
+   false negatives (D' said D) are what the reported bounds use. Choosing on other runs keeps
+   the Clopper-Pearson bounds valid (no selection on the counts they bound).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import ErrorCounts, lower_bound
+
+N_CANDIDATES = 257
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """Score = sum over features of log(P(bin | D') / P(bin | D)) (naive Bayes) plus a linear
+    term ``features[:, columns] @ weights`` (linear discriminant); either part may be empty."""
+
+    columns: tuple[int, ...] = ()
+    weights: tuple[float, ...] = ()
+    #: per feature: (interior bin edges, log-likelihood ratio per bin)
+    bins: tuple[tuple[int, tuple[float, ...], tuple[float, ...]], ...] = ()
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        out = np.zeros(len(x))
+        if self.columns:
+            out += x[:, list(self.columns)] @ np.asarray(self.weights)
+        for j, edges, llr in self.bins:
+            out += np.asarray(llr)[np.searchsorted(np.asarray(edges), x[:, j], side="right")]
+        return out
+
+
+@dataclass(frozen=True)
+class Test:
+    """Say D' when ``direction * score >= direction * threshold``."""
+
+    scorer: Scorer
+    direction: int
+    threshold: float
+
+    def says_canary(self, x: np.ndarray) -> np.ndarray:
+        s = self.scorer.score(x)
+        return self.direction * s >= self.direction * self.threshold
+
+
+def split_halves(n: int) -> tuple[slice, slice]:
+    """(selection, evaluation) halves of ``n`` runs by index."""
+    return slice(0, n // 2), slice(n // 2, n)
+
+
+def fit_lda(x0: np.ndarray, x1: np.ndarray) -> Scorer:
+    """Linear discriminant between features on D (``x0``) and on D' (``x1``)."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    x = np.vstack([x0, x1]).astype(float)
+    keep = tuple(int(j) for j in np.flatnonzero(x.std(axis=0) > 0))
+    if not keep or len(x0) < 2 or len(x1) < 2:
+        return Scorer()
+    y = np.r_[np.zeros(len(x0)), np.ones(len(x1))]
+    lda = LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lda.fit(x[:, list(keep)], y)
+    weights = np.nan_to_num(lda.coef_[0])
+    if not np.any(weights):
+        return Scorer()
+    return Scorer(keep, tuple(float(w) for w in weights))
+
+
+def feature_bins(v0: np.ndarray, v1: np.ndarray, max_bins: int) -> tuple[tuple[float, ...],
+                                                                         tuple[float, ...]]:
+    """Interior edges (pooled quantiles; a frequent value such as 0 is its own bin) and the
+    smoothed log-likelihood ratio log(P(bin | D') / P(bin | D)) per bin (add-1/2 smoothing)."""
+    pooled = np.concatenate([v0, v1])
+    edges = np.unique(np.quantile(pooled, np.linspace(0, 1, max_bins + 1)[1:-1]))
+    edges = np.unique(np.concatenate([edges, edges + 1e-9]))  # isolate repeated values
+    n_bins = len(edges) + 1
+    h0 = np.bincount(np.searchsorted(edges, v0, side="right"), minlength=n_bins) + 0.5
+    h1 = np.bincount(np.searchsorted(edges, v1, side="right"), minlength=n_bins) + 0.5
+    llr = np.log(h1 / h1.sum()) - np.log(h0 / h0.sum())
+    return tuple(float(e) for e in edges), tuple(float(v) for v in llr)
+
+
+def fit_naive_bayes(x0: np.ndarray, x1: np.ndarray, max_bins: int = 16) -> Scorer:
+    """Per feature, a binned log-likelihood ratio estimated on these runs, summed over
+    features (naive Bayes: exact when the features are independent given the world, as the
+    canary's cells are for a mechanism releasing independent marginals; a useful score
+    otherwise). Catches tail events a linear score misses, e.g. "every canary cell empty"."""
+    bins = []
+    for j in range(x0.shape[1]):
+        v0, v1 = x0[:, j].astype(float), x1[:, j].astype(float)
+        if np.concatenate([v0, v1]).std() == 0:
+            continue
+        edges, llr = feature_bins(v0, v1, max_bins)
+        bins.append((j, edges, llr))
+    return Scorer(bins=tuple(bins))
+
+
+SCORERS = {"naive_bayes": fit_naive_bayes, "lda": fit_lda}
+
+
+def fit_scorer(x0: np.ndarray, x1: np.ndarray, kind: str = "naive_bayes") -> Scorer:
+    """The scorer ``kind`` (``naive_bayes`` or ``lda``) fitted on these runs."""
+    if len(x0) < 2 or len(x1) < 2:
+        return Scorer()
+    return SCORERS[kind](np.asarray(x0, dtype=float), np.asarray(x1, dtype=float))
+
+
+def counts_for(test: Test, x0: np.ndarray, x1: np.ndarray) -> ErrorCounts:
+    """The test's errors on runs ``x0`` (from D) and ``x1`` (from D')."""
+    return ErrorCounts(fp=int(test.says_canary(x0).sum()), n0=len(x0),
+                       fn=int((~test.says_canary(x1)).sum()), n1=len(x1))
+
+
+def choose_test(x0: np.ndarray, x1: np.ndarray, delta: float, confidence: float,
+                scorer_kind: str = "naive_bayes") -> Test:
+    """Scorer, direction and threshold chosen on these (selection) runs."""
+    scorer = fit_scorer(x0, x1, scorer_kind)
+    s0, s1 = scorer.score(x0), scorer.score(x1)
+    pooled = np.concatenate([s0, s1])
+    candidates = np.unique(np.quantile(pooled, np.linspace(0, 1, N_CANDIDATES))) \
+        if len(pooled) else np.array([0.0])
+    s0_sorted, s1_sorted = np.sort(s0), np.sort(s1)
+    best, best_key = Test(scorer, 1, float(candidates[0])), (-1.0, -1.0)
+    for direction in (1, -1):
+        for t in candidates:
+            if direction == 1:  # say D' when s >= t
+                fp = len(s0) - np.searchsorted(s0_sorted, t, side="left")
+                fn = np.searchsorted(s1_sorted, t, side="left")
+            else:  # say D' when s <= t
+                fp = np.searchsorted(s0_sorted, t, side="right")
+                fn = len(s1) - np.searchsorted(s1_sorted, t, side="right")
+            bound = lower_bound(ErrorCounts(int(fp), len(s0), int(fn), len(s1)), delta,
+                                confidence)
+            key = (bound.eps_lb, bound.mu_lb)
+            if key > best_key:
+                best, best_key = Test(scorer, direction, float(t)), key
+    return best
+
+
+def audit_test(x0: np.ndarray, x1: np.ndarray, delta: float, confidence: float,
+               scorer_kind: str = "naive_bayes") -> tuple[Test, ErrorCounts]:
+    """Choose the test on the first half of the runs of each world, count its errors on the
+    second half."""
+    sel0, ev0 = split_halves(len(x0))
+    sel1, ev1 = split_halves(len(x1))
+    test = choose_test(x0[sel0], x1[sel1], delta, confidence, scorer_kind)
+    return test, counts_for(test, x0[ev0], x1[ev1])

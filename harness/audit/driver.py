@@ -1,0 +1,277 @@
+"""One privacy audit from a resolved config: an empirical lower bound on a mechanism's epsilon.
+
+Steps (``run_audit``):
+
+1. **check** everything before any work, one :class:`~harness.errors.ConfigError` per problem:
+   the ``audit`` settings (``runs >= 10``, confidence in [0.5, 1), known canary and statistic),
+   the run config (the runner's own :func:`~harness.run.config.parse_run_config`, components
+   and :func:`~harness.run.preflight.check_run`), a differentially private mechanism (the
+   reference points ``resample``, ``public_only``, ``uniform`` are refused), secret noise (a
+   replayable seed would repeat the same noise in every run), no tuning, and a private part
+   large enough for a canary;
+2. **the pair**: D = the configured private data, D' = D + a constructed canary
+   (:mod:`harness.audit.canary`);
+3. **runs**: ``audit.runs`` runs per world with fresh noise, isolated, in parallel, cached in
+   ``<audit.cache_dir>/<audit key>/`` so a re-run resumes (:mod:`harness.audit.runs`). The key
+   hashes the mechanism and settings, budget, accountant, dataset config and keyed data
+   fingerprint, canary, statistic and the source of the code the runs execute;
+4. **test and bound**: :mod:`harness.audit.decision` (chosen on one half, counted on the other)
+   and :mod:`harness.audit.bounds` (Clopper-Pearson, Bonferroni over the two rates);
+5. **log**: ONE MLflow run in the experiment the mechanism's runs on this dataset use
+   (:func:`harness.run.runner.experiment_for`), tagged ``kind=audit`` (the board reads it with
+   :mod:`harness.report.audits`), and ``audit.json`` in the audit's output folder. Nothing
+   logged holds a private value: the canary is described, not listed; the statistic values
+   are functions of DP releases.
+
+The verdict is ``VIOLATION`` when the lower bound exceeds the claimed epsilon, else ``ok``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.data.datasets import load_dataset
+from harness.errors import ConfigError
+from harness.report.tracking import (
+    client_for,
+    code_version,
+    ensure_experiment,
+    flatten,
+    source_fingerprint,
+)
+from harness.run.preflight import check_run
+from harness.run.runner import (
+    RunConfig,
+    accountant_label,
+    build_components,
+    code_fingerprint,
+    data_fingerprint,
+    dataset_id,
+    experiment_for,
+    log_metrics,
+    parse_run_config,
+)
+from mechanisms import hyperparameter_label
+
+from .bounds import Bound, lower_bound
+from .canary import Canary, build_canary, check_strategy, with_canary
+from .decision import audit_test
+from .runs import WORLDS, World, collect
+from .statistic import check_statistic
+
+MIN_RUNS = 10
+#: Config keys that belong to the audit, not to the run config the runner checks.
+AUDIT_KEYS = ("audit", "hydra")
+AUDIT_MODULES = ("harness.audit.canary", "harness.audit.statistic", "harness.audit.runs")
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """The ``audit`` config group."""
+
+    runs: int = 20000
+    confidence: float = 0.95
+    canary: str = "rare_cell"
+    statistic: str = "canary_cells"
+    jobs: int = 2
+    batch_seconds: float = 2.0
+    cache_dir: str = "audits/cache"
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any] | None) -> AuditSettings:
+        cfg = dict(cfg or {})
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ConfigError(f"audit: unknown setting(s) {unknown}",
+                              f"valid settings are {sorted(known)}")
+        out = cls(**cfg)
+        out.check()
+        return out
+
+    def check(self) -> None:
+        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or self.runs < MIN_RUNS:
+            raise ConfigError(f"audit.runs must be an integer >= {MIN_RUNS} (got {self.runs!r})",
+                              "use audit.runs=20000 (the default) for power; fewer runs give "
+                              "a weaker lower bound")
+        if not isinstance(self.confidence, (int, float)) or not 0.5 <= self.confidence < 1:
+            raise ConfigError(f"audit.confidence must be in [0.5, 1) (got {self.confidence!r})",
+                              "e.g. audit.confidence=0.95")
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
+            raise ConfigError(f"audit.jobs must be an integer >= 1 (got {self.jobs!r})",
+                              "e.g. audit.jobs=2")
+        if not isinstance(self.batch_seconds, (int, float)) or self.batch_seconds <= 0:
+            raise ConfigError(f"audit.batch_seconds must be a number > 0 "
+                              f"(got {self.batch_seconds!r})", "e.g. audit.batch_seconds=2")
+        check_strategy(self.canary)
+        check_statistic(self.statistic)
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What an audit found (no private value in it)."""
+
+    mechanism: str
+    hyperparameters: str
+    epsilon: float
+    delta: float
+    accountant: str
+    runs: int
+    bound: Bound
+    canary: str
+    statistic: str
+    experiment: str
+    run_id: str
+    folder: str
+    seconds: float
+
+    @property
+    def violation(self) -> bool:
+        return self.bound.eps_lb > self.epsilon
+
+    @property
+    def verdict(self) -> str:
+        return "VIOLATION" if self.violation else "ok"
+
+    def summary_lines(self) -> list[str]:
+        b = self.bound
+        return [
+            (f"audit of {self.mechanism} ({self.hyperparameters}) at epsilon={self.epsilon:g}, "
+            f"delta={self.delta:g}, accountant={self.accountant}"),
+            f"  canary: {self.canary}",
+            (f"  statistic: {self.statistic}; threshold chosen on half of the runs, rates "
+            f"counted on the other half ({self.runs - self.runs // 2} runs per world)"),
+            (f"  FPR={b.fpr:.4f} (upper {b.fpr_upper:.4f})  FNR={b.fnr:.4f} (upper "
+            f"{b.fnr_upper:.4f}); Clopper-Pearson, {100 * b.confidence:g}% split between "
+            "the two rates (Bonferroni)"),
+            (f"  mu-GDP lower bound={b.mu_lb:.3f}" + (
+                f" (if the privacy curve is Gaussian: epsilon >= {b.eps_gdp:.3f} at this "
+                "delta; an estimate, not the verdict)" if math.isfinite(b.eps_gdp) else "")),
+            (f"  logged: run {self.run_id[:8]} in experiment {self.experiment}; runs cached in "
+            f"{self.folder}"),
+            (f"audit: {self.mechanism} claimed epsilon={self.epsilon:g} empirical lower "
+            f"bound={b.eps_lb:.3f} ({100 * b.confidence:g}%) runs={self.runs} "
+            f"verdict={self.verdict}"),
+        ]
+
+
+def run_config_part(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The config without the audit's own keys: what the runner's checks read."""
+    return {k: v for k, v in cfg.items() if k not in AUDIT_KEYS}
+
+
+def check_auditable(rc: RunConfig, mechanism) -> None:
+    if not mechanism.is_private:
+        raise ConfigError(f"mechanism {rc.mechanism!r} is a non-private reference point "
+                          f"({mechanism.reference}): it claims no epsilon to audit",
+                          "audit a differentially private mechanism, e.g. "
+                          "mechanism=independent")
+    if rc.noise != "secret":
+        raise ConfigError("an audit needs fresh noise in every run (privacy.noise=secret); "
+                          f"privacy.noise={rc.noise} repeats one noise draw",
+                          "drop privacy.noise or set privacy.noise=secret")
+    if rc.tuning.mode != "none":
+        raise ConfigError("an audit runs one fixed setting; tuning is not supported",
+                          "drop tuning=... and set the mechanism's settings directly")
+
+
+def audit_key(rc: RunConfig, fingerprint: str, settings: AuditSettings, code: str) -> str:
+    """What the cached runs depend on (not the number of runs or the confidence)."""
+    content = {"mechanism": rc.mechanism, "params": rc.mechanism_params,
+               "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
+               "accountant": rc.accountant, "dataset": rc.dataset, "fingerprint": fingerprint,
+               "canary": settings.canary, "statistic": settings.statistic, "code": code}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def audit_tags(rc: RunConfig, hyper: str, data_id: str, data, canary: Canary,
+               settings: AuditSettings, key: str, verdict: str) -> dict[str, str]:
+    return {"kind": "audit", "mechanism": rc.mechanism, "hyperparameters": hyper,
+            "epsilon": f"{rc.budget.epsilon:g}", "delta": f"{rc.budget.delta:g}",
+            "accountant": rc.accountant, "dataset": data.name, "dataset_id": data_id,
+            "privacy_unit": data.ledger_unit, "canary": canary.description,
+            "canary_strategy": canary.strategy, "statistic": settings.statistic,
+            "audit_verdict": verdict, "audit_key": key, "code_version": code_version()}
+
+
+def log_audit(rc: RunConfig, cfg: dict[str, Any], data, tags: dict[str, str],
+              result_numbers: dict[str, float], summary: dict[str, Any]) -> tuple[str, str]:
+    """One MLflow run (``kind=audit``); returns (experiment, run id)."""
+    from mlflow.entities import Param
+
+    client = client_for(rc.tracking_uri)
+    experiment = experiment_for(rc, data)
+    exp_id = ensure_experiment(client, experiment)
+    run = client.create_run(exp_id, run_name=f"audit/{rc.mechanism}/{rc.budget.epsilon:g}",
+                            tags=tags)
+    run_id = run.info.run_id
+    params = flatten({k: v for k, v in cfg.items() if k != "hydra"})
+    items = [Param(k, v[:6000]) for k, v in sorted(params.items())]
+    for start in range(0, len(items), 100):
+        client.log_batch(run_id, params=items[start:start + 100])
+    log_metrics(client, run_id, result_numbers)
+    client.log_dict(run_id, summary, "audit.json")
+    client.set_terminated(run_id, "FINISHED")
+    return experiment, run_id
+
+
+def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
+              echo: Callable[[str], None] = print) -> AuditResult:
+    """The whole audit (see the module docstring). Raises DPArenaError on bad input before
+    any run."""
+    started = time.monotonic()
+    settings = AuditSettings.from_config(cfg.get("audit"))
+    rc = parse_run_config(run_config_part(cfg))
+    mechanism, metrics = build_components(rc)
+    check_auditable(rc, mechanism)
+    data = load_dataset(rc.dataset)
+    check_run(rc, mechanism, metrics, data)
+    canary = build_canary(data, settings.canary)
+    worlds = {WORLDS[0]: World(WORLDS[0], data), WORLDS[1]: World(WORLDS[1],
+                                                                  with_canary(data, canary))}
+    fingerprint = data_fingerprint(data)
+    code = code_fingerprint(rc, mechanism, {}) + source_fingerprint(AUDIT_MODULES)
+    key = audit_key(rc, fingerprint, settings, code)
+    folder = Path(settings.cache_dir) / key
+    hyper = accountant_label(rc.accountant, hyperparameter_label(rc.mechanism,
+                                                                 rc.mechanism_params))
+    echo(f"audit: {rc.mechanism} ({hyper}) epsilon={rc.budget.epsilon:g} "
+         f"delta={rc.budget.delta:g} on {data.name}: {settings.runs} runs per world, "
+         f"canary {settings.canary}, statistic {settings.statistic}")
+    x = collect(mechanism, worlds, rc, canary.codes, settings.statistic, settings.runs, folder,
+                jobs=settings.jobs, batch_seconds=settings.batch_seconds, echo=echo)
+    _test, counts = audit_test(x[WORLDS[0]], x[WORLDS[1]], rc.budget.delta,
+                               settings.confidence)
+    bound = lower_bound(counts, rc.budget.delta, settings.confidence)
+    verdict = "VIOLATION" if bound.eps_lb > rc.budget.epsilon else "ok"
+    numbers = {"eps_lb": bound.eps_lb, "mu_lb": bound.mu_lb, "eps_gdp": bound.eps_gdp, "fpr": bound.fpr,
+               "fnr": bound.fnr, "fpr_upper": bound.fpr_upper, "fnr_upper": bound.fnr_upper,
+               "runs": float(settings.runs), "confidence": settings.confidence,
+               "seconds": time.monotonic() - started}
+    numbers = {k: v for k, v in numbers.items() if math.isfinite(v)}
+    summary = {"mechanism": rc.mechanism, "hyperparameters": hyper,
+               "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
+               "accountant": rc.accountant, "dataset": data.name, "canary": canary.description,
+               "statistic": settings.statistic, "runs_per_world": settings.runs,
+               "errors": asdict(counts), "bound": {k: v for k, v in asdict(bound).items()
+                                                  if not (isinstance(v, float)
+                                                          and math.isnan(v))},
+               "verdict": verdict, "audit_key": key}
+    tags = audit_tags(rc, hyper, dataset_id(rc.dataset, fingerprint), data, canary, settings,
+                      key, verdict)
+    experiment, run_id = log_audit(rc, cfg, data, tags, numbers, summary)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "audit.json").write_text(json.dumps({**summary, "run_id": run_id,
+                                                              "experiment": experiment},
+                                                             indent=1))
+    return AuditResult(rc.mechanism, hyper, rc.budget.epsilon, rc.budget.delta, rc.accountant,
+                       settings.runs, bound, canary.description, settings.statistic,
+                       experiment, run_id, str(folder), time.monotonic() - started)

@@ -1,0 +1,79 @@
+"""``dp-arena-audit``: an empirical lower bound on a mechanism's epsilon (Hydra app).
+
+One audit per command (``conf/audit.yaml``, Hydra RUN mode) over the same config groups as
+``dp-arena``, plus ``audit.*`` (``conf/audit/default.yaml``)::
+
+    dp-arena-audit dataset=titanic mechanism=independent privacy.epsilon=1
+    dp-arena-audit dataset=titanic mechanism=mst privacy.epsilon=4 audit.runs=200
+
+A mechanism defined outside the package is audited by importing the module that registers it
+(``plugins``, as for sweeps)::
+
+    # my_pkg/my_mech.py: MECHANISMS["my_mech"] = "my_pkg.my_mech:MyMech"
+    # /path/to/conf/mechanism/my_mech.yaml: name: my_mech (plus its settings)
+    dp-arena-audit plugins=[my_pkg.my_mech] hydra.searchpath=[file:///path/to/conf] \\
+        mechanism=my_mech dataset=titanic privacy.epsilon=1
+
+(``tests/doubles.py`` registers ``test_leaky_independent`` so, and ``tests/test_audit.py``
+audits it with ``tests/conf``.)
+
+The last line printed is ``audit: <mechanism> claimed epsilon=<E> empirical lower bound=<L>
+(<C>%) runs=<N> verdict=<ok|VIOLATION>``. Exit codes: 0 ok, 3 VIOLATION (L > E), 2 bad input
+or a failed run (one message, no traceback; ``DP_ARENA_DEBUG=1`` shows one). See
+:mod:`harness.audit` for the method.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from harness.data.datasets import PROJECT_ROOT
+from harness.errors import DPArenaError
+
+CONF_DIR = str(PROJECT_ROOT / "conf")
+EXIT_VIOLATION = 3
+EXIT_ERROR = 2
+
+
+def audit_task(cfg: DictConfig) -> None:
+    from harness.audit.driver import run_audit  # imported here so `--help` stays fast
+
+    plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        result = run_audit(plain, out_dir)
+    except DPArenaError as exc:
+        print(f"audit refused or failed: {exc}", file=sys.stderr, flush=True)
+        debug_trace(exc)
+        sys.exit(EXIT_ERROR)
+    except Exception as exc:  # noqa: BLE001 - reported, never hidden
+        print(f"audit failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        debug_trace(exc)
+        sys.exit(EXIT_ERROR)
+    for line in result.summary_lines():
+        print(line, flush=True)
+    sys.exit(EXIT_VIOLATION if result.violation else 0)
+
+
+def debug_trace(exc: BaseException) -> None:
+    if os.environ.get("DP_ARENA_DEBUG"):
+        traceback.print_exception(exc)
+        print(getattr(exc, "child_traceback", ""), file=sys.stderr)
+    else:
+        print("  (set DP_ARENA_DEBUG=1 to see the traceback)", file=sys.stderr)
+
+
+def main() -> None:
+    hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="audit")(audit_task)()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Privacy audits (``dp-arena-audit``, harness/audit/): bounds against hand-computed values, the
+canary and statistics on hand-made tables, fresh noise per run, resuming from the cache, the
+board's audit columns, bad input refused before any work, and the self-test that can fail: a
+mechanism that adds the noise of 4x the epsilon it charges is caught, ``independent`` is not."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.audit.bounds import ErrorCounts, cp_upper, eps_from_rates, lower_bound
+from harness.audit.canary import MIN_PERSONS, build_canary, canary_frame, with_canary
+from harness.audit.decision import audit_test, fit_scorer
+from harness.audit.driver import AuditSettings
+from harness.audit.runs import WORLDS, World, audit_run, collect, load_cached
+from harness.audit.statistic import canary_cell_counts, distance_features, features
+from harness.data.datasets import PROJECT_ROOT, Dataset
+from harness.data.schema import Column, Schema
+from harness.errors import ConfigError
+from harness.report.audits import attach_audits, latest_audits
+from harness.run.runner import parse_run_config
+
+TEST_CONF = PROJECT_ROOT / "tests" / "conf"
+ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
+DOUBLES = ("plugins=[tests.doubles]", f"hydra.searchpath=[file://{TEST_CONF}]")
+
+
+def audit_cli(cwd: Path, *overrides: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli.audit", *overrides], cwd=cwd,
+                          env=ENV, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# ----- bounds -------------------------------------------------------------------------------
+def test_clopper_pearson_upper_bound_matches_the_closed_form_at_zero_and_n():
+    # k = 0: the exact one-sided upper bound solves (1 - p)^n = 1 - level
+    assert cp_upper(0, 100, 0.975) == pytest.approx(1 - 0.025 ** (1 / 100), rel=1e-9)
+    assert cp_upper(100, 100, 0.975) == 1.0
+    # k = n - 1: the bound solves P(X <= n - 1 | p) = 1 - p^n = 0.025
+    assert cp_upper(99, 100, 0.975) == pytest.approx(0.975 ** (1 / 100), rel=1e-9)
+    assert cp_upper(5, 100, 0.975) > 0.05 > cp_upper(0, 100, 0.975)
+
+
+def test_epsilon_bound_by_hand_and_symmetric():
+    # FPR_u = 0.1, FNR_u = 0.5, delta 0: ln(0.5 / 0.1) = ln 5; swapped: ln(0.9 / 0.5)
+    assert eps_from_rates(0.1, 0.5, 0.0) == pytest.approx(math.log(5))
+    assert eps_from_rates(0.5, 0.1, 0.0) == pytest.approx(math.log(5))  # roles swapped
+    assert eps_from_rates(0.1, 0.5, 0.2) == pytest.approx(math.log(0.3 / 0.1))
+    assert eps_from_rates(0.6, 0.6, 0.0) == 0.0  # no test better than chance: floored at 0
+
+
+def test_bound_splits_the_confidence_between_the_two_rates():
+    b = lower_bound(ErrorCounts(fp=0, n0=1000, fn=0, n1=1000), delta=0.0, confidence=0.95)
+    u = 1 - 0.025 ** (1 / 1000)  # each rate at 97.5% (Bonferroni)
+    assert b.fpr_upper == pytest.approx(u) and b.fnr_upper == pytest.approx(u)
+    assert b.eps_lb == pytest.approx(math.log((1 - u) / u))
+    assert b.mu_lb > 0
+
+
+# ----- the test -----------------------------------------------------------------------------
+def test_a_perfectly_separating_statistic_gives_the_largest_bound_its_runs_allow():
+    rng = np.random.default_rng(0)  # test data, not a mechanism's noise
+    x0 = rng.normal(0, 1, size=(400, 3))
+    x1 = rng.normal(0, 1, size=(400, 3))
+    x1[:, 1] += 100  # one feature separates the worlds
+    _test, counts = audit_test(x0, x1, delta=1e-5, confidence=0.95)
+    assert (counts.fp, counts.fn, counts.n0, counts.n1) == (0, 0, 200, 200)
+
+
+def test_naive_bayes_scores_are_the_smoothed_log_likelihood_ratios_by_hand():
+    x0 = np.r_[np.zeros(50), np.ones(50)][:, None]
+    x1 = np.r_[np.zeros(25), np.ones(75)][:, None]
+    scorer = fit_scorer(x0, x1, "naive_bayes")
+    scores = scorer.score(np.array([[0.0], [1.0]]))
+    assert scores[0] == pytest.approx(math.log(25.5 / 50.5))  # add-1/2 smoothing, 2 bins
+    assert scores[1] == pytest.approx(math.log(75.5 / 50.5))
+
+
+def test_identical_worlds_give_no_bound():
+    rng = np.random.default_rng(1)
+    x0, x1 = rng.poisson(3, size=(2000, 4)), rng.poisson(3, size=(2000, 4))
+    _test, counts = audit_test(x0.astype(float), x1.astype(float), 0.0, 0.95)
+    assert lower_bound(counts, 0.0, 0.95).eps_lb < 0.25  # chance: a small bound at most
+
+
+# ----- canary and statistics -----------------------------------------------------------------
+@pytest.fixture
+def record_data() -> Dataset:
+    schema = Schema((Column("a", "categorical", values=("x", "y", "z"), dtype="str"),
+                     Column("b", "numeric", min=0, max=30, bins=(10, 20))))
+    private = pd.DataFrame({"a": ["x"] * 30 + ["y"] * 10, "b": [1] * 25 + [15] * 15})
+    return Dataset("toy", schema, private)
+
+
+def test_rare_cell_canary_takes_the_empty_cells_and_mode_copy_the_most_frequent(record_data):
+    rare = build_canary(record_data, "rare_cell")
+    assert rare.codes == {"a": 2, "b": 2} and rare.rows == 1  # "z" and the bin [20, 30]
+    assert build_canary(record_data, "mode_copy").codes == {"a": 0, "b": 0}
+    row = canary_frame(record_data, rare)
+    assert row["a"].tolist() == ["z"] and 20 <= row["b"].iloc[0] <= 30
+    assert len(with_canary(record_data, rare).private) == 41
+    assert "z" not in rare.description  # the description names no value
+
+
+def test_user_level_canary_has_the_most_rows_and_a_fresh_id(small_dataset):
+    canary = build_canary(small_dataset, "rare_cell")
+    assert canary.rows == small_dataset.max_records_per_individual == 5
+    rows = canary_frame(small_dataset, canary)
+    assert len(rows) == 5 and rows["pid"].nunique() == 1
+    assert rows["pid"].iloc[0] not in set(small_dataset.private["pid"]) | set(
+        small_dataset.public["pid"])
+
+
+def test_a_dataset_with_too_few_persons_is_refused(record_data):
+    tiny = Dataset("tiny", record_data.schema, record_data.private.head(MIN_PERSONS - 1))
+    with pytest.raises(ConfigError, match="too small to audit"):
+        build_canary(tiny, "rare_cell")
+
+
+def test_statistics_by_hand():
+    codes = pd.DataFrame({"a": [0, 2, 2, 1], "b": [1, 1, 0, 2], "c": [0, 0, 0, 0]})
+    canary = {"a": 2, "b": 1, "c": 0}
+    assert canary_cell_counts(codes, canary).tolist() == [2.0, 2.0, 4.0]
+    # distances: row0 1, row1 0, row2 1, row3 2
+    assert distance_features(codes, canary).tolist() == [1.0, 3.0, 4.0, 0.0]
+
+
+# ----- runs: fresh noise, cache, resume ----------------------------------------------------
+def toy_run_config() -> object:
+    return parse_run_config({"dataset": {"name": "csv"}, "mechanism": {"name": "independent"},
+                             "privacy": {"epsilon": 1.0, "delta": 1e-6},
+                             "metrics": {"kmarginal": {}}, "limits": {"isolate": True}})
+
+
+def test_every_audit_run_draws_fresh_noise(small_dataset):
+    from mechanisms import make_mechanism
+
+    rc = toy_run_config()
+    canary = build_canary(small_dataset, "rare_cell")
+    mech = make_mechanism("independent", {})
+    a = [audit_run(mech, small_dataset, rc, canary.codes, "canary_cells") for _ in range(2)]
+    assert not np.array_equal(a[0], a[1])  # same world, same settings: different releases
+
+
+def test_collect_caches_runs_and_resumes_only_the_missing_ones(small_dataset, tmp_path):
+    from mechanisms import make_mechanism
+
+    rc = toy_run_config()
+    canary = build_canary(small_dataset, "rare_cell")
+    worlds = {WORLDS[0]: World(WORLDS[0], small_dataset),
+              WORLDS[1]: World(WORLDS[1], with_canary(small_dataset, canary))}
+    mech = make_mechanism("independent", {})
+    lines: list[str] = []
+    first = collect(mech, worlds, rc, canary.codes, "canary_cells", 12, tmp_path, jobs=2,
+                    echo=lines.append)
+    assert first[WORLDS[0]].shape == (12, 3) and first[WORLDS[1]].shape == (12, 3)
+    assert len({tuple(r) for r in first[WORLDS[0]]}) > 1  # runs differ (fresh noise)
+    assert any("24/24 runs" in line for line in lines)
+    again = collect(mech, worlds, rc, canary.codes, "canary_cells", 16, tmp_path, jobs=2,
+                    echo=lines.append)
+    assert np.array_equal(again[WORLDS[0]][:12], first[WORLDS[0]])  # cached, not redone
+    assert sum(1 for _ in (tmp_path / f"{WORLDS[0]}.jsonl").open()) == 16  # only 4 new
+    assert len(load_cached(tmp_path, WORLDS[1])) == 16
+
+
+def test_features_of_a_synthetic_table(small_dataset):
+    canary = build_canary(small_dataset, "mode_copy")
+    x = features(small_dataset.private, small_dataset.schema, canary.codes, "canary_cells")
+    assert len(x) == 3 and (x > 0).all()
+
+
+# ----- bad input: one clear error, before any work -----------------------------------------
+def test_audit_settings_are_checked():
+    with pytest.raises(ConfigError, match="audit.runs must be an integer >= 10"):
+        AuditSettings.from_config({"runs": 9})
+    with pytest.raises(ConfigError, match="audit.canary"):
+        AuditSettings.from_config({"canary": "nobody"})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (("audit.runs=5",), "audit.runs must be an integer >= 10"),
+    (("mechanism=uniform",), "non-private reference point"),
+    (("mechanism=resample",), "non-private reference point"),
+])
+def test_bad_input_is_one_error_without_traceback(csv_dir, overrides, message):
+    proc = audit_cli(csv_dir, "dataset=csv", "dataset.path=private.csv",
+                     "dataset.schema=parameters.json", "privacy.delta=1e-6", *overrides)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not (csv_dir / "audits" / "cache").exists()  # refused before any run
+
+
+def test_a_dataset_too_small_for_a_canary_is_refused(csv_dir):
+    tiny = pd.read_csv(csv_dir / "private.csv").head(5)
+    tiny.to_csv(csv_dir / "tiny.csv", index=False)
+    proc = audit_cli(csv_dir, "dataset=csv", "dataset.path=tiny.csv",
+                     "dataset.schema=parameters.json", "privacy.delta=0", "privacy=pure")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "too small to audit" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ----- the board ---------------------------------------------------------------------------
+def test_attach_audits_matches_rows_on_the_audit_key():
+    board = pd.DataFrame({"mechanism": ["independent", "mst", "independent"],
+                          "hyperparameters": ["-", "-", "-"], "epsilon": [1.0, 1.0, 10.0],
+                          "delta": ["2.5e-05"] * 3, "dataset_id": ["d1"] * 3,
+                          "accountant": ["gdp"] * 3, "mean": [1, 2, 3]})
+    audits = pd.DataFrame({"dataset_id": ["d1", "d1", "d1"],
+                           "mechanism": ["independent", "independent", "mst"],
+                           "hyperparameters": ["-", "-", "-"], "epsilon": [1.0, 1.0, 1.0],
+                           "delta": [2.5e-05, 2.5e-05, 2.5e-05],
+                           "accountant": ["gdp"] * 3, "eps_lb": [0.1, 0.2, 1.5],
+                           "audit_verdict": ["ok", "ok", "VIOLATION"],
+                           "start_time": [1, 2, 3]})
+    out = attach_audits(board, latest_audits(audits))
+    assert out["eps_lb"].tolist()[:2] == [0.2, 1.5] and math.isnan(out["eps_lb"].iloc[2])
+    assert out["audit_verdict"].tolist() == ["ok", "VIOLATION", ""]
+    assert out["mean"].tolist() == [1, 2, 3]
+    empty = attach_audits(board, audits.iloc[:0])
+    assert empty["eps_lb"].isna().all() and (empty["audit_verdict"] == "").all()
+
+
+# ----- the self-test that can fail ----------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_leaky_independent_is_caught_and_independent_passes(shared_data, tmp_path):
+    """Titanic at epsilon 1 (pure DP, Laplace): a copy of ``independent`` that adds the noise
+    of epsilon 4 while charging 1 is a VIOLATION with the default number of runs (measured
+    lower bounds 1.4-1.5; with Gaussian noise at delta 2.5e-5 the same audit gives 0.85-1.2,
+    too close to 1 for a test); ``independent`` is ok. Both audits are logged to the titanic
+    experiment and reach the board's columns. Takes 4-8 minutes on 2 cores."""
+    from harness.report.audits import load_audits
+
+    data_dir = f"dataset.data_dir={shared_data}"
+    leaky = audit_cli(tmp_path, "dataset=titanic", data_dir, "mechanism=test_leaky_independent",
+                      "privacy=pure", "privacy.epsilon=1", *DOUBLES)
+    last = leaky.stdout.strip().splitlines()[-1]
+    assert leaky.returncode == 3, leaky.stdout + leaky.stderr
+    assert last.startswith("audit: test_leaky_independent claimed epsilon=1 empirical lower "
+                           "bound=") and last.endswith("(95%) runs=20000 verdict=VIOLATION")
+    honest = audit_cli(tmp_path, "dataset=titanic", data_dir, "mechanism=independent",
+                       "privacy=pure", "privacy.epsilon=1", "audit.runs=2000")
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert honest.stdout.strip().splitlines()[-1].endswith("runs=2000 verdict=ok")
+    audits = load_audits("dp-arena/titanic", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    by_mech = audits.set_index("mechanism")
+    assert by_mech.loc["test_leaky_independent", "eps_lb"] > 1.0
+    assert by_mech.loc["independent", "eps_lb"] <= 1.0
+    assert set(audits["audit_verdict"]) == {"ok", "VIOLATION"}
