@@ -34,3 +34,9 @@ class BudgetExceededError(DPArenaError):
 
 class ConfigError(DPArenaError):
     """A configuration value is missing, unknown or out of range."""
+
+
+class NotApplicable(ConfigError):
+    """A mechanism (or metric) that cannot run on this dataset: its privacy unit, public part
+    or data shape does not fit. A sweep lists the pair as ``n/a`` with the reason, up front,
+    instead of counting it as a failure; a single run still stops with the message."""

@@ -30,18 +30,61 @@ def mechanism_class(name: str) -> type[Mechanism]:
     return load_registered(MECHANISMS, name, "mechanism")
 
 
-def hyperparameter_label(name: str, params: dict[str, Any]) -> str:
-    """``k=5,C=150``: the settings that differ from the mechanism's defaults ("-" if none).
-    Used to group runs on the leaderboard; every setting is logged to MLflow regardless."""
+def hyperparameter_label(name: str, params: dict[str, Any], preset: str = "") -> str:
+    """``k=5,C=150``: the settings that differ from the shipped config of the mechanism
+    (``conf/mechanism/NAME.yaml``, or of the preset ``NAME_PRESET.yaml``, shown as
+    ``[preset]``); "-" if none. Long values are abbreviated (``marginals=<list of 45 #1f2e>``),
+    so a label stays short. Used to group runs on the leaderboard and to name them; every
+    setting is logged to MLflow regardless."""
+    baseline = shipped_settings(f"{name}_{preset}" if preset else name)
+    if baseline is None:
+        baseline = dataclass_defaults(name)
+    changed = {k: v for k, v in params.items() if k not in baseline or baseline[k] != v}
+    text = ",".join(f"{k}={short_value(v)}" for k, v in sorted(changed.items()))
+    lead = f"[{preset}]" if preset else ""
+    return f"{lead}{',' if lead and text else ''}{text}" or "-"
+
+
+def dataclass_defaults(name: str) -> dict[str, Any]:
     import dataclasses
 
     try:
-        defaults = {f.name: f.default for f in dataclasses.fields(mechanism_class(name))
-                    if f.default is not dataclasses.MISSING}
+        return {f.name: f.default for f in dataclasses.fields(mechanism_class(name))
+                if f.default is not dataclasses.MISSING}
     except (ConfigError, ImportError):
-        defaults = {}
-    changed = {k: v for k, v in params.items() if k not in defaults or defaults[k] != v}
-    return ",".join(f"{k}={v}" for k, v in sorted(changed.items())) or "-"
+        return {}
+
+
+def short_value(value: Any, limit: int = 32) -> str:
+    """A setting as text, abbreviated past ``limit`` characters to its type, length and a
+    short hash (the full value is an MLflow param)."""
+    import hashlib
+
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    size = f" of {len(value)}" if hasattr(value, "__len__") else ""
+    return f"<{type(value).__name__}{size} #{hashlib.sha256(text.encode()).hexdigest()[:4]}>"
+
+
+def shipped_settings(option: str) -> dict[str, Any] | None:
+    """The mechanism settings a ``conf/mechanism/OPTION.yaml`` ships (following a
+    ``/mechanism/BASE@mechanism`` default it extends); ``None`` when there is no such file."""
+    import yaml
+
+    from harness.resources import config_dir
+
+    path = config_dir() / "mechanism" / f"{option}.yaml"
+    if not path.is_file():
+        return None
+    raw = yaml.safe_load(path.read_text()) or {}
+    settings: dict[str, Any] = {}
+    for entry in raw.get("defaults") or []:
+        if isinstance(entry, str) and entry.startswith("/mechanism/") and "@mechanism" in entry:
+            settings.update(shipped_settings(entry.split("/")[2].split("@")[0]) or {})
+    settings.update({k: v for k, v in raw.items()
+                     if k not in ("defaults", "name", "privacy", "competition")})
+    return settings
 
 
 def mechanism_conf(name: str) -> dict[str, Any]:
@@ -49,9 +92,9 @@ def mechanism_conf(name: str) -> dict[str, Any]:
     that build a mechanism outside Hydra with the project's configured settings."""
     import yaml
 
-    from harness.data.datasets import PROJECT_ROOT
+    from harness.resources import config_dir
 
-    path = PROJECT_ROOT / "conf" / "mechanism" / f"{name}.yaml"
+    path = config_dir() / "mechanism" / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"no config file for mechanism {name!r} ({path})",
                           f"use one of {sorted(MECHANISMS)}")

@@ -83,7 +83,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
+from harness.errors import ConfigError, NotApplicable
 from harness.privacy.accounting import Budget, Ledger, gaussian_sigma
 from harness.data.schema import Schema, encode_column
 
@@ -389,19 +389,24 @@ class Archetype(Mechanism):
         trips = enforce_shift_times(trips, rng)
         return conform_to_schema(trips, schema)[schema.names]
 
-    def _check(self, data: Dataset, budget: Budget) -> None:
+    def check_applicable(self, data: Dataset) -> None:
+        """User-level Sprint 3 taxi data with a public part (the archetypes are fitted on it)."""
         if data.unit != "user" or not data.id_column:
-            raise ConfigError("archetype needs user-level data with a taxi id column",
-                              "use dataset.unit=user (e.g. dataset=taxi_sim)")
+            raise NotApplicable("archetype needs user-level data with a taxi id column "
+                                f"(dataset {data.name!r} is {data.unit}-level)",
+                                "use dataset.unit=user (e.g. dataset=taxi_sim)")
         if data.public is None or len(data.public) == 0:
-            raise ConfigError(f"archetype needs a public part, and dataset {data.name!r} has "
-                              "none", "use dataset=taxi_sim or set dataset.public_path")
+            raise NotApplicable(f"archetype needs a public part, and dataset {data.name!r} has "
+                                "none", "use dataset=taxi_sim or set dataset.public_path")
         needed = {*SPRINT3_LOCATION, COMPANY_COLUMN, data.id_column,
                   *(s.column for s in sprint3_fill_steps())}
         missing = sorted(needed - set(data.schema.names))
         if missing:
-            raise ConfigError(f"archetype needs the Sprint 3 taxi columns; the schema lacks "
-                              f"{missing}", "use dataset=taxi_sim or a Sprint 3 taxi CSV")
+            raise NotApplicable(f"archetype needs the Sprint 3 taxi columns; the schema lacks "
+                                f"{missing}", "use dataset=taxi_sim or a Sprint 3 taxi CSV")
+
+    def _check(self, data: Dataset, budget: Budget) -> None:
+        self.check_applicable(data)
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ConfigError(f"mechanism.k must be an integer >= 1 (got {self.k!r})",
                               "set mechanism.k=10")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
+from harness.errors import ConfigError, NotApplicable
 from harness.privacy.accounting import Budget, Ledger
 
 #: Non-private reference points: ``ceiling`` (reads private data, epsilon = inf),
@@ -41,6 +41,16 @@ class Mechanism(ABC):
     @property
     def is_private(self) -> bool:
         return self.reference is None
+
+    def check_applicable(self, data: Dataset) -> None:
+        """Raise :class:`~harness.errors.NotApplicable` with the reason when this mechanism
+        cannot run on ``data`` at all (privacy unit, public part, data shape), whatever its
+        settings. Reads only public facts: the schema, the unit and whether a public part
+        exists. Subclasses extend it; ``fit_sample`` may assume it passed."""
+        if data.unit not in self.units:
+            raise NotApplicable(f"{self.name} supports {'/'.join(self.units)}-level privacy and "
+                                f"dataset {data.name!r} is {data.unit}-level",
+                                f"use a dataset with unit in {list(self.units)}")
 
 
 def contribution_bound(data: Dataset, max_contrib: int | None) -> int:

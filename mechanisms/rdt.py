@@ -98,7 +98,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.data.schema import Schema, decode_column, encode_column
-from harness.errors import BudgetExceededError, ConfigError
+from harness.errors import BudgetExceededError, ConfigError, NotApplicable
 from harness.privacy.accounting import Budget, Ledger, laplace_scale
 
 from .base import Mechanism, bounded_private, contribution_bound
@@ -507,6 +507,20 @@ class RDT(Mechanism):
         return self.fit(data, budget, ledger, rng).synthetic
 
     # -- checks ---------------------------------------------------------------------------
+    def check_applicable(self, data: Dataset) -> None:
+        super().check_applicable(data)
+        needs_public = self.base == "public" or self.structure == "public"
+        if needs_public and data.public is None:
+            raise NotApplicable(
+                f"rdt with base=public (or structure=public) needs a public part, and dataset "
+                f"{data.name!r} has none",
+                "set dataset.public_fraction (e.g. 0.5) or dataset.public_path, or take the "
+                "predictors from another mechanism: mechanism.base=mst")
+        if self.base not in ("public", self.name):
+            from . import make_mechanism
+
+            make_mechanism(self.base, self.base_params).check_applicable(data)
+
     def check_settings(self, data: Dataset) -> RDTPlan:
         """Validate every setting against the dataset (before anything is run)."""
         private = resolve_private_attributes(data.schema, self.private_attributes)
@@ -530,13 +544,7 @@ class RDT(Mechanism):
                               f"(got {self.structure!r})", "e.g. mechanism.structure=base")
         attribute_weight_vector(self.attribute_weights, predictors + private[:-1],
                                 predictors + private[:-1])
-        needs_public = self.base == "public" or self.structure == "public"
-        if needs_public and data.public is None:
-            raise ConfigError(
-                f"rdt with base=public (or structure=public) needs a public part, and dataset "
-                f"{data.name!r} has none",
-                "set dataset.public_fraction (e.g. 0.5) or dataset.public_path, or take the "
-                "predictors from another mechanism: mechanism.base=mst")
+        self.check_applicable(data)
         base = self.make_base(data) if self.base != "public" else None
         return RDTPlan(private, predictors, shares, base)
 
@@ -555,9 +563,6 @@ class RDT(Mechanism):
             raise ConfigError(f"mechanism.base={self.base} reads private rows without noise "
                               "(not differentially private)",
                               "use a DP mechanism (mst, aim, independent, ...) or base=public")
-        if data.unit not in base.units:
-            raise ConfigError(f"mechanism.base={self.base} does not support {data.unit}-level "
-                              "privacy", f"use a base mechanism with unit {data.unit}")
         return base
 
     # -- the run --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
+from harness.errors import NotApplicable
 from harness.privacy.accounting import Budget, Ledger
 
 from .base import Mechanism, Reference, assign_ids
@@ -79,12 +79,17 @@ class PublicOnly(Mechanism):
     name: ClassVar[str] = "public_only"
     reference: ClassVar[Reference | None] = "public"
 
+    def check_applicable(self, data: Dataset) -> None:
+        super().check_applicable(data)
+        if data.public is None or len(data.public) == 0:
+            raise NotApplicable(f"public_only needs a public part, and dataset {data.name!r} "
+                                "has none", "set dataset.public_fraction (e.g. 0.5) or "
+                                "dataset.public_path, or drop public_only from the sweep")
+
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
-        if data.public is None:
-            raise ConfigError(f"public_only needs a public part, and dataset {data.name!r} "
-                              "has none", "set dataset.public_fraction (e.g. 0.5) or "
-                              "dataset.public_path, or drop public_only from the sweep")
+        self.check_applicable(data)
+        assert data.public is not None
         n = self.n_rows or len(data.public)
         rows = rng.choice(len(data.public), size=n, replace=n > len(data.public))
         return data.public.iloc[np.sort(rows)][data.schema.names].reset_index(drop=True)

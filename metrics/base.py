@@ -72,10 +72,18 @@ class Metric(ABC):
     #: Names of the tables/figures computed from the synthetic table and public settings only.
     #: Everything else the metric returns is private (see the module docstring).
     public_outputs: ClassVar[frozenset[str]] = frozenset()
+    #: What kind of data the metric needs, for the ``n/a`` reason when it does not apply.
+    requires: ClassVar[str] = "another kind of data"
 
     def applies_to(self, data: Dataset) -> bool:
         """Whether this metric can score data of this kind (e.g. challenge: taxi schema)."""
         return True
+
+    def not_applicable_reason(self, data: Dataset) -> str | None:
+        """``None`` when the metric applies to ``data``, else why not (public facts only)."""
+        if self.applies_to(data):
+            return None
+        return f"{self.name} needs {self.requires}; dataset {data.name!r} does not have it"
 
     @abstractmethod
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:

@@ -455,6 +455,7 @@ class CountQuery(Metric):
     """
 
     name = "count_query"
+    requires = "sequence data (taxi trips or site_<n> columns) for kind=location"
     headline = "mean_relative_error"
     lower_is_better = True
     public_outputs = frozenset()  # every table/figure uses the real answers

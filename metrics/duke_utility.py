@@ -287,6 +287,7 @@ class DukeUtility(Metric):
     max_iter: int = 1000
     figures: bool = True
     name: ClassVar[str] = "duke_utility"
+    requires: ClassVar[str] = "its private attributes and binary target as columns"
     headline: ClassVar[str] = "logreg_coef_corr"
     public_outputs: ClassVar[frozenset[str]] = frozenset()  # every table compares with real
 

@@ -276,6 +276,7 @@ class FrequentPatterns(Metric):
     """
 
     name = "frequent_patterns"
+    requires = "sequence data (taxi trips or site_<n> columns)"
     headline = "true_positives"
     lower_is_better = False
 

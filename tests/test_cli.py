@@ -6,21 +6,12 @@ import sys
 import pandas as pd
 import pytest
 
-
-
-def dp_arena(cwd, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *overrides], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "MLFLOW_TRACKING_URI": ""})
+from tests.sweep_support import CSV, dp_arena
 
 
 def board(cwd, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.cli.board", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
-
-
-CSV = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
-       "dataset.public_path=public.csv", "privacy.delta=1e-6", "metrics=kmarginal")
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> None:
@@ -62,7 +53,7 @@ def test_negative_epsilon(csv_dir):
 
 def test_unknown_mechanism(csv_dir):
     proc = dp_arena(csv_dir, *CSV, "mechanism=nope")
-    assert_clean_failure(proc, "Could not find 'mechanism/nope'", "independent")
+    assert_clean_failure(proc, "mechanism: no option named 'nope'", "independent")
 
 
 def test_missing_csv(csv_dir):

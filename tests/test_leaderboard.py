@@ -5,16 +5,42 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from harness.report.leaderboard import (MARK_LARGE_DELTA, MARK_PRIVATE_TABLES, MARK_REPLAYABLE,
-                                        build_leaderboard, compare, overall_board, resolve_keys,
-                                        tuning_gap)
-from harness.report.plots import pareto_front
-from harness.report.render import csv_cell, md_escape, render_html, render_markdown, write_outputs
+from harness.report.leaderboard import (
+    MARK_LARGE_DELTA,
+    MARK_PRIVATE_TABLES,
+    MARK_REPLAYABLE,
+    build_leaderboard,
+    compare,
+    not_applicable_rows,
+    overall_board,
+    resolve_keys,
+    tuning_gap,
+    with_not_applicable,
+)
+from harness.report.plots import (
+    mechanism_colours,
+    pareto_figure,
+    pareto_front,
+    place_labels,
+    plot_pareto,
+    plot_score_vs_epsilon,
+    score_vs_epsilon_figure,
+)
+from harness.report.render import (
+    column_decimals,
+    csv_cell,
+    fmt_seconds,
+    md_escape,
+    render_html,
+    render_markdown,
+    write_outputs,
+)
 
 
 def run(mech: str, eps: float, trial: int, score: float | None, status: str = "FINISHED",
@@ -36,6 +62,22 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def md_rows(text: str) -> list[list[str]]:
+    """The cells (stripped, escapes kept) of every Markdown table row, header rows included."""
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            for line in text.splitlines() if line.startswith("| ")]
+
+
+def md_header(text: str) -> list[str]:
+    """The header cells of the first per-row table (the one starting with ``rank``)."""
+    return next(cells for cells in md_rows(text) if cells[0] == "rank")
+
+
+def td_classes(page: str) -> set[str]:
+    """Every class a table cell of ``page`` carries."""
+    return {k for attr in re.findall(r'<td class="([^"]*)"', page) for k in attr.split()}
+
+
 NOISE = [0.0, 1.0, -1.0, 0.5, -0.5]
 OTHER = [0.5, -1.0, 0.8, -0.6, -0.3]
 
@@ -55,8 +97,9 @@ def test_mean_ci_std_n_and_significance_ranks():
     assert by.loc["c", "rank"] == 3 and not by.loc["c", "tied"]
     assert pd.isna(by.loc["uniform", "rank"])  # references are never ranked
     text = render_markdown(board)
-    assert "| 1= | a |" in text and "| 1= | b |" in text and "| 3 | c |" in text
-    assert "| *ref* | *uniform (floor)* |" in text
+    starts = [cells[:2] for cells in md_rows(text)]
+    assert ["1=", "a"] in starts and ["1=", "b"] in starts and ["3", "c"] in starts
+    assert ["*ref*", "*uniform (floor)*"] in starts
 
 
 def test_paired_test_uses_the_pairing():
@@ -72,6 +115,7 @@ def test_failed_interrupted_and_redone_runs():
     rows = [run("a", 1, 0, 900), run("a", 1, 1, None, "FAILED", reason="boom", start=1),
             run("b", 1, 0, None, "FAILED", reason="time limit of 5 s exceeded"),
             run("c", 1, 0, None, "RUNNING"),
+            run("e", 1, 0, None, "KILLED"),  # stopped by a signal: interrupted
             # failed once, then finished with the same key: not a failure any more
             run("d", 1, 0, None, "FAILED", reason="flaky", start=1, key="d0"),
             run("d", 1, 0, 850, start=2, key="d0")]
@@ -80,9 +124,12 @@ def test_failed_interrupted_and_redone_runs():
     assert board.loc["b", "n"] == 0 and board.loc["b", "failed"] == 1
     assert math.isnan(board.loc["b", "mean"]) and pd.isna(board.loc["b", "rank"])
     assert board.loc["c", "unfinished"] == 1 and board.loc["c", "failed"] == 0
+    assert board.loc["c", "running"] == 1 and board.loc["e", "running"] == 0
     assert board.loc["d", "failed"] == 0 and board.loc["d", "n"] == 1
     text = render_markdown(build_leaderboard(frame(rows)))
-    assert "FAILED (1): time limit of 5 s exceeded" in text and "1 interrupted" in text
+    status = {cells[1]: cells[-1] for cells in md_rows(text)}
+    assert status["b"] == "FAILED (1): time limit of 5 s exceeded"
+    assert status["c"] == "1 running" and status["e"] == "1 interrupted"
 
 
 def test_resolve_keys_prefers_the_latest_finished_run():
@@ -123,7 +170,7 @@ def test_oracle_rows_are_marked_and_the_tuning_gap_is_reported():
     assert gap["oracle_minus_dp_select"] == pytest.approx(15)
     assert gap["public_minus_untuned"] == pytest.approx(20)
     text = render_markdown(board)
-    assert "### tuning modes" in text and "| *n/p* |" in text
+    assert "### tuning modes" in text and "*n/p*" in [cells[0] for cells in md_rows(text)]
 
 
 def test_pareto_front():
@@ -148,7 +195,7 @@ def test_outputs_are_written_and_the_html_is_self_contained(tmp_path):
     page = (tmp_path / "leaderboard.html").read_text()
     assert page.count("<table") == 3 and page.count("data:image/png;base64,") == 2
     assert "addEventListener('click'" in page and "src='http" not in page
-    assert "class='reference'" in page and "class='failed'" in page
+    assert {"reference", "failed"} <= td_classes(page)
     csv = pd.read_csv(tmp_path / "leaderboard.csv")
     assert {"mean", "ci95", "std", "n", "rank", "tied", "seconds", "peak_memory_mb",
             "epsilon_spent", "failure_reason"} <= set(csv.columns)
@@ -181,17 +228,15 @@ def test_runs_differing_in_guarantee_data_or_metric_settings_are_never_pooled(ta
     # each is alone in its pool: both rank 1, neither is "significantly worse" than the other
     assert list(board["rank"]) == [1, 1] and not board["tied"].any()
     text = render_markdown(board)
-    header_line = next(line for line in text.splitlines() if line.startswith("| rank |"))
-    assert f"| {md_escape(header)} |" in header_line   # the distinguishing column appears
+    assert md_escape(header) in md_header(text)   # the distinguishing column appears
     assert f">{header}</th>" in render_html(board, "t")
 
 
 def test_compact_board_hides_columns_that_do_not_vary():
     board = build_leaderboard(frame([tagged("a", 0, 1.0), tagged("b", 0, 2.0)]))
-    header_line = next(line for line in render_markdown(board).splitlines()
-                       if line.startswith("| rank |"))
+    header = md_header(render_markdown(board))
     for hidden in ("delta", "unit", "data id", "dataset", "noise", "settings"):
-        assert f"| {hidden} |" not in header_line and "settings" not in header_line
+        assert hidden not in header and not any("settings" in h for h in header)
     assert list(board["rank"]) == [1, 2]  # same pool: ranked together
 
 
@@ -248,13 +293,13 @@ def test_replayable_and_large_delta_rows_are_labelled_and_never_ranked(tmp_path)
     assert board.loc["d", "marks"] == MARK_PRIVATE_TABLES
     write_outputs(build_leaderboard(frame(rows)), frame(rows), tmp_path, title="t")
     text = (tmp_path / "leaderboard.md").read_text()
-    b_line = next(line for line in text.splitlines() if "| *b* |" in line)
-    assert b_line.startswith("| *-* |") and md_escape(MARK_REPLAYABLE) in b_line
+    b_row = next(cells for cells in md_rows(text) if cells[1] == "*b*")
+    assert b_row[0] == "*-*" and md_escape(MARK_REPLAYABLE) in b_row[-1]
     assert md_escape(MARK_LARGE_DELTA) in text and md_escape(MARK_PRIVATE_TABLES) in text
     table = pd.read_csv(tmp_path / "leaderboard.csv").set_index("mechanism")
     assert table.loc["b", "marks"] == MARK_REPLAYABLE and pd.isna(table.loc["b", "rank"])
     page = (tmp_path / "leaderboard.html").read_text()
-    assert "class='marked'" in page and "Marks" in page
+    assert "marked" in td_classes(page) and "Marks" in page
     for mark in (MARK_REPLAYABLE, MARK_LARGE_DELTA, MARK_PRIVATE_TABLES):
         assert f"<li><b>{mark.replace('>', '&gt;')}</b>" in page
 
@@ -314,6 +359,192 @@ def test_old_runs_without_the_new_tags_still_build_a_board_and_are_not_pooled_wi
     assert board.iloc[0]["noise"] == "secret" and board.iloc[0]["marks"] == ""
     mixed = build_leaderboard(frame(old + [tagged("a", 0, 100.0)]))
     assert len(mixed) == 2 and sorted(mixed["n"]) == [1, 3]
-    header_line = next(line for line in render_markdown(mixed).splitlines()
-                       if line.startswith("| rank |"))
-    assert "| delta |" in header_line and "| unit |" in header_line  # "" vs the tagged value
+    header = md_header(render_markdown(mixed))
+    assert "delta" in header and "unit" in header  # "" vs the tagged value
+
+
+# ----- formatting, statuses, n/a rows and the audit column ----------------------------------
+def test_counts_print_as_integers_seconds_keep_two_digits_and_infinity_reads_not_private():
+    rows = []
+    for t, e in enumerate(NOISE[:3]):
+        rows += [run("a", 1.0, t, 900 + e, seconds=0.012, n_synthetic_rows=24421.0),
+                 run("resample", 1.0, t, 990 + e, reference="ceiling", private="false",
+                     seconds=12.34)]
+        rows[-1]["epsilon_spent"] = math.inf
+    board = build_leaderboard(frame(rows))
+    text = render_markdown(board)
+    cells = {r[1]: dict(zip(md_header(text), r)) for r in md_rows(text) if r[0] != "rank"}
+    assert cells["a"]["seconds"] == "0.012" and cells["a"]["eps spent"] == "1"
+    assert cells["*resample (non-private ceiling)*"]["eps spent"] == "*∞ (not private)*"
+    assert cells["*resample (non-private ceiling)*"]["seconds"] == "*12*"
+    page = render_html(board, "t")
+    assert ">24421</td>" in page and "24421.0" not in page
+    assert "0.0s" not in text and ">0.012</td>" in page
+    # MLflow's stored infinity (the largest float) reads as infinity too
+    stored = board.assign(epsilon_spent=np.where(board["mechanism"] == "resample",
+                                                 1.7976931348623157e308, 1.0))
+    assert "1.797" not in render_markdown(stored) and "∞ (not private)" in render_markdown(stored)
+
+
+def test_number_formats_by_hand():
+    assert [fmt_seconds(x) for x in (0.0123, 0.25, 1.234, 9.96, 10.4, 1234.5)] == \
+        ["0.012", "0.25", "1.2", "10", "10", "1234"]
+    assert fmt_seconds(math.nan) == ""
+    assert column_decimals([950.2, 12.0]) == 1 and column_decimals([0.87, 0.1]) == 3
+    assert column_decimals([math.nan]) == 1
+
+
+def test_overall_status_says_running_and_failed_instead_of_incomplete():
+    rows = []
+    for t, e in enumerate(NOISE[:3]):
+        rows += [run("a", 1.0, t, 800 + e), run("a", 10.0, t, 900 + e)]
+    rows += [run("b", 1.0, 0, None, "FAILED", reason="MemoryError: out of memory"),
+             run("b", 10.0, 0, None, "FAILED", reason="MemoryError: out of memory"),
+             run("c", 1.0, 0, None, "RUNNING"), run("c", 10.0, 0, None, "RUNNING"),
+             run("d", 1.0, 0, 700.0), run("d", 10.0, 0, None, "FAILED", reason="boom")]
+    board = build_leaderboard(frame(rows))
+    text = render_markdown(board)
+    overall = text.split("### overall")[1].split("### epsilon")[0]
+    status = {r[1]: r[-1] for r in md_rows(overall) if r[0] != "rank"}
+    assert status["a"] == "ok"
+    assert status["b"] == "FAILED (2): MemoryError: out of memory"
+    assert status["c"] == "running"
+    assert status["d"] == "incomplete (only epsilon 1); 1 failed"
+    assert "only epsilon -" not in text
+    page = render_html(board, "t")
+    overall_html = page.split("Overall (mean over epsilons)")[1].split("epsilon = 1")[0]
+    assert ">status</th>" in overall_html and "FAILED (2): MemoryError" in overall_html
+
+
+NA_RECORD = {"mechanism": "archetype", "hyperparameters": "-", "epsilon": 1.0, "delta": 1e-9,
+             "dataset": "adult", "reason": "needs user-level data <b>|=x</b>"}
+
+
+def test_not_applicable_rows_are_built_from_records():
+    rows = not_applicable_rows([NA_RECORD, {**NA_RECORD, "epsilon": 10.0}])
+    assert list(rows["status"]) == ["n/a", "n/a"] and list(rows["epsilon"]) == [1.0, 10.0]
+    assert rows["rank"].isna().all() and rows["mean"].isna().all() and not rows["ranked"].any()
+    assert list(rows["delta"]) == ["1e-09", "1e-09"] and list(rows["n"]) == [0, 0]
+    assert not_applicable_rows([]).empty
+
+
+def test_not_applicable_rows_close_their_table_in_markdown_html_and_csv(tmp_path):
+    rows = []
+    for t, e in enumerate(NOISE[:3]):
+        rows += [run("a", eps, t, 800 + e + eps) for eps in (1.0, 10.0)]
+        rows += [run("b", eps, t, 700 + e + eps) for eps in (1.0, 10.0)]
+    board = build_leaderboard(frame(rows))
+    both = with_not_applicable(board, [NA_RECORD, {**NA_RECORD, "epsilon": 10.0}])
+    assert both.attrs["metric"] == board.attrs["metric"]
+    write_outputs(both, frame(rows), tmp_path, title="t")
+    text = (tmp_path / "leaderboard.md").read_text()
+    for section in text.split("### epsilon = ")[1:]:
+        body = [r for r in md_rows(section) if r[0] != "rank"]
+        assert [r[1] for r in body] == ["a", "b", "*archetype*"]   # last in its table
+        assert body[-1][0] == "*n/a*"
+        assert body[-1][-1] == "*n/a: needs user-level data \\<b\\>\\|=x\\</b\\>*"
+    overall = text.split("### overall")[1].split("### epsilon")[0]
+    ranks = {r[1]: r[0] for r in md_rows(overall) if r[0] != "rank"}
+    assert ranks == {"a": "1", "b": "2", "*archetype*": "*n/a*"}   # ranks untouched, n/a once
+    page = (tmp_path / "leaderboard.html").read_text()
+    assert "na" in td_classes(page) and "<b>|=x" not in page
+    assert "needs user-level data &lt;b&gt;|=x&lt;/b&gt;" in page
+    table = pd.read_csv(tmp_path / "leaderboard.csv")
+    na = table[table["status"].str.startswith("n/a: ")]  # a bare n/a would read back as NaN
+    assert len(na) == 2 and na["rank"].isna().all()
+    assert set(na["reason"]) == {NA_RECORD["reason"]}
+    assert list(table["mechanism"])[-1] == "archetype"
+    overall_csv = pd.read_csv(tmp_path / "leaderboard_overall.csv")
+    assert overall_csv["status"].str.startswith("n/a: ").sum() == 1
+
+
+def audited(board: pd.DataFrame, eps_lb: dict[str, float], verdict: dict[str, str]
+            ) -> pd.DataFrame:
+    out = board.copy()
+    out["eps_lb"] = out["mechanism"].map(eps_lb).astype(float)
+    out["audit_verdict"] = out["mechanism"].map(verdict).astype(object)
+    return out
+
+
+def test_audit_column_appears_only_when_audited_and_a_violation_is_marked():
+    rows = []
+    for t, e in enumerate(NOISE[:3]):
+        rows += [run("a", 1.0, t, 800 + e), run("leaky", 1.0, t, 900 + e)]
+    board = build_leaderboard(frame(rows))
+    legend = "empirical lower bound on epsilon from dp-arena-audit"
+    for none in (board, audited(board, {}, {})):
+        assert not any("audit" in h for h in md_header(render_markdown(none)))
+        assert legend not in render_html(none, "t")
+    both = audited(board, {"a": 0.3, "leaky": 2.5}, {"a": "ok", "leaky": "VIOLATION"})
+    both.attrs.update(board.attrs, audit_confidence=0.95)
+    text = render_markdown(both)
+    header = md_header(text)
+    assert header.index("eps lower bound (audit)") == header.index("eps spent") + 1
+    cells = {r[1]: dict(zip(header, r)) for r in md_rows(text) if r[0] != "rank"}
+    assert cells["a"]["eps lower bound (audit)"] == "0.30" and cells["a"]["status"] == "ok"
+    assert cells["leaky"]["eps lower bound (audit)"] == "2.50 VIOLATION"
+    assert cells["leaky"]["status"].startswith("AUDIT VIOLATION: lower bound 2.50")
+    page = render_html(both, "t")
+    assert f"{legend} at 95% confidence" in page and "violation" in td_classes(page)
+    violating = re.findall(r'<tr>\s*<td class="([^"]*)"[^>]*>[^<]*</td>\s*<td[^>]*>leaky<', page)
+    assert violating and "violation" in violating[0].split()
+
+
+# ----- plots --------------------------------------------------------------------------------
+def plot_board(long: int = 0, epsilons: tuple[float, ...] = (1.0, 10.0)) -> pd.DataFrame:
+    """10 mechanisms, 3 trials, a second setting with a label of ``long`` characters for
+    every other mechanism, a failed row and an n/a row."""
+    rows = []
+    for i in range(10):
+        ref = "floor" if i == 9 else ""
+        for hp in ["-"] + ([f"marginals={'x' * long}"] if long and i % 2 == 0 else []):
+            for eps in epsilons:
+                for t, e in enumerate(NOISE[:3]):
+                    rows.append(run(f"mech{i}", eps, t, 500 + 20 * i + e + math.log(eps), hp=hp,
+                                    reference=ref, seconds=0.05 * (i + 1) + e / 100 + 0.1))
+    rows.append(run("broken", epsilons[0], 0, None, "FAILED", reason="boom"))
+    return with_not_applicable(build_leaderboard(frame(rows)), [
+        {**NA_RECORD, "epsilon": epsilons[0]}])
+
+
+def test_plots_stay_bounded_with_very_long_settings_labels(tmp_path):
+    from PIL import Image
+
+    board = plot_board(long=3000, epsilons=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0))
+    for plot in (plot_score_vs_epsilon, plot_pareto):
+        width, height = Image.open(plot(board, tmp_path / f"{plot.__name__}.png")).size
+        assert width <= 2400 and height <= 2400, (plot.__name__, width, height)
+        assert width / height < 4, (plot.__name__, width, height)  # no sliver
+
+
+def test_one_colour_per_mechanism_in_every_panel_of_both_plots():
+    from matplotlib.colors import to_rgba
+
+    board = plot_board(long=50)
+    expected = mechanism_colours(f"mech{i}" for i in range(10))
+    assert len(set(expected.values())) == 10  # distinct colours
+    seen: dict[str, set] = {}
+    for line in score_vs_epsilon_figure(board).axes[0].get_lines():
+        if line.get_gid():
+            seen.setdefault(line.get_gid(), set()).add(to_rgba(line.get_color()))
+    fig = pareto_figure(board)
+    assert sum(ax.get_visible() for ax in fig.axes) == 2
+    for ax in fig.axes:
+        for points in ax.collections:
+            if points.get_gid():
+                seen.setdefault(points.get_gid(), set()).add(
+                    tuple(points.get_facecolor()[0][:3]) + (1.0,))
+    assert set(seen) == set(expected)   # failed and n/a rows are not plotted
+    for mech, colours in seen.items():
+        assert colours == {expected[mech]}, mech
+    # stable: the mapping does not depend on the order the mechanisms come in
+    assert mechanism_colours(reversed(list(expected))) == expected
+
+
+def test_place_labels_avoids_overlaps():
+    points = np.array([[100.0, 100.0], [100.0, 100.0], [100.0, 100.0], [103.0, 101.0]])
+    offsets = place_labels(points, [(8.0, 8.0)] * 4)
+    boxes = [(x + dx, y + dy, x + dx + 8, y + dy + 8) for (x, y), (dx, dy) in zip(points, offsets)]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)

@@ -12,27 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
 
 from harness.data.datasets import PROJECT_ROOT
-
-TEST_CONF = PROJECT_ROOT / "tests" / "conf"
-ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
-       "DP_ARENA_JOBS": "2"}
-CSV = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
-       "dataset.public_path=public.csv", "privacy.delta=1e-6", "metrics=kmarginal")
-DOUBLES = ("plugins=[tests.doubles]", f"hydra.searchpath=[file://{TEST_CONF}]")
-
-
-def dp_arena(cwd: Path, *overrides: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *overrides], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def runs_of(cwd: Path, experiment: str) -> list:
-    client = MlflowClient(f"sqlite:///{cwd / 'mlflow.db'}")
-    exp = client.get_experiment_by_name(experiment)
-    return client.search_runs([exp.experiment_id], max_results=1000) if exp else []
+from tests.sweep_support import CSV, DOUBLES, ENV, dp_arena, runs_of
 
 
 def finished(runs: list) -> list:

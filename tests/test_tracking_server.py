@@ -87,7 +87,7 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
             [sys.executable, "-m", "harness.cli.main", "dataset=csv", "dataset.path=private.csv",
              "dataset.schema=parameters.json", "dataset.public_path=public.csv",
              "privacy.delta=1e-6", "metrics=kmarginal", "mechanism=independent,uniform",
-             "privacy.epsilon=1,10"],
+             "privacy.epsilon=1,10", "trial=0"],
             cwd=work, env=env, capture_output=True, text=True, timeout=600)
         assert sweep.returncode == 0, sweep.stderr
         assert "sweep finished: 4 of 4 runs succeeded" in sweep.stdout
@@ -100,8 +100,11 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
         table = pd.read_csv(work / "lb" / "leaderboard.csv")
         assert len(table) == 4 and set(table["n"]) == {1}
         client = MlflowClient(url)
-        runs = client.search_runs([client.get_experiment_by_name("dp-arena/private").experiment_id])
+        every = client.search_runs([client.get_experiment_by_name("dp-arena/private").experiment_id])
+        runs = [r for r in every if r.data.tags.get("kind", "run") == "run"]
+        parent, = [r for r in every if r.data.tags.get("kind") == "sweep"]
         assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
+        assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parent.info.run_id}
         assert all(r.info.artifact_uri.startswith("mlflow-artifacts:") for r in runs)
         scores = client.download_artifacts(runs[0].info.run_id, "scores.json", str(tmp_path))
         assert Path(scores).stat().st_size > 0  # artifacts are served over HTTP

@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.alpha < 1:
         parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
     try:
+        from harness.report.audits import attach_audits, load_audits
         from harness.report.leaderboard import build_leaderboard, load_runs
         from harness.report.render import render_markdown, write_outputs
 
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
                                f"{' in sweep ' + args.sweep if args.sweep else ''}",
                                "run dp-arena first, or check --experiment / --sweep")
-        board = build_leaderboard(runs, args.metric, alpha=args.alpha)
+        board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),
+                              load_audits(experiment, args.tracking_uri))
         print(render_markdown(board, title=f"Leaderboard: {experiment}"))
         paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
         print(f"\nwritten: {', '.join(str(p) for p in paths)}")

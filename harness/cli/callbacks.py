@@ -1,10 +1,17 @@
-"""Hydra callback that closes a sweep (it runs in the parent process, not in the workers).
+"""The Hydra callback that opens and closes a sweep (in the launching process, not in the
+workers).
 
+- ``on_multirun_start``: checks every job before any starts (:mod:`harness.cli.sweep`: one
+  message per distinct problem and exit 2; n/a and duplicate jobs listed), starts the sweep's
+  MLflow parent run(s), writes the plan the jobs read, and installs the stop handlers
+  (SIGTERM/SIGINT stop every worker and mark the in-flight runs KILLED).
 - ``on_multirun_end``: reads every job's ``outcome.json``, prints the summary (finished,
-  skipped because already finished, failed with reasons); after a ``public``/``oracle`` tuning
-  search it chooses the setting, says why, and scores it on the private data; then prints the
-  leaderboard of this sweep's runs (including skipped ones) and writes it under
-  ``<sweep dir>/leaderboard``. Exits 1 if a scored run failed.
+  skipped because already finished, redone after an interruption, failed with each reason
+  once, n/a); after a ``public``/``oracle`` tuning search it chooses the setting, says why, and
+  scores it on the private data; then prints the leaderboard of this sweep's runs (including
+  skipped ones, and the n/a rows) and writes it under ``<sweep dir>/leaderboard``; attaches
+  board and summary to the parent run and ends it. Exits 1 if any scored run failed or none
+  ran, whatever else happened on the way.
 """
 
 from __future__ import annotations
@@ -18,54 +25,103 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from harness.cli.main import OUTCOME_FILE, RANKING_PREFERENCE
+from harness.errors import DPArenaError
 
 
 class SweepSummary(Callback):
-    """Summary, tuning final stage and leaderboard of a sweep (see the module docstring)."""
+    """Checks a sweep before it starts, and closes it (see the module docstring)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            self.start(config)
+        except DPArenaError as exc:  # Hydra would turn an exception here into a warning
+            print(f"dp-arena: the sweep was not started: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except Exception as exc:  # noqa: BLE001 - same: never start a sweep half-prepared
+            print(f"dp-arena: the sweep was not started: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
+
+    @staticmethod
+    def start(config: DictConfig) -> None:
+        from harness.cli.sweep import (announce, install_stop_handlers, plan_for,
+                                       quiet_optuna, start_parent_runs, write_plan)
+
+        quiet_optuna(config)
+
+        plan = plan_for(config)  # exits 2, printing each problem once, before anything starts
+        sweep_dir = Path(config.hydra.sweep.dir)
+        announce(plan)
+        command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
+        plan["parents"] = start_parent_runs(plan, sweep_dir, command)
+        write_plan(sweep_dir, plan)
+        install_stop_handlers(sweep_dir, plan)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from harness.cli.sweep import end_parent_runs, read_plan
+
         sweep_dir = Path(config.hydra.sweep.dir)
-        records = read_records(sweep_dir)
-        tuning_mode = OmegaConf.select(config, "tuning.mode") or "none"
-        searched = tuning_mode in ("public", "oracle") and \
-            OmegaConf.select(config, "tuning.stage") == "search"
-        print_summary(records, sweep_dir, "tuning runs" if searched else "runs")
-        scored = records
-        if searched:
-            scored = final_stage(config, records, sweep_dir)
-            print_summary(scored, sweep_dir, "scored runs of the chosen setting")
-        for experiment, uri in experiments_of(scored):
-            ids = [r["run_id"] for r in scored if r.get("run_id") and r["experiment"] == experiment]
-            print_leaderboard(experiment, uri, str(sweep_dir), ids)
-        if any(r["status"] == "FAILED" for r in scored):
-            sys.exit(1)
+        plan = read_plan(sweep_dir) or {}
+        failed, files, summary = True, [], ""
+        try:
+            records = read_records(sweep_dir)
+            tuning_mode = OmegaConf.select(config, "tuning.mode") or "none"
+            searched = tuning_mode in ("public", "oracle") and \
+                OmegaConf.select(config, "tuning.stage") == "search"
+            summary = print_summary(records, sweep_dir, "tuning runs" if searched else "runs")
+            scored = records
+            if searched:
+                scored = final_stage(config, records, sweep_dir)
+                summary += print_summary(scored, sweep_dir, "scored runs of the chosen setting")
+            not_applicable = [r for r in records if r["status"] == "N/A"]
+            for experiment, uri in experiments_of(scored):
+                ids = [r["run_id"] for r in scored
+                       if r.get("run_id") and r["experiment"] == experiment]
+                files += print_leaderboard(experiment, uri, str(sweep_dir), ids, not_applicable)
+            failed = any(r["status"] == "FAILED" for r in scored) or not records
+        finally:
+            end_parent_runs(plan, "FAILED" if failed else "FINISHED", files, summary)
+            if failed:
+                sys.exit(1)
 
 
 def read_records(sweep_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(sweep_dir.glob(f"*/{OUTCOME_FILE}"))]
 
 
-def print_summary(records: list[dict[str, Any]], sweep_dir: Path, what: str = "runs") -> None:
-    failed = [r for r in records if r["status"] == "FAILED"]
-    skipped = [r for r in records if r["status"] == "SKIPPED"]
-    ok = len(records) - len(failed)
+def print_summary(records: list[dict[str, Any]], sweep_dir: Path, what: str = "runs") -> str:
+    """Print (and return) the sweep's summary: runs finished, skipped, redone, failed with
+    each distinct reason once; n/a and duplicate jobs are not runs and are not counted."""
+    runs = [r for r in records if r["status"] not in ("N/A", "DUPLICATE")]
+    failed = [r for r in runs if r["status"] == "FAILED"]
+    skipped = [r for r in runs if r["status"] == "SKIPPED"]
+    redone = [r for r in runs if r.get("redone")]
+    na = [r for r in records if r["status"] == "N/A"]
+    ok = len(runs) - len(failed)
     extra = [f"{len(skipped)} already finished earlier (skipped)"] if skipped else []
+    if redone:
+        extra.append(f"{len(redone)} interrupted earlier and redone")
     if failed:
         extra.append(f"{len(failed)} failed")
-    print(f"\nsweep finished: {ok} of {len(records)} {what} succeeded"
-          f"{', ' + ', '.join(extra) if extra else ''}  ({sweep_dir})")
+    if na:
+        extra.append(f"{len(na)} n/a (mechanism does not apply to the data)")
+    lines = [f"\nsweep finished: {ok} of {len(runs)} {what} succeeded"
+             f"{', ' + ', '.join(extra) if extra else ''}  ({sweep_dir})"]
+    print(lines[0], flush=True)
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for r in failed:
         by_reason.setdefault(r.get("message") or "(no reason recorded)", []).append(r)
-    for reason, runs in by_reason.items():
-        more = f" (+{len(runs) - 1} more)" if len(runs) > 1 else ""
+    for reason, group in by_reason.items():
+        more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
         # a run that started printed its whole reason already: one line here; a run refused
         # before it started is explained here, once
-        lines = reason.splitlines()[:1] if all(r.get("run_id") for r in runs) \
+        reason_lines = reason.splitlines()[:1] if all(r.get("run_id") for r in group) \
             else reason.splitlines()
-        print(f"  failed: {runs[0]['label']}{more}:\n" + "\n".join("    " + line
-                                                             for line in lines),
-              file=sys.stderr)
+        text = f"  failed: {group[0]['label']}{more}:\n" + "\n".join(
+            "    " + line for line in reason_lines)
+        print(text, file=sys.stderr, flush=True)
+        lines.append(text)
+    return "\n".join(lines) + "\n"
 
 
 def experiments_of(records: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
@@ -88,7 +144,7 @@ def final_stage(config: DictConfig, records: list[dict[str, Any]],
                 sweep_dir: Path) -> list[dict[str, Any]]:
     """Choose the best setting of a tuning search, say why, and score it on the private data
     once per ``tuning.final_trials``; returns those runs' outcome records."""
-    from harness.cli.main import execute_job
+    from harness.cli.main import execute_job, report_job
     from harness.errors import DPArenaError
     from harness.run.tuning import choose_setting, setting_label
 
@@ -118,6 +174,7 @@ def final_stage(config: DictConfig, records: list[dict[str, Any]],
         cfg["tuning"].update({"stage": "final", "chosen": chosen, "reason": reason})
         cfg["trial"], cfg["sweep"] = int(trial), str(sweep_dir)
         record = execute_job(cfg, setting)
+        report_job(record)
         finals.append(record)
         attach_search_table(record, out / "search.csv")
     (out / "final_outcomes.json").write_text(json.dumps(finals, indent=1, default=str))
@@ -137,15 +194,20 @@ def attach_search_table(record: dict[str, Any], table: Path) -> None:
 
 
 def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
-                      run_ids: list[str] | None = None) -> None:
-    """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``."""
-    from harness.report.leaderboard import build_leaderboard, load_runs
+                      run_ids: list[str] | None = None,
+                      not_applicable: list[dict[str, Any]] | None = None) -> list[Path]:
+    """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``;
+    returns the files written. ``not_applicable``: the sweep's n/a records, shown as rows."""
+    from harness.report.audits import attach_audits, load_audits
+    from harness.report.leaderboard import build_leaderboard, load_runs, with_not_applicable
     from harness.report.render import render_markdown, write_outputs
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
     if runs.empty:
-        return
-    board = build_leaderboard(runs)
+        return []
+    board = attach_audits(build_leaderboard(runs), load_audits(experiment, tracking_uri))
+    board = with_not_applicable(board,
+                                not_applicable_records(not_applicable or []))
     print()
     print(render_markdown(board, title=f"Leaderboard: {experiment} (this sweep)"))
     out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
@@ -155,3 +217,16 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
               or uri.startswith("sqlite:") else uri)
     print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
           f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}    browse: {browse}")
+    return [Path(p) for p in out]
+
+
+def not_applicable_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One board record per distinct n/a (mechanism, settings, epsilon, delta, dataset): the
+    trials of an n/a job are one row."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for r in records:
+        row = dict(r.get("row") or {}, reason=r.get("message", ""))
+        key = tuple(str(row.get(k)) for k in ("mechanism", "hyperparameters", "epsilon",
+                                              "delta", "dataset", "accountant"))
+        seen.setdefault(key, row)
+    return list(seen.values())

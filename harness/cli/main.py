@@ -6,9 +6,12 @@ Hydra joblib launcher and prints the leaderboard. Any Hydra override narrows or 
 sweep, e.g. ``dp-arena mechanism=independent privacy.epsilon=1,2,4 trial=0,1,2``; a named
 competition fixes the whole setting: ``dp-arena competition=sprint3``.
 
-Every job prints one progress line (``done``, ``skip`` for a run whose content key already
-finished, or ``FAILED`` with the reason) and writes ``outcome.json`` into its output folder,
-which the sweep summary (:mod:`harness.cli.callbacks`, in the parent process) reads.
+Before any job starts, the sweep callback (:mod:`harness.cli.callbacks`, in the parent process)
+checks every job and writes the sweep's plan; each job reads its verdict from it (n/a and
+duplicate jobs return at once), prints one line (``[k/N] done``, ``skip`` for a run whose
+content key already finished, or ``FAILED`` with the reason, and an ETA) and writes
+``outcome.json`` into its output folder, which the sweep summary reads. ``-v`` shows Hydra's and
+the libraries' INFO logging, which is off by default.
 
 Bad input ends with one message naming the problem and the fix, no traceback (set
 ``DP_ARENA_DEBUG=1`` for one), and a non-zero exit code.
@@ -29,10 +32,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from harness.data.datasets import PROJECT_ROOT
 from harness.errors import DPArenaError
+from harness.resources import config_dir
 
-CONF_DIR = str(PROJECT_ROOT / "conf")
+CONF_DIR = str(config_dir())
 OUTCOME_FILE = "outcome.json"
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 
@@ -40,16 +43,43 @@ RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 def run_task(cfg: DictConfig) -> Any:
     """Hydra task: one run. Writes ``outcome.json`` into the job's output folder. Returns the
     outcome record, or for a tuning search job the objective Optuna maximizes (``-inf`` for a
-    failed run, so a failure never aborts the study; the final choice ignores failed runs)."""
+    failed run, so a failure never aborts the study; the final choice ignores failed runs).
+    In a sweep, the job first reads its verdict from the sweep's plan
+    (:mod:`harness.cli.sweep`): an ``n/a`` or duplicate job returns at once."""
+    from harness.cli.sweep import job_entry, progress_text, read_plan
+    from harness.run.config import preset_of
+
     hc = HydraConfig.get()
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     multirun = hc.mode == RunMode.MULTIRUN
     plain["sweep"] = hc.sweep.dir if multirun else ""
+    plain["mechanism_preset"] = preset_of(hc.runtime.choices.get("mechanism"),
+                                          (plain.get("mechanism") or {}).get("name"))
+    plan = read_plan(hc.sweep.dir) if multirun else None
+    entry = job_entry(plan, int(hc.job.num), list(hc.overrides.task)) if multirun else None
+    out = Path(hc.runtime.output_dir, OUTCOME_FILE)
+    if entry is not None and entry["verdict"] in ("n/a", "duplicate"):
+        record = {"status": "N/A" if entry["verdict"] == "n/a" else "DUPLICATE",
+                  "label": entry["label"], "message": entry["reason"], "row": entry["row"],
+                  "same_as": entry["same_as"], "setting": {}, "objective": None}
+        out.write_text(json.dumps(record))
+        return record
+    if plan:
+        plain["parent_runs"] = plan.get("parents") or {}
     search = is_search(plain)
     if search and multirun:
         plain["trial"] = int(hc.job.num)  # every Optuna trial gets fresh noise
-    record = execute_job(plain, swept_setting(plain, list(hc.overrides.task)), multirun)
-    Path(hc.runtime.output_dir, OUTCOME_FILE).write_text(json.dumps(record))
+    try:
+        record = execute_job(plain, swept_setting(plain, list(hc.overrides.task)), multirun)
+    except (SystemExit, KeyboardInterrupt):
+        if not multirun:
+            raise
+        # the sweep is stopping (its run is marked KILLED): this worker takes no further job
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(143)
+    out.write_text(json.dumps(record))
+    report_job(record, progress_text(hc.sweep.dir, plan) if multirun else ("", ""), multirun)
     if not multirun and record["status"] == "FAILED":
         sys.exit(2)
     if search:  # a failed trial is the worst possible value: the study goes on without it
@@ -59,8 +89,7 @@ def run_task(cfg: DictConfig) -> Any:
 
 def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None,
                 multirun: bool = True) -> dict[str, Any]:
-    """Run one config, print its progress line, and return its outcome record. In a sweep
-    (``multirun``) a refusal before the run started is explained once, by the sweep summary."""
+    """Run one config and return its outcome record (:func:`report_job` prints it)."""
     from harness.run.runner import run_one  # imported here so `--help` stays fast
 
     label = describe(plain)
@@ -68,36 +97,52 @@ def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None,
             "tracking_uri": (plain.get("tracking") or {}).get("uri")}
     try:
         outcome = run_one(plain)
-        record = {**base, "status": "SKIPPED" if outcome.skipped else outcome.status,
-                  "run_id": outcome.run_id, "experiment": outcome.experiment,
-                  "tracking_uri": outcome.tracking_uri or base["tracking_uri"],
-                  "seconds": outcome.seconds, "scores": outcome.scores,
-                  "objective": objective_value(outcome.scores, plain)}
-        if outcome.skipped:
-            print(f"skip   {label}  already finished (run {outcome.run_id[:8]}): "
-                  f"{headline(outcome.scores)}", flush=True)
-        else:
-            print(f"done   {label}  {headline(outcome.scores)}  ({outcome.seconds:.1f}s)",
-                  flush=True)
+        return {**base, "status": "SKIPPED" if outcome.skipped else outcome.status,
+                "run_id": outcome.run_id, "experiment": outcome.experiment,
+                "tracking_uri": outcome.tracking_uri or base["tracking_uri"],
+                "seconds": outcome.seconds, "scores": outcome.scores,
+                "objective": objective_value(outcome.scores, plain),
+                "redone": outcome.redone, "metrics_na": outcome.metrics_na}
     except DPArenaError as exc:
         run = getattr(exc, "dp_arena_run", {})
-        record = {**base, **run, "status": "FAILED", "message": str(exc)}
-        if run or not multirun:
-            print(f"FAILED {label}\n{indent(str(exc))}", file=sys.stderr, flush=True)
-        else:  # bad input, refused before any run started: the sweep summary says why, once
-            print(f"FAILED {label}  (refused before the run started; reason in the summary)",
-                  file=sys.stderr, flush=True)
+        return {**base, **run, "status": "FAILED", "message": str(exc), "user_error": True}
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
-        message = f"{type(exc).__name__}: {exc}"
         record = {**base, **getattr(exc, "dp_arena_run", {}), "status": "FAILED",
-                  "message": message}
-        print(f"FAILED {label}\n{indent(message)}", file=sys.stderr, flush=True)
+                  "message": f"{type(exc).__name__}: {exc}"}
         if os.environ.get("DP_ARENA_DEBUG"):
             traceback.print_exc()
             print(getattr(exc, "child_traceback", ""), file=sys.stderr)
         else:
-            print("  (set DP_ARENA_DEBUG=1 to see the traceback)", file=sys.stderr)
-    return record
+            record["hint"] = "(set DP_ARENA_DEBUG=1 to see the traceback)"
+        return record
+
+
+def report_job(record: dict[str, Any], progress: tuple[str, str] = ("", ""),
+               multirun: bool = True) -> None:
+    """One line per finished job (``done``, ``skip``, ``FAILED`` with the reason), with the
+    sweep's progress (``[k/N]`` ... ``ETA``) when known. In a sweep, a refusal before the run
+    started is explained once, by the sweep summary."""
+    label, status = record["label"], record["status"]
+    lead = f"{progress[0]} " if progress[0] else ""
+    eta = f"  {progress[1]}" if progress[1] else ""
+    if status == "SKIPPED":
+        print(f"{lead}skip   {label}  already finished (run {record['run_id'][:8]}): "
+              f"{headline(record['scores'])}{eta}", flush=True)
+    elif status != "FAILED":
+        redo = f"  (redone: {record['redone']})" if record.get("redone") else ""
+        print(f"{lead}done   {label}  {headline(record['scores'])}  "
+              f"({seconds_text(record['seconds'])}){redo}{eta}", flush=True)
+    elif record.get("run_id") or not multirun or not record.get("user_error"):
+        hint = f"\n  {record['hint']}" if record.get("hint") else ""
+        print(f"{lead}FAILED {label}\n{indent(record['message'])}{hint}", file=sys.stderr,
+              flush=True)
+    else:
+        print(f"{lead}FAILED {label}  (refused before the run started; reason in the summary)",
+              file=sys.stderr, flush=True)
+
+
+def seconds_text(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds >= 0.1 else "<0.1s"
 
 
 def is_search(plain: dict[str, Any]) -> bool:
@@ -127,16 +172,17 @@ def objective_value(scores: dict[str, float], plain: dict[str, Any]) -> float | 
 
 
 def describe(cfg: dict[str, Any]) -> str:
-    from mechanisms import hyperparameter_label
+    """The job's run label (:func:`harness.run.config.run_label`), from its raw config."""
+    from harness.run.config import run_label
 
     mech = dict(cfg.get("mechanism") or {})
-    name = mech.pop("name", None)
-    params = hyperparameter_label(str(name), mech)
+    name = str(mech.pop("name", None))
     privacy = cfg.get("privacy") or {}
-    mode = (cfg.get("tuning") or {}).get("mode", "none")
-    tuning = "" if mode in (None, "none") else f" [{mode}:{(cfg.get('tuning') or {}).get('stage')}]"
-    return (f"{name}{'(' + params + ')' if params != '-' else ''} "
-            f"eps={privacy.get('epsilon')} trial={cfg.get('trial')}{tuning}")
+    tuning_cfg = cfg.get("tuning") or {}
+    mode = tuning_cfg.get("mode", "none")
+    tuning = "" if mode in (None, "none") else f" [{mode}:{tuning_cfg.get('stage')}]"
+    return run_label(name, mech, str(cfg.get("mechanism_preset") or ""),
+                     privacy.get("accountant"), privacy.get("epsilon"), cfg.get("trial"), tuning)
 
 
 def headline(scores: dict[str, float]) -> str:
@@ -149,7 +195,48 @@ def indent(text: str) -> str:
 
 
 def main() -> None:
+    # JAX (under Private-PGM) probes for TPUs/GPUs and logs an INFO line per run; the harness
+    # runs on CPU unless the user says otherwise.
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.argv[1:] = with_verbosity(sys.argv[1:])
+    problem = unknown_group_choice(sys.argv[1:], Path(CONF_DIR))
+    if problem:
+        print(f"dp-arena: {problem}", file=sys.stderr)
+        sys.exit(2)
     hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(run_task)()
+
+
+#: Hydra's and the libraries' INFO logging, shown with ``-v``.
+VERBOSE_OVERRIDES = ("hydra.hydra_logging.root.level=INFO", "hydra.job_logging.root.level=INFO")
+
+
+def with_verbosity(argv: list[str]) -> list[str]:
+    """``-v`` / ``--verbose`` (ours, not Hydra's) -> Hydra's and the job's INFO logging;
+    quiet by default (conf/config.yaml sets both to WARNING)."""
+    verbose = any(a in ("-v", "--verbose") for a in argv)
+    rest = [a for a in argv if a not in ("-v", "--verbose")]
+    return rest + list(VERBOSE_OVERRIDES) if verbose else rest
+
+
+def unknown_group_choice(argv: list[str], conf_dir: Path) -> str | None:
+    """A config-group override naming an option that does not exist (``mechanism=nosuch``),
+    as one line with the choices; ``None`` when all exist or when the command adds config
+    search paths (then Hydra reports it)."""
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    if any(a.split("=", 1)[0].lstrip("+~").startswith("hydra.searchpath") for a in overrides):
+        return None
+    for arg in overrides:
+        key, value = arg.split("=", 1)
+        group = conf_dir / key.lstrip("+~")
+        if key.startswith("hydra") or "." in key or not group.is_dir() or not value:
+            continue
+        choices = sorted(p.stem for p in group.glob("*.yaml"))
+        wanted = [v.strip() for v in value.split(",")]
+        missing = [v for v in wanted if v not in choices and v != "null"]
+        if missing:
+            return (f"{key}: no option named {', '.join(repr(m) for m in missing)}\n"
+                    f"  fix: choose from {', '.join(choices)}")
+    return None
 
 
 if __name__ == "__main__":

@@ -51,6 +51,13 @@ def run(ground_truth: Path, submission: Path, parameters: Path | None = None,
     from metrics.challenge import score_challenge_detailed
 
     schema = Schema.load(parameters) if parameters else taxi_schema()
+    missing = [c for c in taxi_schema().names if c not in schema.names]
+    if missing:
+        raise DPArenaError(f"the challenge scorer needs the Sprint 3 taxi columns; the schema "
+                           f"{'of ' + str(parameters) + ' ' if parameters else ''}lacks "
+                           f"{', '.join(missing)}",
+                           "score a Sprint 3 taxi table (see dp-arena-prepare), or score other "
+                           "tables with dp-arena's kmarginal metric (metrics=kmarginal)")
     gt = read_csv(ground_truth, "ground truth")
     sub = read_csv(submission, "submission")
     epsilons = epsilons_to_score(sub, epsilon)

@@ -56,7 +56,7 @@ def local_secret(path: Path | None = None) -> bytes:
     if len(key) != SECRET_BYTES:
         raise DPArenaError(f"the dp-arena secret key {path} has {len(key)} bytes, not "
                            f"{SECRET_BYTES}",
-                           f"restore the original key file, or move it away to start a new key "
+                           "restore the original key file, or move it away to start a new key "
                            "(earlier fingerprints then no longer match)")
     return key
 

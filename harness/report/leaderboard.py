@@ -37,7 +37,7 @@ unranked.
 settings) are shown in Markdown/HTML only when they vary on the board; the CSV has them all.
 Every Markdown cell is escaped (``md_escape``); every CSV text cell that a spreadsheet could
 read as a formula is prefixed with ``'`` (``csv_safe``, OWASP CSV-injection guidance); every
-HTML text goes through ``html.escape``.
+HTML cell is escaped by pandas Styler (``escape="html"``) and the page by jinja2 autoescaping.
 """
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ def load_runs(experiment: str, tracking_uri: str | None = None, sweep: str | Non
         page = client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000,
                                   page_token=token)
         rows.extend(run_row(r) for r in page if "mechanism" in r.data.tags
+                    and r.data.tags.get("kind", "run") == "run"  # not a sweep or audit run
                     and (wanted is None or r.info.run_id in wanted))
         token = page.token
         if not token:
@@ -342,6 +343,7 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
         "reference": group["reference"].iloc[0],
         "chosen": "; ".join(sorted(set(group["tuning_chosen"]) - {""})),
         "n": len(ok), "failed": len(failed), "unfinished": len(unfinished),
+        "running": int((unfinished["status"] == "RUNNING").sum()),
         "failure_reason": "; ".join(sorted(set(failed["failure_reason"].astype(str))))[:300]}
     if not (len(ok) and key in ok and ok[key].notna().any()):
         row["mean"] = row["std"] = row["ci95"] = math.nan
@@ -374,7 +376,12 @@ def overall_board(board: pd.DataFrame) -> pd.DataFrame:
                "ranked": bool(first["ranked"]), "reference": first["reference"],
                "epsilons": ",".join(f"{e:g}" for e in epsilons if have[e]),
                "failed": int(part["failed"].sum()), "mean": math.nan, "ci95": math.nan,
-               "std": math.nan, "n": 0, "complete": complete}
+               "std": math.nan, "n": 0, "complete": complete,
+               # for the status column: runs not finished, still running, failure reasons
+               "unfinished": int(part["unfinished"].sum()),
+               "running": int(part["running"].sum()) if "running" in part else 0,
+               "failure_reason": "; ".join(sorted(set(part["failure_reason"].astype(str))
+                                                  - {""}))[:300]}
         trial_means = None
         if complete:
             row["mean"] = float(np.mean([part.loc[part["epsilon"] == e, "mean"].iloc[0]
@@ -434,6 +441,58 @@ def tuning_gap(board: pd.DataFrame) -> pd.DataFrame:
         row["public_minus_untuned"] = row["public"] - row["untuned"]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: Columns of a not-applicable row (``not_applicable_rows``); ``status`` is ``"n/a"``.
+NOT_APPLICABLE_COLUMNS = ("epsilon", "rank", "tied", "mechanism", "hyperparameters", "tuning",
+                          "kind", "marks", "mean", "ci95", "std", "n", "failed", "unfinished",
+                          "ranked", "reference", "delta", "dataset", "status", "reason")
+
+
+def not_applicable_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Board rows for mechanisms that do not apply to a dataset (never run, never ranked).
+
+    Each record has ``mechanism``, ``hyperparameters``, ``epsilon``, ``delta``, ``dataset`` and
+    ``reason`` (e.g. ``{"mechanism": "archetype", "hyperparameters": "-", "epsilon": 1.0,
+    "delta": 1e-9, "dataset": "adult", "reason": "needs user-level data"}``). The rows have
+    the columns ``NOT_APPLICABLE_COLUMNS``: ``status`` ``"n/a"``, the ``reason``, ``kind``
+    ``"n/a"``, no scores (NaN), no rank (NA), ``n``/``failed``/``unfinished`` 0, ``delta`` as
+    ``delta_text``. Append them with ``with_not_applicable``."""
+    rows = [{"epsilon": float(r["epsilon"]), "rank": pd.NA, "tied": False,
+             "mechanism": str(r["mechanism"]), "hyperparameters": str(r.get("hyperparameters",
+                                                                          "-")),
+             "tuning": "", "kind": "n/a", "marks": "", "mean": math.nan, "ci95": math.nan,
+             "std": math.nan, "n": 0, "failed": 0, "unfinished": 0, "ranked": False,
+             "reference": "", "delta": delta_text(r.get("delta")),
+             "dataset": str(r.get("dataset", "")), "status": "n/a", "reason": str(r["reason"])}
+            for r in records]
+    out = pd.DataFrame(rows, columns=list(NOT_APPLICABLE_COLUMNS))
+    out["rank"] = out["rank"].astype("Int64")
+    return out
+
+
+def with_not_applicable(board: pd.DataFrame, records: list[dict[str, Any]]) -> pd.DataFrame:
+    """``board`` with ``not_applicable_rows(records)`` after the rows of their epsilon (the
+    board's ``attrs`` kept)."""
+    return append_rows(board, not_applicable_rows(records)) if records else board
+
+
+def append_rows(board: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """``board`` with ``rows`` (e.g. ``not_applicable_rows``) after the rows of their epsilon,
+    keeping the board's ``attrs`` (the ranking metric and per-trial values rendering needs)."""
+    if rows.empty:
+        return board
+    out = pd.concat([board, rows], ignore_index=True)
+    out = out.sort_values("epsilon", kind="stable").reset_index(drop=True)
+    out.attrs.update(board.attrs)
+    return out
+
+
+def is_not_applicable(frame: pd.DataFrame) -> pd.Series:
+    """Which rows of ``frame`` are not-applicable rows (``status == "n/a"``)."""
+    if "status" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["status"].eq("n/a").fillna(False).astype(bool)
 
 
 def row_label(row: pd.Series | dict) -> str:

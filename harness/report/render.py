@@ -1,29 +1,57 @@
-"""Rendering a leaderboard: Markdown (escaped), CSV (formula cells neutralised), a
-self-contained HTML page (every cell HTML-escaped), and :func:`write_outputs`, which writes them
-with the plots. Statistics live in :mod:`harness.report.leaderboard`."""
+"""Rendering a leaderboard: Markdown (``DataFrame.to_markdown``, i.e. tabulate, cells escaped
+by ``md_escape``), CSV (formula cells neutralised by ``csv_safe``), a self-contained HTML page
+(tables by pandas ``Styler`` with ``escape="html"``, the page by a jinja2 template with
+autoescaping), and :func:`write_outputs`, which writes them with the plots. Statistics live in
+:mod:`harness.report.leaderboard`.
+
+Every table is first a *view*: a frame of display strings (``board_view``), built from column
+specs (``Column``: header, how to read the row, how to format it), plus each row's kind
+(ranked, set apart, failed, n/a, audit violation). Numbers are formatted per column: counts as
+integers, seconds with two significant digits (``<0.1`` below 0.1), scores with the decimals
+their column's magnitude needs, an infinite epsilon (a non-private reference; MLflow stores it
+as the largest float) as ``∞ (not private)``. Not-applicable rows (``status == "n/a"``) close
+their epsilon's table with their reason; an audit column (``eps_lb``, ``audit_verdict``) is
+shown only when some row was audited, and a violation is marked in the row's status.
+"""
 
 from __future__ import annotations
 
 import base64
-import html
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from harness.report.leaderboard import (ALPHA, MARK_LEGEND, SHOWN_EXTRAS, VARYING,
-                                        lower_is_better, overall_board, row_label, tuning_gap,
-                                        varying_columns)
+from harness.report.leaderboard import (
+    ALPHA,
+    MARK_LEGEND,
+    is_not_applicable,
+    lower_is_better,
+    overall_board,
+    row_label,
+    tuning_gap,
+    varying_columns,
+)
 from harness.report.plots import plot_pareto, plot_score_vs_epsilon
+from harness.report.tracking import INF_THRESHOLD
 
 #: CSV cells starting with these are read as formulas by spreadsheets (OWASP CSV injection).
 CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: Characters escaped in Markdown cells.
 MD_SPECIAL = "\\|*_`<>[]~&"
+#: Longest hyperparameters label in the Markdown board (printed on a terminal; the CSV and
+#: HTML have the full text).
+MD_MAX_LABEL = 60
+#: Longest status in the Markdown board (a failure or n/a reason is cut; CSV/HTML have it all).
+MD_MAX_STATUS = 100
+AUDIT_VIOLATION = "VIOLATION"
+NOT_PRIVATE = "∞ (not private)"
 
 
-# ----- rendering ----------------------------------------------------------------------------
+# ----- cell text ----------------------------------------------------------------------------
 def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
     """Columns for the Markdown table: the parts of the ranking score (for the challenge:
     its three components), then every other metric family's headline score."""
@@ -40,19 +68,64 @@ def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
     return parts + headlines
 
 
-def _fmt(x: object, digits: int = 1) -> str:
-    if isinstance(x, (float, np.floating)):
-        if math.isnan(x):
-            return ""
-        if math.isinf(x):
-            return "inf"
-        return f"{x:.{digits}f}"
-    if x is pd.NA:
+def _missing(x: object) -> bool:
+    return x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and math.isnan(x))
+
+
+def column_decimals(values: object, significant: int = 3) -> int:
+    """Decimals that show ``significant`` digits of the column's largest magnitude (at least
+    1, at most 4): 950.2 -> 1, 12.3 -> 1, 0.87 -> 3."""
+    arr = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(float)
+    arr = np.abs(arr[np.isfinite(arr)])
+    if not len(arr) or arr.max() == 0:
+        return 1
+    return int(min(4, max(1, significant - 1 - math.floor(math.log10(arr.max())))))
+
+
+def fmt_number(x: object, decimals: int = 1) -> str:
+    """A float with ``decimals``; "" when missing, ``∞`` when infinite (or stored as the
+    largest float)."""
+    if _missing(x):
         return ""
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        if math.isinf(x) or abs(float(x)) > INF_THRESHOLD:
+            return "∞" if x > 0 else "-∞"
+        return f"{float(x):.{decimals}f}"
     return str(x)
 
 
+def fmt_count(x: object) -> str:
+    """An integer count (a mean over trials is rounded): 24421.0 -> ``24421``."""
+    if _missing(x):
+        return ""
+    try:
+        return f"{float(x):.0f}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def fmt_seconds(x: object) -> str:
+    """Seconds with two significant digits (0.012, 0.25, 1.2), whole seconds from 10 on."""
+    if _missing(x):
+        return ""
+    s = float(x)  # type: ignore[arg-type]
+    if s <= 0:
+        return "0"
+    decimals = min(6, max(0, 1 - math.floor(math.log10(s))))
+    return f"{s:.0f}" if round(s, decimals) >= 10 else f"{s:.{decimals}f}"
+
+
+def fmt_epsilon(x: object) -> str:
+    """An epsilon spent: four significant digits, ``∞ (not private)`` when infinite."""
+    if _missing(x):
+        return ""
+    e = float(x)  # type: ignore[arg-type]
+    return NOT_PRIVATE if math.isinf(e) or e > INF_THRESHOLD else f"{e:.4g}"
+
+
 def rank_text(row: pd.Series | dict) -> str:
+    if row.get("status") == "n/a":
+        return "n/a"
     if row["kind"] == "reference":
         return "ref"
     if row["kind"] == "non-private":
@@ -62,23 +135,71 @@ def rank_text(row: pd.Series | dict) -> str:
     return f"{int(row['rank'])}{'=' if row.get('tied') else ''}"
 
 
+def first_line(text: object, width: int = 120) -> str:
+    return (str(text or "").splitlines() or [""])[0][:width]
+
+
+def audit_violation(row: pd.Series | dict) -> bool:
+    return row.get("audit_verdict") == AUDIT_VIOLATION
+
+
+def audit_text(row: pd.Series | dict) -> str:
+    if not audit_violation(row):
+        return ""
+    return (f"AUDIT VIOLATION: lower bound {fmt_number(row.get('eps_lb'), 2)} exceeds the "
+            f"claimed epsilon {row['epsilon']:g}" if "epsilon" in row else "AUDIT VIOLATION")
+
+
 def status_text(row: pd.Series | dict) -> str:
-    """Failures, interruptions and the row's marks ("ok" when there is nothing to say)."""
+    """One epsilon's row: n/a with its reason, failures, running and interrupted runs, an audit
+    violation, and the row's marks ("ok" when there is nothing to say)."""
+    if row.get("status") == "n/a":
+        return f"n/a: {first_line(row.get('reason'))}"
     failed, n = int(row.get("failed", 0) or 0), int(row.get("n", 0) or 0)
     unfinished = int(row.get("unfinished", 0) or 0)
+    running = int(row.get("running", 0) or 0) if not _missing(row.get("running")) else 0
     marks = str(row.get("marks", "") or "")
+    audit = audit_text(row)
     if failed and n == 0:
-        reason = (str(row.get("failure_reason", "")).splitlines() or [""])[0]
-        return f"FAILED ({failed}): {reason[:120]}" + (f"; {marks}" if marks else "")
+        return "; ".join(p for p in (f"FAILED ({failed}): {first_line(row.get('failure_reason'))}",
+                                     f"{running} running" if running else "", audit, marks) if p)
     unscored = n and "mean" in row and pd.isna(row["mean"])
-    parts = [f"{failed} failed" if failed else "",
-             f"{unfinished} interrupted" if unfinished else "",
+    parts = [audit, f"{failed} failed" if failed else "",
+             f"{running} running" if running else "",
+             f"{unfinished - running} interrupted" if unfinished > running else "",
              "no score of the ranking metric" if unscored else "", marks]
     return "; ".join(p for p in parts if p) or "ok"
 
 
+def overall_status(row: pd.Series | dict) -> str:
+    """A setting over epsilons: complete ("ok"), running, failed with the reason, or
+    incomplete with the epsilons it has a score at."""
+    if row.get("status") == "n/a":
+        return f"n/a: {first_line(row.get('reason'))}"
+    failed = int(row.get("failed", 0) or 0)
+    running = int(row.get("running", 0) or 0) if not _missing(row.get("running")) else 0
+    interrupted = int(row.get("unfinished", 0) or 0) - running if not _missing(
+        row.get("unfinished")) else 0
+    scored_at = str(row.get("epsilons", "") or "")
+    if row.get("complete"):
+        head = "ok"
+    elif scored_at:
+        head = f"incomplete (only epsilon {scored_at})"
+    elif failed:
+        head = f"FAILED ({failed}): {first_line(row.get('failure_reason'))}"
+    elif running:
+        head = "running"
+    else:
+        head = "interrupted" if interrupted > 0 else "no score at any epsilon"
+    parts = [head, f"{failed} failed" if failed and not head.startswith("FAILED") else "",
+             f"{running} running" if running and head != "running" else "",
+             f"{interrupted} interrupted" if interrupted > 0 and head != "interrupted" else "",
+             str(row.get("marks", "") or "")]
+    return "; ".join(p for p in parts if p)
+
+
 def set_apart(row: pd.Series | dict) -> bool:
-    """Reference, non-private, replayable and large-delta rows are shown apart, unranked."""
+    """Reference, non-private, replayable, large-delta and n/a rows are shown apart, unranked."""
     return row["kind"] != "dp" or not bool(row.get("ranked", True))
 
 
@@ -107,19 +228,126 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _md_table(header: list[str], body: list[list[str]],
-              apart: list[bool] | None = None) -> list[str]:
-    """A Markdown table of escaped cells; rows flagged in ``apart`` are in italics."""
-    apart = apart or [False] * len(body)
-    rows = [[f"*{md_escape(c)}*" if flag and str(c) else md_escape(c) for c in cells]
-            for cells, flag in zip(body, apart)]
-    return ["| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(cells) + " |" for cells in rows], ""]
+def shorten(text: object, width: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
 
 
-def _md_legend(board: pd.DataFrame) -> list[str]:
-    marks = set("; ".join(board["marks"]).split("; ")) if "marks" in board else set()
-    return [f"- {md_escape(m)}: {md_escape(text)}" for m, text in MARK_LEGEND if m in marks]
+# ----- table views --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Column:
+    """One shown column: its header, the cell text of a row, whether it is a number
+    (right-aligned) and whether long text may wrap in HTML."""
+    header: str
+    cell: Callable[[pd.Series], str]
+    numeric: bool = True
+    wrap: bool = False
+
+
+def _get(col: str, fmt: Callable[[object], str]) -> Callable[[pd.Series], str]:
+    return lambda r: fmt(r.get(col, math.nan))
+
+
+def _text(col: str) -> Callable[[pd.Series], str]:
+    return lambda r: "" if _missing(r.get(col)) else str(r.get(col))
+
+
+def has_audit(board: pd.DataFrame) -> bool:
+    return "eps_lb" in board and bool(pd.to_numeric(board["eps_lb"], errors="coerce")
+                                      .notna().any())
+
+
+def audit_cell(r: pd.Series) -> str:
+    text = fmt_number(r.get("eps_lb", math.nan), 2)
+    return f"{text} {AUDIT_VIOLATION}" if audit_violation(r) else text
+
+
+def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Column]:
+    """The columns of an epsilon's table (``overall=False``) or of the overall table; ``full``
+    (HTML) adds std, the epsilons list and the synthetic row count."""
+    key = board.attrs.get("metric", "score")
+    scored = board[~is_not_applicable(board)]
+    varying = varying_columns(scored, key)
+    decimals = column_decimals(scored["mean"]) if "mean" in scored else 1
+    score = (lambda col: _get(col, lambda x: fmt_number(x, decimals)))
+    cols = [Column("rank", rank_text, False), Column("mechanism", row_label, False),
+            Column("hyperparameters", _text("hyperparameters"), False, wrap=True),
+            Column("tuning", lambda r: str(r.get("tuning") or "-"), False),
+            *[Column(head, _text(c), False) for c, head in varying],
+            Column("mean" if overall else key, score("mean")), Column("± CI", score("ci95")),
+            *([Column("std", score("std"))] if full else []), Column("n", _get("n", fmt_count))]
+    if overall:
+        cols += [Column("epsilons", _text("epsilons"), False)] if full else []
+    else:
+        for extra in shown_scores(board, key):
+            d = column_decimals(scored[extra]) if extra in scored else 3
+            cols.append(Column(extra, _get(extra, lambda x, d=d: fmt_number(x, d))))
+        cols.append(Column("eps spent", _get("epsilon_spent", fmt_epsilon)))
+    if has_audit(board) and not overall:
+        cols.append(Column("eps lower bound (audit)", audit_cell))
+    cols.append(Column("seconds", _get("seconds", fmt_seconds)))
+    if not overall:
+        cols.append(Column("peak MB", _get("peak_memory_mb", fmt_count)))
+        if full and "n_synthetic_rows" in board:
+            cols.append(Column("synthetic rows", _get("n_synthetic_rows", fmt_count)))
+    cols.append(Column("status", overall_status if overall else status_text, False,
+                       wrap=True))
+    return cols
+
+
+def row_classes(row: pd.Series) -> list[str]:
+    """HTML classes of a row: its kind, set apart, failed, n/a, audit violation."""
+    if row.get("status") == "n/a":
+        return ["na"]
+    klass = [str(row["kind"])] if row["kind"] != "dp" else (["marked"] if set_apart(row)
+                                                             else [])
+    if int(row.get("n", 1) or 0) == 0 and int(row.get("failed", 0) or 0):
+        klass.append("failed")
+    if audit_violation(row):
+        klass.append("violation")
+    return klass
+
+
+def board_view(frame: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
+    """Display strings: one row per row of ``frame``, one column per ``Column`` (headers as
+    given; not yet escaped)."""
+    cells = [[c.cell(r) for c in columns] for _, r in frame.iterrows()]
+    return pd.DataFrame(cells, columns=[c.header for c in columns], dtype=object)
+
+
+def ordered(part: pd.DataFrame) -> pd.DataFrame:
+    """Rows in board order, with the not-applicable rows last."""
+    na = is_not_applicable(part)
+    return pd.concat([part[~na], part[na]])
+
+
+# ----- Markdown -----------------------------------------------------------------------------
+def markdown_table(view: pd.DataFrame, columns: list[Column], apart: list[bool]) -> list[str]:
+    """A pipe table via tabulate: every cell and header ``md_escape``-d first, set-apart rows
+    in italics, numbers right-aligned, long hyperparameters and statuses cut (``MD_MAX_LABEL``,
+    ``MD_MAX_STATUS``) so the board stays readable on a terminal."""
+    shown = view.copy()
+    for col, width in (("hyperparameters", MD_MAX_LABEL), ("status", MD_MAX_STATUS)):
+        if col in shown:
+            shown[col] = shown[col].map(lambda t, w=width: shorten(t, w))
+    for i, flag in enumerate(apart):
+        shown.iloc[i] = [f"*{md_escape(c)}*" if flag and str(c) else md_escape(c)
+                         for c in shown.iloc[i]]
+    shown.columns = [md_escape(c) for c in shown.columns]
+    align = ["right" if c.numeric else "left" for c in columns]
+    return [shown.to_markdown(index=False, tablefmt="pipe", disable_numparse=True,
+                              colalign=align), ""]
+
+
+def md_legend(board: pd.DataFrame) -> list[str]:
+    marks = set("; ".join(board["marks"].fillna("")).split("; ")) if "marks" in board else set()
+    lines = [f"- {md_escape(m)}: {md_escape(text)}" for m, text in MARK_LEGEND if m in marks]
+    if has_audit(board):
+        lines.append(f"- eps lower bound (audit): {md_escape(audit_legend(board))}")
+    if is_not_applicable(board).any():
+        lines.append("- n/a: the mechanism does not apply to this dataset (not run, never "
+                     "ranked); the status says why")
+    return lines
 
 
 def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
@@ -127,77 +355,80 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     tuning-mode comparison when tuned rows exist."""
     key = board.attrs.get("metric", "score")
     direction = "lower is better" if lower_is_better(key) else "higher is better"
-    extras = shown_scores(board, key)
-    varying = varying_columns(board, key)
+    scored = board[~is_not_applicable(board)]
     lines = [f"## {md_escape(title)}",
-             f"ranked by {md_escape(key)} ({direction}); mean ± 95% CI over n trials. Rank = 1 + "
-             f"rows of the same dataset, unit, delta and metric settings significantly better "
-             f"(paired t-test across trials, alpha {board.attrs.get('alpha', ALPHA)}); `2=` "
-             "marks a statistical tie. *Italic* rows are reference points (`ref`), non-private "
-             "(`n/p`, e.g. oracle tuning) or marked unranked: shown, never ranked.", ""]
-    legend = _md_legend(board)
+             (f"ranked by {md_escape(key)} ({direction}); mean ± 95% CI over n trials. "
+              "Rank = 1 + "
+              "rows of the same dataset, unit, delta and metric settings significantly better "
+              f"(paired t-test across trials, alpha {board.attrs.get('alpha', ALPHA)}); `2=` "
+              "marks a statistical tie. *Italic* rows are reference points (`ref`), "
+              "non-private (`n/p`, e.g. oracle tuning), not applicable (`n/a`) or marked "
+              "unranked: shown, never ranked."), ""]
+    legend = md_legend(board)
     if legend:
         lines += ["Marks:", "", *legend, ""]
-    if board["epsilon"].nunique() > 1:
-        lines += render_overall(overall_board(board), varying)
+    if scored["epsilon"].nunique() > 1:
+        lines += render_overall(overall_table(board), board)
+    columns = board_columns(board, overall=False, full=False)
     for eps, part in board.groupby("epsilon", sort=True):
+        part = ordered(part)
         lines += [f"### epsilon = {eps:g}", ""]
-        header = ["rank", "mechanism", "hyperparameters", "tuning", *[h for _c, h in varying],
-                  key, "± CI", "n", *extras, "eps spent", "seconds", "peak MB", "status"]
-        body, apart = [], []
-        for _, r in part.iterrows():
-            body.append([rank_text(r), row_label(r), r["hyperparameters"], r["tuning"] or "-",
-                         *[r[c] for c, _h in varying],
-                         _fmt(r["mean"]), _fmt(r["ci95"]), str(r["n"]),
-                         *[_fmt(r.get(c, math.nan), 3) for c in extras],
-                         _fmt(r.get("epsilon_spent", math.nan), 3),
-                         _fmt(r.get("seconds", math.nan)),
-                         _fmt(r.get("peak_memory_mb", math.nan), 0), status_text(r)])
-            apart.append(set_apart(r))
-        lines += _md_table(header, body, apart)
-    gap = tuning_gap(board)
+        lines += markdown_table(board_view(part, columns), columns,
+                                [set_apart(r) for _, r in part.iterrows()])
+    gap = tuning_gap(scored)
     if not gap.empty:
         lines += render_gap(gap)
     return "\n".join(lines)
 
 
-def render_overall(overall: pd.DataFrame, varying: list[tuple[str, str]] | None = None
-                   ) -> list[str]:
+def overall_table(board: pd.DataFrame) -> pd.DataFrame:
+    """``overall_board`` of the scored rows, then one n/a row per not-applicable setting."""
+    scored = board[~is_not_applicable(board)]
+    overall = overall_board(scored) if len(scored) else pd.DataFrame()
+    na = board[is_not_applicable(board)].drop_duplicates(
+        ["mechanism", "hyperparameters", "dataset", "delta"])
+    if na.empty:
+        return overall
+    out = pd.concat([overall, na.drop(columns="epsilon")], ignore_index=True)
+    out.attrs.update(overall.attrs)
+    return out
+
+
+def render_overall(overall: pd.DataFrame, board: pd.DataFrame) -> list[str]:
     if overall.empty:
         return []
-    varying = [(c, h) for c, h in varying or [] if c in overall]
     eps = ", ".join(f"{e:g}" for e in overall.attrs.get("epsilons", []))
-    lines = [f"### overall (mean over epsilon {eps})", ""]
-    header = ["rank", "mechanism", "hyperparameters", "tuning", *[h for _c, h in varying],
-              "mean", "± CI", "n", "seconds", "status"]
-    body, apart = [], []
-    for _, r in overall.iterrows():
-        status = "ok" if r["complete"] else f"incomplete (only epsilon {r['epsilons'] or '-'})"
-        if r["failed"]:
-            status += f", {r['failed']} failed"
-        if r.get("marks"):
-            status += f"; {r['marks']}"
-        body.append([rank_text(r), row_label(r), r["hyperparameters"], r["tuning"] or "-",
-                     *[r[c] for c, _h in varying], _fmt(r["mean"]), _fmt(r["ci95"]),
-                     str(r["n"]), _fmt(r.get("seconds", math.nan)), status])
-        apart.append(set_apart(r))
-    return lines + _md_table(header, body, apart)
+    columns = board_columns(board, overall=True, full=False)
+    return [f"### overall (mean over epsilon {eps})", "",
+            *markdown_table(board_view(overall, columns), columns,
+                            [set_apart(r) for _, r in overall.iterrows()])]
+
+
+def gap_view(gap: pd.DataFrame) -> pd.DataFrame:
+    def with_setting(value: float, setting: str) -> str:
+        return f"{fmt_number(value)} ({setting})" if setting else fmt_number(value)
+
+    rows = [[f"{r.epsilon:g}", r.mechanism, fmt_number(r.untuned),
+             with_setting(r.public, r.public_setting),
+             with_setting(r.dp_select, r.dp_select_setting),
+             with_setting(r.oracle, r.oracle_setting),
+             fmt_number(r.oracle_minus_public), fmt_number(r.oracle_minus_dp_select)]
+            for r in gap.itertuples()]
+    return pd.DataFrame(rows, dtype=object, columns=[
+        "epsilon", "mechanism", "untuned", "public", "dp_select", "oracle (n/p)",
+        "oracle − public", "oracle − dp_select"])
+
+
+GAP_COLUMNS = [Column(h, _text(h), numeric=h not in ("mechanism",)) for h in (
+    "epsilon", "mechanism", "untuned", "public", "dp_select", "oracle (n/p)", "oracle − public",
+    "oracle − dp_select")]
 
 
 def render_gap(gap: pd.DataFrame) -> list[str]:
     lines = ["### tuning modes", "",
-             "Score of each tuning mode (chosen setting in brackets) and the gaps; oracle is "
-             "tuned on the private data and is not private.", ""]
-    header = ["epsilon", "mechanism", "untuned", "public", "dp_select", "oracle (n/p)",
-              "oracle − public", "oracle − dp_select"]
-    body = [[f"{r.epsilon:g}", r.mechanism, _fmt(r.untuned),
-             f"{_fmt(r.public)} ({r.public_setting})" if r.public_setting else _fmt(r.public),
-             f"{_fmt(r.dp_select)} ({r.dp_select_setting})" if r.dp_select_setting
-             else _fmt(r.dp_select),
-             f"{_fmt(r.oracle)} ({r.oracle_setting})" if r.oracle_setting else _fmt(r.oracle),
-             _fmt(r.oracle_minus_public), _fmt(r.oracle_minus_dp_select)]
-            for r in gap.itertuples()]
-    return lines + _md_table(header, body)
+             ("Score of each tuning mode (chosen setting in brackets) and the gaps; oracle is "
+              "tuned on the private data and is not private."), ""]
+    return lines + markdown_table(gap_view(gap), GAP_COLUMNS, [False] * len(gap))
 
 
 # ----- HTML ---------------------------------------------------------------------------------
@@ -205,15 +436,18 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table.board{border-collapse:collapse;margin-bottom:2em;font-size:14px}
 table.board td,table.board th{padding:4px 8px;border-bottom:1px solid #ddd;text-align:right}
-table.board td.t,table.board th.t{text-align:left;white-space:nowrap}
+table.board td.t{text-align:left;white-space:nowrap}
+table.board td.wrap{white-space:normal;min-width:12em;max-width:32em;overflow-wrap:anywhere}
 div.scroll{overflow-x:auto;max-width:100%}
-table.board th{cursor:pointer;background:#f4f4f4;user-select:none}
+table.board th{cursor:pointer;background:#f4f4f4;user-select:none;max-width:9em}
 table.board th:after{content:" \\2195";color:#aaa}
-tr.reference td{color:#666;font-style:italic;background:#f7f7f7}
-tr.non-private td{color:#8a4b00;font-style:italic;background:#fff6e8}
-tr.failed td{color:#b00020}
-tr.marked td{color:#555;font-style:italic;background:#eef3ff}
-span.tie{color:#06c;font-weight:bold}
+td.reference{color:#666;font-style:italic;background:#f7f7f7}
+td.non-private{color:#8a4b00;font-style:italic;background:#fff6e8}
+td.failed{color:#b00020}
+td.marked{color:#555;font-style:italic;background:#eef3ff}
+td.na{color:#777;font-style:italic;background:#f2f2f2}
+td.violation{color:#fff;background:#b00020;font-weight:bold}
+td.tie{color:#06c;font-weight:bold}
 img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
 """
 _JS = """
@@ -224,8 +458,7 @@ document.querySelectorAll('table.board').forEach(function(t){
       t.querySelectorAll('th').forEach(function(h){h.dataset.asc=''});
       th.dataset.asc=asc?'1':'0';
       rows.sort(function(a,b){
-        var x=a.cells[i].dataset.v??a.cells[i].textContent,
-            y=b.cells[i].dataset.v??b.cells[i].textContent;
+        var x=a.cells[i].textContent, y=b.cells[i].textContent;
         var fx=parseFloat(x), fy=parseFloat(y);
         if(!isNaN(fx)&&!isNaN(fy)) return asc?fx-fy:fy-fx;
         if(isNaN(fx)!==isNaN(fy)) return isNaN(fx)?1:-1;
@@ -236,87 +469,112 @@ document.querySelectorAll('table.board').forEach(function(t){
   });
 });
 """
+_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css }}</style></head>
+<body><h1>{{ title }}</h1>
+<p>ranked by <code>{{ key }}</code>; mean ± 95% CI (Student t) over n trials; rank = 1 + rows
+of the same dataset, unit, delta and metric settings significantly better (paired t-test);
+<b style="color:#06c">2=</b> marks a tie; grey italic rows are references, orange rows
+non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
+apply); click a header to sort.</p>
+{% if marks %}<p>Marks (in the status column; blue italic rows are unranked):</p>
+<ul>{% for mark, text in marks %}<li><b>{{ mark }}</b>: {{ text }}</li>{% endfor %}</ul>{% endif %}
+{% if audit %}<p><b>eps lower bound (audit)</b>: {{ audit }}. Rows marked
+<span style="color:#fff;background:#b00020;font-weight:bold">&nbsp;VIOLATION&nbsp;</span>
+have a lower bound above the epsilon they claim.</p>{% endif %}
+{% for caption, table in tables %}<h2>{{ caption }}</h2><div class="scroll">{{ table }}</div>
+{% endfor %}{% for name, data in images %}<h2>{{ name }}</h2>
+<img alt="{{ name }}" src="data:image/png;base64,{{ data }}">
+{% endfor %}<script>{{ js }}</script></body></html>
+"""
 
 
-_TEXT_COLUMNS = ("mechanism", "hyperparameters", "tuning", "status", *[c for c, _h in VARYING])
+def audit_legend(board: pd.DataFrame) -> str:
+    """What the audit column means, with the audit's confidence (``audit_confidence`` column
+    or board attribute, a fraction) when known."""
+    conf = board.attrs.get("audit_confidence")
+    if "audit_confidence" in board and board["audit_confidence"].notna().any():
+        conf = board["audit_confidence"].dropna().iloc[0]
+    at = f"at {float(conf):.0%} confidence" if conf is not None else "at the audit's confidence"
+    return (f"empirical lower bound on epsilon from dp-arena-audit {at}; a value above the "
+            "claimed epsilon means the implementation leaks more than it claims")
 
 
-def _html_table(frame: pd.DataFrame, columns: list[str], caption: str,
-                headers: dict[str, str] | None = None) -> str:
-    """One sortable table; every header, cell and the caption are HTML-escaped."""
-    headers = headers or {}
-    head = "".join(f"<th class='{'t' if c in _TEXT_COLUMNS else ''}'>"
-                   f"{html.escape(headers.get(c, c))}</th>" for c in columns)
-    body = []
-    for _, r in frame.iterrows():
-        klass = r["kind"] if r["kind"] != "dp" else ("marked" if set_apart(r) else "")
-        if r.get("n", 1) == 0 and r.get("failed", 0):
-            klass += " failed"
-        cells = []
-        for c in columns:
-            if c == "rank":
-                text = rank_text(r)
-                shown = (f"<span class='tie' title='statistically tied'>{html.escape(text)}</span>"
-                         if r.get("tied") else html.escape(text))
-                sort = "" if pd.isna(r["rank"]) else f" data-v='{int(r['rank'])}'"
-                cells.append(f"<td{sort}>{shown}</td>")
-                continue
-            value = row_label(r) if c == "mechanism" else (status_text(r) if c == "status"
-                                                        else r.get(c, ""))
-            text = _fmt(value, 1 if c in ("mean", "ci95", "std") else 3) \
-                if isinstance(value, (float, np.floating)) else str(value)
-            klass_c = " class='t'" if c in _TEXT_COLUMNS else ""
-            cells.append(f"<td{klass_c}>{html.escape(text)}</td>")
-        body.append(f"<tr class='{html.escape(klass.strip())}'>{''.join(cells)}</tr>")
-    return (f"<h2>{html.escape(caption)}</h2><div class='scroll'><table class='board'><thead><tr>"
-            f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+def breakable(header: str) -> str:
+    """``header`` with a zero-width space after each ``/`` and ``_``, so a long metric name
+    (``count_query/mean_relative_error``) may wrap in its header cell."""
+    return header.replace("/", "/\u200b").replace("_", "_\u200b")
 
 
-def _html_legend(board: pd.DataFrame) -> str:
-    """The marks present on the board, each with what it means."""
-    marks = set("; ".join(board["marks"]).split("; ")) if "marks" in board else set()
-    items = "".join(f"<li><b>{html.escape(m)}</b>: {html.escape(text)}</li>"
-                    for m, text in MARK_LEGEND if m in marks)
-    return ("<p>Marks (in the status column; blue italic rows are unranked):</p>"
-            f"<ul>{items}</ul>") if items else ""
+def html_table(view: pd.DataFrame, columns: list[Column], classes: list[list[str]],
+               uuid: str, tie: list[bool] | None = None) -> str:
+    """One sortable table by pandas ``Styler``: every cell and header HTML-escaped, each
+    cell classed by its row's kind (``row_classes``) and ``t`` for text columns."""
+    from pandas.io.formats.style import Styler
+
+    frame = view.reset_index(drop=True)
+    frame.columns = [breakable(h) for h in frame.columns]
+    td = pd.DataFrame([[" ".join([*klass, *([] if c.numeric else ["t"]),
+                                  *(["wrap"] if c.wrap else []),
+                                  *(["tie"] if j == 0 and tie and tie[i] else [])])
+                        for j, c in enumerate(columns)] for i, klass in enumerate(classes)],
+                      index=frame.index, columns=frame.columns, dtype=object)
+    styler = (Styler(frame, uuid=uuid, cell_ids=False).format(escape="html")
+              .format_index(escape="html", axis=1).hide(axis="index")
+              .set_table_attributes('class="board"'))
+    left = {breakable(c.header): [{"selector": "th", "props": "text-align:left"}]
+            for c in columns if not c.numeric}
+    if left:
+        styler = styler.set_table_styles(left, overwrite=False)
+    if len(frame):
+        styler = styler.set_td_classes(td)
+    return styler.to_html()
+
+
+def _board_html(frame: pd.DataFrame, columns: list[Column], uuid: str) -> str:
+    return html_table(board_view(frame, columns), columns,
+                      [row_classes(r) for _, r in frame.iterrows()], uuid,
+                      [bool(r.get("tied")) is True for _, r in frame.iterrows()])
 
 
 def render_html(board: pd.DataFrame, title: str, plots: list[Path] | None = None) -> str:
-    """A self-contained page: sortable tables (click a header), a legend of the row marks and
-    the plots embedded."""
-    key = board.attrs.get("metric", "")
-    extras = shown_scores(board, key)
-    headers = dict(varying_columns(board, key))
-    cols = ["rank", "mechanism", "hyperparameters", "tuning", *headers, "mean", "ci95", "std",
-            "n", *extras, *[c for c in SHOWN_EXTRAS if c in board.columns], "status"]
-    parts = []
-    if board["epsilon"].nunique() > 1:
-        overall = overall_board(board)
-        parts.append(_html_table(overall, ["rank", "mechanism", "hyperparameters", "tuning",
-                                           *[c for c in headers if c in overall], "mean",
-                                           "ci95", "std", "n", "epsilons", "seconds",
-                                           "status"],
-                                 "Overall (mean over epsilons)", headers))
-    for eps, part in board.groupby("epsilon", sort=True):
-        parts.append(_html_table(part, [c for c in cols if c in part.columns or c in
-                                        ("rank", "status")], f"epsilon = {eps:g}", headers))
-    gap = tuning_gap(board)
+    """A self-contained page (jinja2, autoescaped): sortable tables (click a header), a
+    legend of the row marks and of the audit column, and the plots embedded."""
+    from jinja2 import Environment
+    from markupsafe import Markup
+
+    scored = board[~is_not_applicable(board)]
+    tables = []
+    if scored["epsilon"].nunique() > 1:
+        tables.append(("Overall (mean over epsilons)",
+                       _board_html(overall_table(board),
+                                   board_columns(board, overall=True, full=True), "overall")))
+    columns = board_columns(board, overall=False, full=True)
+    for i, (eps, part) in enumerate(board.groupby("epsilon", sort=True)):
+        tables.append((f"epsilon = {eps:g}", _board_html(ordered(part), columns, f"eps{i}")))
+    gap = tuning_gap(scored)
     if not gap.empty:
-        parts.append("<h2>Tuning modes</h2>" + gap.to_html(index=False, na_rep="", escape=True,
-                                                            float_format=lambda x: f"{x:.1f}",
-                                                            classes="board", border=0))
-    images = "".join(
-        f"<h2>{html.escape(p.stem.replace('_', ' '))}</h2><img alt='{html.escape(p.stem)}' "
-        f"src='data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}'>"
-        for p in plots or [] if p.is_file())
-    note = ("ranked by <code>{}</code>; mean ± 95% CI (Student t) over n trials; rank = 1 + rows "
-            "of the same dataset, unit, delta and metric settings significantly better (paired "
-            "t-test); <span class='tie'>2=</span> marks a tie; grey italic rows are references, "
-            "orange rows non-private, blue rows marked and unranked; click a header to sort."
-            ).format(html.escape(key))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><p>{note}</p>"
-            f"{_html_legend(board)}{''.join(parts)}{images}<script>{_JS}</script></body></html>")
+        tables.append(("Tuning modes", html_table(gap_view(gap), GAP_COLUMNS,
+                                                  [[] for _ in range(len(gap))], "gap")))
+    marks = set("; ".join(board["marks"].fillna("")).split("; ")) if "marks" in board else set()
+    page = Environment(autoescape=True).from_string(_PAGE)
+    return page.render(
+        title=title, key=board.attrs.get("metric", ""), css=Markup(_CSS), js=Markup(_JS),
+        marks=[(m, text) for m, text in MARK_LEGEND if m in marks],
+        audit=audit_legend(board) if has_audit(board) else "",
+        tables=[(caption, Markup(table)) for caption, table in tables],
+        images=[(p.stem.replace("_", " "), base64.b64encode(p.read_bytes()).decode())
+                for p in plots or [] if p.is_file()])
+
+
+# ----- files --------------------------------------------------------------------------------
+def with_status(frame: pd.DataFrame, status: Callable[[pd.Series], str]) -> pd.DataFrame:
+    """``frame`` with its ``status`` column as the tables show it (for the CSV). An n/a row
+    reads ``n/a: <reason>``: a bare ``n/a`` would be read back as a missing value by pandas
+    and most spreadsheets."""
+    if frame.empty:
+        return frame
+    return frame.assign(status=[status(r) for _, r in frame.iterrows()])
 
 
 def write_outputs(board: pd.DataFrame, runs: pd.DataFrame, out_dir: Path | str,
@@ -330,10 +588,10 @@ def write_outputs(board: pd.DataFrame, runs: pd.DataFrame, out_dir: Path | str,
     paths = [out / "leaderboard.md", out / "leaderboard.csv", out / "leaderboard_overall.csv",
              out / "leaderboard.html", *plots]
     paths[0].write_text(render_markdown(board, title))
-    csv_safe(board).to_csv(paths[1], index=False)
-    csv_safe(overall_board(board)).to_csv(paths[2], index=False)
+    csv_safe(with_status(board, status_text)).to_csv(paths[1], index=False)
+    csv_safe(with_status(overall_table(board), overall_status)).to_csv(paths[2], index=False)
     paths[3].write_text(render_html(board, title, plots))
-    gap = tuning_gap(board)
+    gap = tuning_gap(board[~is_not_applicable(board)])
     if not gap.empty:
         csv_safe(gap).to_csv(out / "tuning_gap.csv", index=False)
         paths.append(out / "tuning_gap.csv")

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from harness import __version__
-from harness.data.datasets import PROJECT_ROOT
 from harness.errors import DPArenaError
+from harness.resources import checkout_root, source_root
 
 #: MLflow stores +inf as the largest float; anything above this reads back as infinity.
 INF_THRESHOLD = 1e300
@@ -97,7 +97,10 @@ def enable_wal(db: Path) -> None:
 
 
 #: Substrings of errors worth retrying: SQLite lock contention between sweep workers.
-TRANSIENT_ERRORS = ("database is locked", "database table is locked", "database is busy")
+TRANSIENT_ERRORS = ("database is locked", "database table is locked", "database is busy",
+                    # two runs logging the same dataset input at once: the loser's retry
+                    # finds the row the winner created
+                    "unique constraint failed: datasets.")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -205,7 +208,7 @@ PROJECT_PACKAGES = ("harness", "mechanisms", "metrics")
 
 def module_path(module: str) -> Path | None:
     """Source file of a project module (``a.b`` -> ``a/b.py`` or ``a/b/__init__.py``)."""
-    base = PROJECT_ROOT.joinpath(*module.split("."))
+    base = source_root().joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
@@ -269,13 +272,53 @@ def source_fingerprint(roots: tuple[str, ...]) -> str:
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """``<package version>+<git commit>[.dirty]`` when run from a git checkout."""
+    """``<package version>+<git commit>[.dirty]`` when run from a git checkout, else (a regular
+    install, whose folder may sit inside someone else's repository) the package version."""
+    checkout = checkout_root()
+    if checkout is None:
+        return __version__
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=PROJECT_ROOT,
+        rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=checkout,
                              capture_output=True, text=True, timeout=5, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5,
+                               cwd=checkout, capture_output=True, text=True, timeout=5,
                                check=True).stdout.strip()
         return f"{__version__}+{rev}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
         return __version__
+
+
+def find_interrupted_run(client, experiment_id: str, key: str):
+    """The most recent run with ``run_key`` ``key`` that never ended (RUNNING: its process was
+    killed hard) or was stopped (KILLED): a resumed sweep redoes it and says so."""
+    runs = client.search_runs([experiment_id],
+                              filter_string=f"tags.run_key = '{key}' and "
+                                            "attributes.status != 'FINISHED' and "
+                                            "attributes.status != 'FAILED'",
+                              max_results=1, order_by=["attributes.start_time DESC"])
+    return runs[0] if runs else None
+
+
+def mark_killed(client, run_id: str, reason: str) -> None:
+    """End a run that was stopped: status KILLED, the reason in ``stopped_reason``."""
+    client.set_tag(run_id, "stopped_reason", reason[:5000])
+    client.set_terminated(run_id, "KILLED")
+
+
+@lru_cache(maxsize=1)
+def source_tags() -> dict[str, str]:
+    """MLflow's own source tags (``mlflow.source.*``): the program and, from a git checkout,
+    the full commit (public: the code, not the data)."""
+    tags = {"mlflow.source.name": "dp-arena", "mlflow.source.type": "LOCAL"}
+    checkout = checkout_root()
+    if checkout is None:
+        return tags
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout,
+                                capture_output=True, text=True, timeout=5,
+                                check=True).stdout.strip()
+        if commit:
+            tags["mlflow.source.git.commit"] = commit
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return tags

@@ -32,8 +32,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import signal
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,50 +45,23 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import Mechanism, hyperparameter_label, make_mechanism
-from metrics import Metric, MetricResult, make_metric
+from metrics import Metric, MetricResult
 
 from harness.data.datasets import Dataset, load_dataset
-from harness.errors import ConfigError, DPArenaError, SchemaError
-from harness.run.isolation import Limits, call_isolated
-from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, Ledger, check_accountant
-from harness.privacy.noise import NoiseMode, check_noise_mode, noise_rng
+from harness.errors import DPArenaError, SchemaError
+from harness.run.config import RunConfig, build_components, parse_run_config, run_label
+from harness.run.isolation import call_isolated
+from harness.run.preflight import check_run
+from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
+from harness.privacy.noise import noise_rng
 from harness.privacy.secret import keyed_digest
 from harness.run.resources import ResourceMonitor
 from harness.report.tracking import (client_for, code_version, ensure_experiment,
-                                     find_finished_run, flatten,
-                       source_fingerprint)
-from harness.run.tuning import (Tuning, candidates, dp_select, parse_space, public_view,
-                                setting_label,
-                     space_label)
+                                     find_finished_run, find_interrupted_run, flatten,
+                                     mark_killed, source_fingerprint, source_tags)
+from harness.run.tuning import dp_select, parse_space, setting_label, space_label
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """The validated content of one run's config."""
-
-    mechanism: str
-    mechanism_params: dict[str, Any]
-    budget: Budget
-    accountant: str
-    trial: int
-    seed: int
-    dataset: dict[str, Any]
-    metrics: dict[str, dict[str, Any]]
-    experiment: str  # "" = dp-arena/<dataset name>, known once the dataset is loaded
-    tracking_uri: str | None
-    log_private_synthetic: bool
-    sweep: str = ""
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-    limits: Limits = field(default_factory=Limits)
-    tuning: Tuning = field(default_factory=Tuning)
-    resume: bool = True
-    plugins: tuple[str, ...] = ()
-    competition: str = ""
-    noise: NoiseMode = "secret"
-    log_private_tables: bool = False
-    allow_large_delta: bool = False
 
 
 @dataclass
@@ -101,78 +77,8 @@ class RunOutcome:
     seconds: float = 0.0
     skipped: bool = False
     tracking_uri: str = ""
-
-
-def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
-    """Check a resolved config dict and pull out what a run needs (raises ConfigError)."""
-    for key in ("dataset", "mechanism", "privacy"):
-        if not isinstance(cfg.get(key), dict):
-            raise ConfigError(f"config has no '{key}' group", f"add {key}=... to the command")
-    mech = dict(cfg["mechanism"])
-    name = mech.pop("name", None)
-    if not name:
-        raise ConfigError("mechanism config has no 'name'", "use mechanism=NAME")
-    privacy = cfg["privacy"]
-    try:
-        epsilon = float(privacy.get("epsilon"))
-        delta = float(privacy.get("delta", 0.0))
-    except (TypeError, ValueError):
-        raise ConfigError(f"privacy.epsilon/delta must be numbers (got {privacy.get('epsilon')!r},"
-                          f" {privacy.get('delta')!r})", "e.g. privacy.epsilon=1") from None
-    budget = Budget(epsilon, delta)
-    accountant = privacy.get("accountant", DEFAULT_ACCOUNTANT)
-    check_accountant(accountant)
-    noise = privacy.get("noise") or "secret"
-    check_noise_mode(noise)
-    metrics_cfg = {k: dict(v or {}) for k, v in (cfg.get("metrics") or {}).items() if v is not False}
-    if not metrics_cfg:
-        raise ConfigError("no metrics configured", "use metrics=default")
-    tracking = cfg.get("tracking") or {}
-    trial, seed = cfg.get("trial", 0), cfg.get("seed", 0)
-    if not isinstance(trial, int) or not isinstance(seed, int) or trial < 0 or seed < 0:
-        raise ConfigError(f"trial and seed must be non-negative integers (got {trial!r}, {seed!r})",
-                          "e.g. trial=0 seed=0")
-    plugins = cfg.get("plugins") or ()
-    if isinstance(plugins, str):
-        plugins = (plugins,)
-    competition = cfg.get("competition") or {}
-    experiment = tracking.get("experiment") or ""
-    return RunConfig(name, mech, budget, accountant, trial, seed, dict(cfg["dataset"]),
-                     metrics_cfg, experiment, tracking.get("uri"),
-                     bool(tracking.get("log_private_synthetic", False)),
-                     str(cfg.get("sweep", "")), cfg,
-                     limits=Limits.from_config(cfg.get("limits")),
-                     tuning=Tuning.from_config(cfg.get("tuning")),
-                     resume=bool(cfg.get("resume", True)), plugins=tuple(plugins),
-                     competition=str(competition.get("name", "") if isinstance(competition, dict)
-                                     else competition or ""),
-                     noise=noise,
-                     log_private_tables=bool(tracking.get("log_private_tables", False)),
-                     allow_large_delta=bool(privacy.get("allow_large_delta", False)))
-
-
-def load_plugins(modules: tuple[str, ...]) -> None:
-    """Import the modules named in ``plugins`` (they register extra mechanisms or metrics;
-    importing happens in every worker process, since the config travels with the job)."""
-    import importlib
-
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ConfigError(f"plugins: cannot import {module!r} ({exc})",
-                              "check the module name and that it is on the Python path") from None
-
-
-def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
-    """Instantiate the mechanism and metrics (unknown names/settings -> ConfigError)."""
-    load_plugins(rc.plugins)
-    mechanism = make_mechanism(rc.mechanism, rc.mechanism_params)
-    if rc.tuning.mode == "dp_select":
-        for setting in candidates(parse_space(rc.tuning.space)):
-            make_mechanism(rc.mechanism, {**rc.mechanism_params, **setting})
-    metrics = {name: make_metric(name, settings) for name, settings in rc.metrics.items()}
-    return mechanism, metrics
+    redone: str = ""  # why an earlier attempt with the same content key is redone
+    metrics_na: dict[str, str] = field(default_factory=dict)
 
 
 def code_fingerprint(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric]) -> str:
@@ -222,36 +128,33 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     rc = parse_run_config(cfg)
     mechanism, metrics = build_components(rc)
     data = load_dataset(rc.dataset)
-    view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
-        if rc.tuning.view == "public" else data
-    if rc.tuning.mode == "dp_select" and data.public is None:
-        public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed)  # raises the reason
-    if view.unit not in mechanism.units:
-        raise ConfigError(f"mechanism {rc.mechanism!r} does not support {view.unit}-level privacy",
-                          f"use a dataset with unit in {list(mechanism.units)}")
-    applicable = {n: m for n, m in metrics.items() if m.applies_to(view)}
-    if not applicable:
-        raise ConfigError(f"none of the metrics {sorted(metrics)} applies to dataset {data.name!r}",
-                          "add a generic metric, e.g. metrics.kmarginal={}")
-    check_delta(rc, data)
+    checked = check_run(rc, mechanism, metrics, data)
     client = client_for(rc.tracking_uri)
     experiment = experiment_for(rc, data)
     exp_id = ensure_experiment(client, experiment)
     fingerprint = data_fingerprint(data)
     code = code_fingerprint(rc, mechanism, metrics)
     key = run_key(rc, fingerprint, code)
+    redo = ""
     if rc.resume:
         earlier = find_finished_run(client, exp_id, key)
         if earlier is not None:
             return skipped_outcome(rc, earlier, experiment, client.tracking_uri)
+        interrupted = find_interrupted_run(client, exp_id, key)
+        if interrupted is not None:
+            redo = f"run {interrupted.info.run_id[:8]} was interrupted ({interrupted.info.status})"
     tags = run_tags(rc, mechanism, data, fingerprint, key, code)
+    tags.update(lineage_tags(rc, experiment, checked.metrics_na))
     run = client.create_run(exp_id, run_name=run_name(rc), tags=tags)
     run_id = run.info.run_id
     outcome = RunOutcome(STATUS_FAILED, rc.mechanism, rc.budget.epsilon, rc.trial, run_id,
-                         experiment=experiment, tracking_uri=client.tracking_uri)
+                         experiment=experiment, tracking_uri=client.tracking_uri, redone=redo,
+                         metrics_na=checked.metrics_na)
     try:
-        log_params(client, run_id, rc)
-        execute(rc, mechanism, applicable, view, client, run_id, outcome, key)
+        with stop_signals_as_exit(), system_metrics(rc, client, run_id):
+            log_params(client, run_id, rc)
+            log_dataset_input(client, run_id, data, fingerprint, rc)
+            execute(rc, mechanism, checked.metrics, checked.view, client, run_id, outcome, key)
         outcome.status = STATUS_OK
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised
         outcome.message = failure_message(rc.mechanism, exc)
@@ -260,15 +163,85 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
         exc.dp_arena_run = {"run_id": run_id, "experiment": experiment,  # type: ignore[attr-defined]
                             "tracking_uri": client.tracking_uri}
         raise
+    except BaseException as exc:  # a stop signal or Ctrl-C: the run ends KILLED, with why
+        mark_killed(client, run_id, f"stopped: {type(exc).__name__} {exc}".strip())
+        raise
     client.set_terminated(run_id, STATUS_OK)
     return outcome
 
 
+def lineage_tags(rc: RunConfig, experiment: str, metrics_na: dict[str, str]) -> dict[str, str]:
+    """The sweep's parent run, MLflow's source tags, and the metrics that did not apply."""
+    tags = dict(source_tags())
+    parent = rc.parent_runs.get(experiment)
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    if metrics_na:
+        tags["metrics_na"] = "; ".join(f"{n}: {r}" for n, r in sorted(metrics_na.items()))[:5000]
+    return tags
+
+
+def log_dataset_input(client, run_id: str, data: Dataset, fingerprint: str,
+                      rc: RunConfig) -> None:
+    """The dataset as an MLflow input (``mlflow.log_input``'s entity): its name, the keyed
+    fingerprint as digest (MLflow's own digest would be an unkeyed hash of the private data)
+    and the schema's column names; no profile, since a row count of private data is private."""
+    from mlflow.data.code_dataset_source import CodeDatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.types import ColSpec, Schema as MlflowSchema
+
+    source = CodeDatasetSource({"dataset": json.dumps(rc.dataset, sort_keys=True, default=str)})
+    meta = MetaDataset(source=source, name=data.name, digest=fingerprint,
+                       schema=MlflowSchema([ColSpec("string", c) for c in data.schema.names]))
+    client.log_inputs(run_id, datasets=[DatasetInput(meta._to_mlflow_entity(),
+                                                     tags=[InputTag("mlflow.data.context",
+                                                                    "private")])])
+
+
+@contextmanager
+def system_metrics(rc: RunConfig, client, run_id: str):
+    """With ``tracking.system_metrics=true``, MLflow's system metrics (``system/*``: CPU,
+    memory, disk, network of this machine, every second) are logged while the run computes.
+    Like ``seconds``, they grow with the private data's size: treat them like scores."""
+    if not rc.system_metrics:
+        yield
+        return
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    monitor = SystemMetricsMonitor(run_id, sampling_interval=1,
+                                   tracking_uri=client.tracking_uri)
+    monitor.start()
+    try:
+        yield
+    finally:
+        monitor.finish()
+
+
+@contextmanager
+def stop_signals_as_exit():
+    """While a run is logged, SIGTERM raises ``SystemExit`` (as Ctrl-C raises
+    ``KeyboardInterrupt``), so the run is marked KILLED rather than left RUNNING. Only in
+    the main thread, where Python delivers signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_name(rc: RunConfig) -> str:
-    name = f"{rc.mechanism}/{rc.budget.epsilon:g}/{rc.trial}"
-    if rc.tuning.mode != "none":
-        name += f"/{rc.tuning.mode}-{rc.tuning.stage}"
-    return name
+    """The MLflow run name: :func:`harness.run.config.run_label` (unique within a sweep)."""
+    tuning = f" [{rc.tuning.mode}:{rc.tuning.stage}]" if rc.tuning.mode != "none" else ""
+    return run_label(rc.mechanism, rc.mechanism_params, rc.preset, rc.accountant,
+                     rc.budget.epsilon, rc.trial, tuning)
 
 
 def skipped_outcome(rc: RunConfig, earlier, experiment: str, uri: str) -> RunOutcome:
@@ -400,7 +373,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
     if tuning.mode == "dp_select":
         hyper = space_label(parse_space(tuning.space))
     else:
-        hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params)
+        hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params, rc.preset)
     hyper = accountant_label(rc.accountant, hyper)
     tags = {
         "mechanism": rc.mechanism,
@@ -455,29 +428,6 @@ def dataset_id(dataset_cfg: dict[str, Any], fingerprint: str) -> str:
     """What identifies a dataset on the board: its config and its keyed fingerprint (two CSVs of
     the same name are two datasets)."""
     return short_hash({"config": dataset_cfg, "fingerprint": fingerprint})
-
-
-def count_persons(data: Dataset) -> int:
-    """Number of persons in the private part (rows, or distinct ids for user-level data)."""
-    if data.unit == "user":
-        return int(data.private[data.id_column].nunique())
-    return len(data.private)
-
-
-def check_delta(rc: RunConfig, data: Dataset) -> None:
-    """Refuse delta >= 1/(number of persons) unless ``privacy.allow_large_delta=true``: such a
-    delta admits releasing one person's data outright. The refusal reveals one bit about the
-    private size (whether it is below 1/delta), only to the operator's console, before any
-    release; the message states no count."""
-    delta = rc.budget.delta
-    if delta <= 0 or rc.allow_large_delta or not data.private.shape[0]:
-        return
-    if delta * count_persons(data) >= 1:
-        raise ConfigError(
-            f"privacy.delta={delta:g} is at or above 1/(number of persons in dataset "
-            f"{data.name!r}): a mechanism could publish one person's data outright",
-            "use a delta well below 1/n, e.g. privacy.delta=1e-9 (or set "
-            "privacy.allow_large_delta=true to run anyway; such runs are labelled and unranked)")
 
 
 def public_results(results: dict[str, MetricResult], metrics: dict[str, Metric],

@@ -128,7 +128,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.data.sequences import SequenceSpec, detect_sequence_kind, sequence_view, site_columns
-from harness.errors import ConfigError
+from harness.errors import ConfigError, NotApplicable
 from harness.privacy.accounting import Budget, Ledger
 from mechanisms.base import Mechanism
 from mechanisms.prefix_tree.consistency import consistent_counts
@@ -188,6 +188,31 @@ class PrefixTree(Mechanism):
         return columns_frame(release, alphabet, columns, spec.end_value, data.schema,
                              data.public, rng)
 
+    def check_applicable(self, data: Dataset) -> None:
+        self.sequence_kind(data)
+
+    @staticmethod
+    def sequence_kind(data: Dataset) -> str:
+        """``trips`` (user-level taxi trips with a public part) or ``columns`` (record-level
+        ``site_<n>`` sequences); :class:`NotApplicable` for any other dataset."""
+        kind = detect_sequence_kind(data.schema.names, data.id_column or "taxi_id")
+        if kind is None:
+            raise NotApplicable(f"prefix_tree needs sequence data; dataset {data.name!r} has no "
+                                "sequence view (no taxi id + pickup area, no site_<n> columns)",
+                                "use dataset=taxi_sim or dataset=msnbc")
+        if kind == "trips":
+            if data.unit != "user" or not data.id_column:
+                raise NotApplicable("prefix_tree on trip data needs user-level privacy (a taxi "
+                                    "is a person)", "use dataset.unit=user")
+            if data.public is None or len(data.public) == 0:
+                raise NotApplicable("prefix_tree builds the columns of synthetic taxis from "
+                                    f"public data, and dataset {data.name!r} has none",
+                                    "use dataset=taxi_sim or set dataset.public_path")
+        elif data.unit != "record":
+            raise NotApplicable("prefix_tree on column-style sequences needs record-level data "
+                                "(one row = one person's sequence)", "use dataset.unit=record")
+        return kind
+
     def _check(self, data: Dataset) -> str:
         """Validate the settings against the data; return the sequence kind."""
         if isinstance(self.h, bool) or not isinstance(self.h, int) or self.h < 1:
@@ -206,23 +231,8 @@ class PrefixTree(Mechanism):
             raise ConfigError(f"mechanism.location must be one of {TREE_LOCATIONS} "
                               f"(got {self.location!r})", "set mechanism.location=pickup")
         level_budgets(1.0, self.h, self.allocation)  # validates the allocation
-        kind = detect_sequence_kind(data.schema.names, data.id_column or "taxi_id")
-        if kind is None:
-            raise ConfigError(f"prefix_tree needs sequence data; dataset {data.name!r} has no "
-                              "sequence view (no taxi id + pickup area, no site_<n> columns)",
-                              "use dataset=taxi_sim or dataset=msnbc")
-        if kind == "trips":
-            if data.unit != "user" or not data.id_column:
-                raise ConfigError("prefix_tree on trip data needs user-level privacy (a taxi "
-                                  "is a person)", "use dataset.unit=user")
-            if data.public is None or len(data.public) == 0:
-                raise ConfigError("prefix_tree builds the columns of synthetic taxis from public "
-                                  f"data, and dataset {data.name!r} has none",
-                                  "use dataset=taxi_sim or set dataset.public_path")
-        elif data.unit != "record":
-            raise ConfigError("prefix_tree on column-style sequences needs record-level data "
-                              "(one row = one person's sequence)", "use dataset.unit=record")
-        elif self.h > len(site_columns(data.schema.names)):
+        kind = self.sequence_kind(data)
+        if kind == "columns" and self.h > len(site_columns(data.schema.names)):
             raise ConfigError(f"mechanism.h = {self.h} is more than the "
                               f"{len(site_columns(data.schema.names))} sequence columns",
                               "lower mechanism.h")

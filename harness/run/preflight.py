@@ -1,0 +1,194 @@
+"""Checking runs before they start: one job (in the worker) and a whole sweep (in the
+launching process, before any job folder or MLflow run exists).
+
+- :func:`check_run`: what a run needs beyond its config: the data view the mechanism sees
+  (the public view for ``tuning.view=public``), the mechanism applies to it
+  (:meth:`Mechanism.check_applicable`: privacy unit, public part, data shape), which metrics
+  apply (the others are ``n/a`` with a reason), and a delta below 1/(number of persons).
+- :func:`plan_sweep`: every job of a sweep through :func:`parse_run_config`,
+  :func:`build_components` and :func:`check_run`, loading each distinct dataset once. Each job
+  gets a verdict: ``run``, ``n/a`` (the mechanism does not apply to the dataset: listed with the
+  reason, shown on the board, not a failure), ``duplicate`` (the same configuration as an
+  earlier job, e.g. ``adaptive_grid`` and ``adaptive_grid_zcdp`` under ``privacy=zcdp``: run
+  once) or ``invalid``. Invalid jobs are grouped by their message, so a bad value swept over 20
+  jobs is one problem, reported once, before anything starts.
+
+Only public facts leave these checks: the schema, the unit, whether a public part exists, and
+the one bit of the delta check (documented at :func:`check_delta`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mechanisms import Mechanism, hyperparameter_label
+from metrics import Metric
+
+from harness.data.datasets import Dataset, load_dataset
+from harness.errors import ConfigError, DPArenaError, NotApplicable
+from harness.run.config import RunConfig, build_components, parse_run_config
+from harness.run.tuning import public_view
+
+Verdict = Literal["run", "n/a", "duplicate", "invalid"]
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """What :func:`check_run` hands the runner."""
+
+    view: Dataset
+    metrics: dict[str, Metric]
+    #: metric name -> why it does not apply (an ``n/a`` cell, not a silent gap)
+    metrics_na: dict[str, str] = field(default_factory=dict)
+
+
+def count_persons(data: Dataset) -> int:
+    """Number of persons in the private part (rows, or distinct ids for user-level data)."""
+    if data.unit == "user":
+        return int(data.private[data.id_column].nunique())
+    return len(data.private)
+
+
+def check_delta(rc: RunConfig, data: Dataset) -> None:
+    """Refuse delta >= 1/(number of persons) unless ``privacy.allow_large_delta=true``: such a
+    delta admits releasing one person's data outright. The refusal reveals one bit about the
+    private size (whether it is below 1/delta), only to the operator's console, before any
+    release; the message states no count."""
+    delta = rc.budget.delta
+    if delta <= 0 or rc.allow_large_delta or not data.private.shape[0]:
+        return
+    if delta * count_persons(data) >= 1:
+        raise ConfigError(
+            f"privacy.delta={delta:g} is at or above 1/(number of persons in dataset "
+            f"{data.name!r}): a mechanism could publish one person's data outright",
+            "use a delta well below 1/n, e.g. privacy.delta=1e-9 (or set "
+            "privacy.allow_large_delta=true to run anyway; such runs are labelled and unranked)")
+
+
+def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
+              data: Dataset) -> CheckedRun:
+    """The data view, the metrics that apply (and why the others do not); raises
+    :class:`NotApplicable` when the mechanism cannot run on the data, :class:`ConfigError`
+    for any other problem."""
+    view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
+        if rc.tuning.view == "public" else data
+    if rc.tuning.mode == "dp_select" and data.public is None:
+        public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed)  # raises the reason
+    mechanism.check_applicable(view)
+    reasons = {name: m.not_applicable_reason(view) for name, m in metrics.items()}
+    applicable = {name: m for name, m in metrics.items() if reasons[name] is None}
+    if not applicable:
+        raise ConfigError(f"none of the metrics {sorted(metrics)} applies to dataset {data.name!r}"
+                          f" ({'; '.join(r for r in reasons.values() if r)})",
+                          "add a generic metric, e.g. metrics=kmarginal")
+    check_delta(rc, data)
+    return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r})
+
+
+# ----- a whole sweep ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobPlan:
+    """One job's verdict. ``reason``: why n/a / invalid; ``same_as``: the job a duplicate
+    repeats. ``row`` identifies an n/a job on the board (mechanism, settings, budget, data)."""
+
+    index: int
+    verdict: Verdict
+    label: str
+    reason: str = ""
+    same_as: int | None = None
+    experiment: str = ""
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    jobs: tuple[JobPlan, ...]
+    #: metric name -> why it does not apply (per dataset), to say once up front
+    metrics_na: dict[str, str] = field(default_factory=dict)
+
+    def of(self, verdict: Verdict) -> list[JobPlan]:
+        return [j for j in self.jobs if j.verdict == verdict]
+
+    def problems(self) -> dict[str, list[JobPlan]]:
+        """Invalid jobs grouped by message (one problem, however many jobs share it)."""
+        out: dict[str, list[JobPlan]] = {}
+        for job in self.of("invalid"):
+            out.setdefault(job.reason, []).append(job)
+        return out
+
+    @property
+    def experiments(self) -> list[str]:
+        return sorted({j.experiment for j in self.jobs if j.verdict == "run" and j.experiment})
+
+
+def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -> SweepPlan:
+    """A verdict for every job config (resolved, without the ``hydra`` node); see the module
+    docstring. ``labels``: how to name each job in messages (default: its index)."""
+    from harness.run.runner import experiment_for  # the runner imports this module
+
+    datasets: dict[str, Dataset | DPArenaError] = {}
+    seen: dict[str, int] = {}
+    jobs: list[JobPlan] = []
+    metrics_na: dict[str, str] = {}
+    for index, cfg in enumerate(configs):
+        label = labels[index] if labels else f"job {index}"
+        try:
+            rc = parse_run_config(cfg)
+            mechanism, metrics = build_components(rc)
+            data = cached_dataset(datasets, rc.dataset)
+            checked = check_run(rc, mechanism, metrics, data)
+        except NotApplicable as exc:
+            jobs.append(JobPlan(index, "n/a", label, exc.problem,
+                                row=na_row(rc, data)))  # type: ignore[possibly-undefined]
+            continue
+        except DPArenaError as exc:
+            jobs.append(JobPlan(index, "invalid", label, str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a bug or library error: still one message
+            jobs.append(JobPlan(index, "invalid", label, f"{type(exc).__name__}: {exc}"))
+            continue
+        metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
+        key = content_key(rc)
+        if key in seen:
+            jobs.append(JobPlan(index, "duplicate", label, same_as=seen[key]))
+            continue
+        seen[key] = index
+        jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data)))
+    return SweepPlan(tuple(jobs), metrics_na)
+
+
+def cached_dataset(cache: dict[str, Dataset | DPArenaError], cfg: dict[str, Any]) -> Dataset:
+    """Each distinct dataset config is loaded once per sweep (and a failure reported once)."""
+    key = json.dumps(cfg, sort_keys=True, default=str)
+    if key not in cache:
+        try:
+            cache[key] = load_dataset(cfg)
+        except DPArenaError as exc:
+            cache[key] = exc
+    found = cache[key]
+    if isinstance(found, DPArenaError):
+        raise found
+    return found
+
+
+def content_key(rc: RunConfig) -> str:
+    """Everything that makes two jobs different computations (the run key without the data
+    fingerprint and code, which are the same within one sweep)."""
+    return json.dumps({"mechanism": rc.mechanism, "params": rc.mechanism_params,
+                       "budget": [rc.budget.epsilon, rc.budget.delta],
+                       "accountant": rc.accountant, "dataset": rc.dataset, "seed": rc.seed,
+                       "trial": rc.trial, "metrics": rc.metrics, "noise": rc.noise,
+                       "tuning": rc.raw.get("tuning"), "experiment": rc.experiment,
+                       "competition": rc.competition, "uri": rc.tracking_uri},
+                      sort_keys=True, default=str)
+
+
+def na_row(rc: RunConfig, data: Dataset) -> dict[str, Any]:
+    """How an n/a job appears on the board (public facts only)."""
+    return {"mechanism": rc.mechanism,
+            "hyperparameters": hyperparameter_label(rc.mechanism, rc.mechanism_params),
+            "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
+            "accountant": rc.accountant, "dataset": data.name, "privacy_unit": data.ledger_unit,
+            "trial": rc.trial}

@@ -1,0 +1,47 @@
+"""README's "Adding a mechanism" example, run as the README says: a module outside the
+package, registered through ``plugins=[...]`` with its config on ``hydra.searchpath``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from mlflow import MlflowClient
+
+from harness.data.datasets import PROJECT_ROOT
+
+
+def readme_example() -> str:
+    text = (PROJECT_ROOT / "README.md").read_text()
+    section = text[text.index("## Adding a mechanism"):text.index("## Adding a metric")]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.slow
+def test_the_readme_plugin_mechanism_runs_and_spends_exactly_its_budget(csv_dir):
+    pkg = csv_dir / "my_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "noisy_histogram.py").write_text(readme_example())
+    conf = csv_dir / "my_conf" / "mechanism"
+    conf.mkdir(parents=True)
+    (conf / "noisy_histogram.yaml").write_text("name: noisy_histogram\nn_rows: 500\n")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": "",
+           "PYTHONPATH": os.pathsep.join([str(csv_dir), str(PROJECT_ROOT)])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "plugins=[my_pkg.noisy_histogram]",
+         f"hydra.searchpath=[file://{csv_dir / 'my_conf'}]", "mechanism=noisy_histogram",
+         "dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
+         "dataset.unit=record", "privacy.epsilon=1", "privacy.delta=0", "metrics=kmarginal",
+         "trial=0"], cwd=csv_dir, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    client = MlflowClient(f"sqlite:///{csv_dir / 'mlflow.db'}")
+    runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])
+            if r.data.tags.get("kind", "run") == "run"]
+    run, = runs
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["epsilon_spent"] == pytest.approx(1.0, abs=1e-9)
+    assert run.data.metrics["epsilon_spent"] <= 1.0
