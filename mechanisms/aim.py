@@ -252,7 +252,7 @@ class AIM(Mechanism):
                                  tol=self.tol)
             marginals = pgm.TreeMarginals(model)
             moved = float(np.abs(marginals.marginal(pick) - before).sum())
-            log.debug("round %d: %s (%d candidates), sigma %.4g, budget used %.3f, %.1fs", t,
+            log.info("round %d: %s (%d candidates), sigma %.4g, budget used %.3f, %.1fs", t,
                       pick, len(candidates), sigma, used_fraction([]), time.time() - start)
             if moved <= _BIAS * sigma * cells[pick]:
                 sigma, eps = sigma / 2, eps * 2

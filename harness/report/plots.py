@@ -82,7 +82,8 @@ def plotted_mechanisms(board: pd.DataFrame) -> list[str]:
 def setting_label(row: pd.Series | dict, varying: list[tuple[str, str]]) -> str:
     """A setting's short legend text: mechanism, hyperparameters, tuning, varying columns."""
     hp, tuning = str(row["hyperparameters"]), str(row["tuning"] or "")
-    text = (row_label(row) + ("" if hp == "-" else f" ({hp})") + (f" [{tuning}]" if tuning else "")
+    settings = "" if hp == "-" else (hp if hp.startswith("[") and "," not in hp else f" ({hp})")
+    text = (row_label(row) + settings + (f" [{tuning}]" if tuning else "")
             + "".join(f" {head}={row[col]}" for col, head in varying))
     return short_label(text)
 

@@ -159,12 +159,19 @@ def run_label(mechanism: str, params: dict[str, Any], preset: str, accountant: s
     stage, e.g. ``aim[quick](rounds=8) zcdp eps=1 trial=2``."""
     from mechanisms import hyperparameter_label
 
+    preset = label_preset(preset, accountant)
     lead = f"[{preset}]" if preset else ""
     rest = hyperparameter_label(mechanism, params, preset).removeprefix(lead).lstrip(",")
     settings = lead + (f"({rest})" if rest and rest != "-" else "")
     acc = f" {accountant}" if accountant and accountant != DEFAULT_ACCOUNTANT else ""
     eps = f"{epsilon:g}" if isinstance(epsilon, (int, float)) else str(epsilon)
     return f"{mechanism}{settings}{acc} eps={eps} trial={trial}{tuning}"
+
+
+def label_preset(preset: str, accountant: str | None) -> str:
+    """The preset as labels show it: none when it only names the accountant
+    (``adaptive_grid_zcdp`` is adaptive_grid under zcdp, which the accountant already says)."""
+    return "" if preset == accountant else preset
 
 
 def preset_of(option: str | None, mechanism: str | None) -> str:

@@ -49,7 +49,8 @@ from metrics import Metric, MetricResult
 
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
-from harness.run.config import RunConfig, build_components, parse_run_config, run_label
+from harness.run.config import (RunConfig, build_components, label_preset, parse_run_config,
+                                run_label)
 from harness.run.isolation import call_isolated
 from harness.run.preflight import check_run
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
@@ -373,7 +374,8 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
     if tuning.mode == "dp_select":
         hyper = space_label(parse_space(tuning.space))
     else:
-        hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params, rc.preset)
+        hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params,
+                                     label_preset(rc.preset, rc.accountant))
     hyper = accountant_label(rc.accountant, hyper)
     tags = {
         "mechanism": rc.mechanism,
