@@ -44,8 +44,14 @@ class SweepSummary(Callback):
 
     @staticmethod
     def start(config: DictConfig) -> None:
-        from harness.cli.sweep import (announce, install_stop_handlers, plan_for,
-                                       quiet_optuna, start_parent_runs, write_plan)
+        from harness.cli.sweep import (
+            announce,
+            install_stop_handlers,
+            plan_for,
+            quiet_optuna,
+            start_parent_runs,
+            write_plan,
+        )
 
         quiet_optuna(config)
 
@@ -199,7 +205,11 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``;
     returns the files written. ``not_applicable``: the sweep's n/a records, shown as rows."""
     from harness.report.audits import attach_audits, load_audits
-    from harness.report.leaderboard import build_leaderboard, load_runs, with_not_applicable
+    from harness.report.leaderboard import (
+        build_leaderboard,
+        load_runs,
+        with_not_applicable,
+    )
     from harness.report.render import render_markdown, write_outputs
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)

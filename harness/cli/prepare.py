@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cli.exits import run_or_explain
 from harness.data.chicago import Prepared, prepare_trips, read_export
 from harness.errors import DPArenaError
 
@@ -71,12 +72,7 @@ def run_chicago(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        run_chicago(args)
-    except DPArenaError as exc:
-        print(f"dp-arena-prepare: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return 0
+    return run_or_explain("dp-arena-prepare", lambda: run_chicago(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,9 +24,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.errors import DPArenaError, SchemaError
 from harness.data.schema import Schema
 from harness.data.sprint3 import taxi_schema
+from harness.errors import DPArenaError, SchemaError
 
 EPSILON = "epsilon"
 #: Exit status when an input is invalid (argparse uses 2 for usage errors too).

@@ -18,9 +18,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from harness.errors import ConfigError, DPArenaError
+from harness.cli.exits import run_or_explain
 from harness.data.sprint3 import taxi_schema
 from harness.data.taxi_sim import simulate_years
+from harness.errors import ConfigError, DPArenaError
 
 MIN_TRIPS = 1000
 
@@ -95,12 +96,7 @@ def run(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        run(args)
-    except DPArenaError as exc:
-        print(f"dp-arena-simulate: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return 0
+    return run_or_explain("dp-arena-simulate", lambda: run(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

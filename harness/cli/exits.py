@@ -1,0 +1,22 @@
+"""How the plain (argparse) commands end: user errors are one message and exit status 2."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from harness.errors import DPArenaError
+
+#: Exit status of a command refused for bad input.
+EXIT_INVALID = 2
+
+
+def run_or_explain(prog: str, work: Callable[[], object]) -> int:
+    """``work()``; a :class:`DPArenaError` becomes ``<prog>: error: <message>`` on stderr and
+    exit status 2 (no traceback). Returns 0 when ``work`` finished."""
+    try:
+        work()
+    except DPArenaError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_INVALID) from None
+    return 0
