@@ -168,24 +168,36 @@ class AIM(Mechanism):
         return b * math.sqrt(T / (2 * 0.9 * s)), math.sqrt(8 * 0.1 * s / T)
 
     def workload(self, domain: dict[str, int]) -> list[tuple[str, ...]]:
-        """The workload (see the module docstring), from domain sizes only; what is trimmed
-        is logged once."""
-        return sized_workload(domain, self.workload_degree, self.max_cells,
-                              self.max_answers_mb)
+        """The workload (see the module docstring), from domain sizes only."""
+        return trimmed_workload(domain, self.workload_degree, self.max_cells,
+                                self.max_answers_mb)[0]
 
     def candidates(self, domain: dict[str, int],
                    work: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
         """The downward closure of ``work`` plus every 1-way marginal, without the cliques
-        that alone exceed ``max_model_size`` (logged once)."""
+        that alone exceed ``max_model_size``."""
+        return self.trimmed_candidates(domain, work)[0]
+
+    def trimmed_candidates(self, domain: dict[str, int], work: list[tuple[str, ...]]
+                           ) -> tuple[list[tuple[str, ...]], str | None]:
+        """:meth:`candidates` and what was dropped (``None``: nothing)."""
         attrs = list(domain)
         closure = pgm.downward_closure([*work, *[(a,) for a in attrs]], attrs)
         fits = [cl for cl in closure if len(cl) == 1
                 or pgm.model_size_mb(domain, [*[(a,) for a in attrs], cl]) <= self.max_model_size]
-        if len(fits) < len(closure):
-            log.warning("aim: %d of %d candidate marginals alone exceed max_model_size=%g MB "
-                        "and were dropped", len(closure) - len(fits), len(closure),
-                        self.max_model_size)
-        return fits
+        if len(fits) == len(closure):
+            return fits, None
+        return fits, (f"{len(closure) - len(fits)} of {len(closure)} candidate marginals alone "
+                      f"exceed max_model_size={self.max_model_size:g} MB and are dropped")
+
+    def notes(self, data: Dataset) -> tuple[str, ...]:
+        """What AIM trims on this schema to fit its memory caps (domain sizes only), said
+        once per sweep before it starts."""
+        domain = data.schema.domain()
+        work, trimmed = trimmed_workload(domain, self.workload_degree, self.max_cells,
+                                         self.max_answers_mb)
+        dropped = self.trimmed_candidates(domain, work)[1]
+        return tuple(n for n in (trimmed, dropped) if n)
 
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
@@ -199,6 +211,8 @@ class AIM(Mechanism):
 
         work = self.workload(domain)
         closure = self.candidates(domain, work)
+        for note in self.notes(data):
+            log.info("aim: %s", note)
         weights = {cl: float(sum(len(set(cl) & set(w)) for w in work)) for cl in closure}
         answers = {cl: pgm.histogram(codes, cl, domain) for cl in closure}
         cells = {cl: answers[cl].size for cl in closure}
@@ -267,13 +281,14 @@ class AIM(Mechanism):
         return pgm.finish(data, pgm.sample_codes(model, n_rows, rng, attrs), rng)
 
 
-def sized_workload(domain: dict[str, int], degree: int, max_cells: int | None,
-                   max_answers_mb: float) -> list[tuple[str, ...]]:
+def trimmed_workload(domain: dict[str, int], degree: int, max_cells: int | None,
+                     max_answers_mb: float) -> tuple[list[tuple[str, ...]], str | None]:
     """All ``degree``-way marginals with at most ``max_cells`` cells, plus every smaller
     marginal (2+ attributes, within ``max_cells``) that none of them contains; then, while
     the answers of the workload's downward closure would take more than ``max_answers_mb``
     (float64), the largest workload marginal is dropped. Domain sizes only (public). Raises
-    before any budget is spent when nothing is left; logs what was trimmed once."""
+    before any budget is spent when nothing is left. Returns the workload and what was
+    trimmed (``None``: nothing)."""
     attrs = list(domain)
     k = min(degree, len(attrs))
 
@@ -311,13 +326,14 @@ def sized_workload(domain: dict[str, int], degree: int, max_cells: int | None,
                           f"max_answers_mb={max_answers_mb:g}",
                           "raise mechanism.max_cells / mechanism.max_answers_mb, or coarsen "
                           "the widest columns in the schema")
+    note = None
     if dropped_cells or dropped_memory:
-        log.warning("aim: workload trimmed to fit memory: %d of %d %d-way marginals have more "
-                    "than max_cells=%s cells (their smaller subsets within the cap are kept); "
-                    "%d more dropped so the candidates' answers fit max_answers_mb=%g; %d "
-                    "workload marginals left", dropped_cells, len(top), k, max_cells,
-                    dropped_memory, max_answers_mb, len(work))
-    return work or [(a,) for a in attrs]
+        note = (f"workload trimmed to fit memory: {dropped_cells} of {len(top)} {k}-way "
+                f"marginals have more than max_cells={max_cells} cells (their smaller subsets "
+                f"within the cap are kept); {dropped_memory} more dropped so the candidates' "
+                f"answers fit max_answers_mb={max_answers_mb:g}; {len(work)} workload "
+                "marginals left")
+    return work or [(a,) for a in attrs], note
 
 
 def _subsets(cl: tuple[str, ...]) -> list[tuple[str, ...]]:

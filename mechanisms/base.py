@@ -53,6 +53,13 @@ class Mechanism(ABC):
                                 f"use a dataset with unit in {list(self.units)}")
 
 
+    def notes(self, data: Dataset) -> tuple[str, ...]:
+        """What this mechanism will trim or cap on ``data`` because of its settings (e.g.
+        marginals over a memory cap), from public facts only (the schema). A sweep says each
+        note once before it starts, instead of every run repeating it."""
+        return ()
+
+
 def contribution_bound(data: Dataset, max_contrib: int | None) -> int:
     """Rows a person may contribute after bounding: 1 for record-level data, else
     ``max_contrib`` (default: the dataset's ``max_records_per_individual``)."""

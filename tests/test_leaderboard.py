@@ -458,6 +458,30 @@ def test_not_applicable_rows_close_their_table_in_markdown_html_and_csv(tmp_path
     assert overall_csv["status"].str.startswith("n/a: ").sum() == 1
 
 
+def test_a_metric_that_did_not_apply_is_an_na_cell_with_its_reason(tmp_path):
+    """Runs tagged ``metric_na/challenge`` show ``n/a`` (not a blank, not a zero) in the
+    challenge column; scored rows keep their number; the legends say why, once."""
+    why = "challenge needs the taxi schema <b>; dataset 'adult' does not have it"
+    rows = []
+    for t, e in enumerate(NOISE[:3]):
+        rows.append(run("a", 1.0, t, 800 + e, **{"na:challenge": why}))
+        rows.append(run("b", 1.0, t, 700 + e, **{"challenge/overall": 500.0 + e}))
+    board = build_leaderboard(frame(rows))
+    assert board.attrs["metric"] == "kmarginal/score"
+    write_outputs(board, frame(rows), tmp_path, title="t")
+    text = (tmp_path / "leaderboard.md").read_text()
+    header = md_header(text)
+    col = header.index("challenge/overall")
+    cells = {r[1]: r[col] for r in md_rows(text) if r[0] != "rank"}
+    assert cells["a"] == "n/a" and cells["b"] == f"{500 + np.mean(NOISE[:3]):.1f}"
+    assert text.count("- n/a in a score column, challenge: challenge needs the taxi schema "
+                      "\\<b\\>") == 1
+    page = (tmp_path / "leaderboard.html").read_text()
+    assert "challenge needs the taxi schema &lt;b&gt;" in page and "<b>;" not in page
+    table = pd.read_csv(tmp_path / "leaderboard.csv")
+    assert table.set_index("mechanism").loc["a", "na:challenge"] == why
+
+
 def audited(board: pd.DataFrame, eps_lb: dict[str, float], verdict: dict[str, str]
             ) -> pd.DataFrame:
     out = board.copy()

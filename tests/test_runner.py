@@ -277,3 +277,20 @@ def test_public_view_never_holds_the_private_part(small_dataset):
     assert len(both) == len(small_dataset.public)
     assert set(both["pid"]) <= set(small_dataset.public["pid"])
     assert not set(view.private["pid"]) & set(view.public["pid"])  # split by persons
+
+
+def test_what_a_mechanism_trims_is_one_note_per_sweep_not_one_per_run(csv_files, tracking_uri):
+    """AIM's workload trim (domain sizes only) is planned once for all jobs that share it."""
+    from harness.run.preflight import plan_sweep
+
+    tmp_path, _ = csv_files
+    tiny = {"name": "aim", "max_cells": 12}  # every 3-way marginal of the small schema is larger
+    configs = [config(tmp_path, tracking_uri, epsilon=e, mechanism="aim") for e in (1.0, 10.0)]
+    for cfg in configs:
+        cfg["mechanism"] = dict(tiny)
+    plan = plan_sweep(configs)
+    assert [j.verdict for j in plan.jobs] == ["run", "run"]
+    (note, count), = plan.notes.items()
+    assert note.startswith("aim on private: workload trimmed to fit memory") and count == 2
+    untrimmed = plan_sweep([config(tmp_path, tracking_uri, mechanism="independent")])
+    assert untrimmed.notes == {}

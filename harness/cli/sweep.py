@@ -97,7 +97,8 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
         configs.append(cfg)
         labels.append(describe(cfg) if cfg else " ".join(job))
     planned = plan_sweep(configs, labels)
-    plan = SweepPlan(tuple(broken.get(j.index, j) for j in planned.jobs), planned.metrics_na)
+    plan = SweepPlan(tuple(broken.get(j.index, j) for j in planned.jobs), planned.metrics_na,
+                     planned.notes)
     problems = plan.problems()
     if problems:
         report_problems(problems, len(overrides))
@@ -109,6 +110,7 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
                       "same_as": j.same_as, "row": j.row, "experiment": j.experiment}
                      for j in plan.jobs],
             "metrics_na": plan.metrics_na,
+            "notes": plan.notes,
             "experiments": plan.experiments,
             "tracking_uri": tracking_uri_of(configs[0]) if configs and configs[0] else None}
 
@@ -159,6 +161,8 @@ def announce(plan: dict[str, Any]) -> None:
               flush=True)
     for what, reason in sorted(plan["metrics_na"].items()):
         print(f"  n/a  metric {what}: {reason.split('; ')[0]}", flush=True)
+    for note, count in sorted(plan.get("notes", {}).items()):
+        print(f"  note {note}" + (f" ({count} jobs)" if count > 1 else ""), flush=True)
 
 
 def write_plan(sweep_dir: Path, plan: dict[str, Any]) -> None:

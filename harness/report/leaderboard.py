@@ -50,7 +50,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import DPArenaError
-from harness.report.tracking import INF_THRESHOLD, client_for
+from harness.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
 
 #: Rows ranked against each other share these (plus epsilon).
 POOL = ["dataset_id", "privacy_unit", "delta", "metric_setting"]
@@ -64,6 +64,7 @@ TAG_DEFAULTS = (("tuning", ""), ("private", "true"), ("reference", ""), ("failur
                 ("dataset", ""), ("dataset_id", ""), ("noise", "secret"),
                 ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""))
 METRIC_KEY_PREFIX = "metric_key:"  # run frame column of the tag ``metric_key/<name>``
+METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)
 #: Distinguishing columns shown in Markdown/HTML when they vary: (column, header).
 #: (The noise mode needs no column: replayable rows carry a mark.)
 VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("privacy_unit", "unit"),
@@ -127,6 +128,8 @@ def run_row(r) -> dict[str, Any]:
            if col not in ("tuning", "private", "reference", "failure_reason", "tuning_chosen")},
         **{METRIC_KEY_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
            if k.startswith("metric_key/")},
+        **{METRIC_NA_PREFIX + k[len(METRIC_NA_TAG):]: v for k, v in tags.items()
+           if k.startswith(METRIC_NA_TAG)},
         **{k: (math.inf if v > INF_THRESHOLD else v) for k, v in r.data.metrics.items()},
     }
 
@@ -135,16 +138,34 @@ def run_row(r) -> dict[str, Any]:
 def score_columns(runs: pd.DataFrame) -> list[str]:
     """The logged scores (``family/name`` columns; not the ``metric_key`` tags)."""
     return sorted(c for c in runs.columns
-                  if "/" in c and not c.startswith(("metric_key", METRIC_KEY_PREFIX)))
+                  if "/" in c and not c.startswith(("metric_key", METRIC_KEY_PREFIX,
+                                                    METRIC_NA_PREFIX)))
+
+
+def metrics_not_applicable(runs: pd.DataFrame) -> dict[str, str]:
+    """Metric -> why it did not apply (the runs' ``metric_na/<metric>`` tags; reasons of
+    several runs joined)."""
+    out = {}
+    for col in (c for c in runs.columns if c.startswith(METRIC_NA_PREFIX)):
+        reasons = sorted(set(runs[col].dropna().astype(str)) - {""})
+        if reasons:
+            out[col[len(METRIC_NA_PREFIX):]] = "; ".join(reasons)
+    return out
 
 
 def ranking_metric(runs: pd.DataFrame, metric: str | None = None) -> str:
+    """``metric`` if given, else the first of ``RANKING_PREFERENCE`` that every run scored
+    (a board mixing data where the challenge metric does not apply ranks by k-marginal), else
+    the first of them any run scored, else the first score column."""
     cols = score_columns(runs)
     if metric:
         if metric not in cols:
             raise DPArenaError(f"metric {metric!r} was not logged by these runs",
                                f"use one of {cols}")
         return metric
+    for preferred in RANKING_PREFERENCE:
+        if preferred in cols and runs[preferred].notna().all():
+            return preferred
     for preferred in RANKING_PREFERENCE:
         if preferred in cols:
             return preferred
@@ -354,6 +375,7 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
     for col in score_columns(ok) + [c for c in SHOWN_EXTRAS if c in ok]:
         if col != key:
             row[col] = float(ok[col].mean())
+    row.update({METRIC_NA_PREFIX + m: r for m, r in metrics_not_applicable(ok).items()})
     return row, trial_values
 
 

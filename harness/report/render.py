@@ -28,6 +28,7 @@ import pandas as pd
 from harness.report.leaderboard import (
     ALPHA,
     MARK_LEGEND,
+    METRIC_NA_PREFIX,
     is_not_applicable,
     lower_is_better,
     overall_board,
@@ -63,9 +64,32 @@ def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
     headlines = []
     for name in METRICS:
         col = f"{name}/{metric_class(name).headline}" if name != family else None
-        if col and col in board.columns:
+        if col and (col in board.columns or METRIC_NA_PREFIX + name in board.columns):
             headlines.append(col)
     return parts + headlines
+
+
+def metric_na_reason(row: pd.Series | dict, score_column: str) -> str:
+    """Why the metric of ``score_column`` (``family/name``) did not apply to this row's runs
+    ("" when it did)."""
+    reason = row.get(METRIC_NA_PREFIX + score_column.split("/")[0], "")
+    return "" if _missing(reason) else str(reason)
+
+
+def score_cell(col: str, decimals: int) -> Callable[[pd.Series], str]:
+    """A score cell: the number, or ``n/a`` where the metric did not apply."""
+    return lambda r: "n/a" if metric_na_reason(r, col) else fmt_number(r.get(col, math.nan),
+                                                                         decimals)
+
+
+def metric_na_legend(board: pd.DataFrame) -> list[str]:
+    """One line per metric that did not apply to some rows: ``metric: reason``."""
+    out = []
+    for col in sorted(c for c in board.columns if c.startswith(METRIC_NA_PREFIX)):
+        reasons = sorted(set(board[col].dropna().astype(str)) - {""})
+        if reasons:
+            out.append(f"{col[len(METRIC_NA_PREFIX):]}: {'; '.join(reasons)}")
+    return out
 
 
 def _missing(x: object) -> bool:
@@ -281,7 +305,7 @@ def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Col
     else:
         for extra in shown_scores(board, key):
             d = column_decimals(scored[extra]) if extra in scored else 3
-            cols.append(Column(extra, _get(extra, lambda x, d=d: fmt_number(x, d))))
+            cols.append(Column(extra, score_cell(extra, d)))
         cols.append(Column("eps spent", _get("epsilon_spent", fmt_epsilon)))
     if has_audit(board) and not overall:
         cols.append(Column("eps lower bound (audit)", audit_cell))
@@ -347,6 +371,7 @@ def md_legend(board: pd.DataFrame) -> list[str]:
     if is_not_applicable(board).any():
         lines.append("- n/a: the mechanism does not apply to this dataset (not run, never "
                      "ranked); the status says why")
+    lines += [f"- n/a in a score column, {md_escape(text)}" for text in metric_na_legend(board)]
     return lines
 
 
@@ -482,6 +507,9 @@ apply); click a header to sort.</p>
 {% if audit %}<p><b>eps lower bound (audit)</b>: {{ audit }}. Rows marked
 <span style="color:#fff;background:#b00020;font-weight:bold">&nbsp;VIOLATION&nbsp;</span>
 have a lower bound above the epsilon they claim.</p>{% endif %}
+{% if metrics_na %}<p><b>n/a</b> in a score column: the metric does not apply to that row's
+data (not scored, not a zero):</p>
+<ul>{% for text in metrics_na %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% for caption, table in tables %}<h2>{{ caption }}</h2><div class="scroll">{{ table }}</div>
 {% endfor %}{% for name, data in images %}<h2>{{ name }}</h2>
 <img alt="{{ name }}" src="data:image/png;base64,{{ data }}">
@@ -562,6 +590,7 @@ def render_html(board: pd.DataFrame, title: str, plots: list[Path] | None = None
         title=title, key=board.attrs.get("metric", ""), css=Markup(_CSS), js=Markup(_JS),
         marks=[(m, text) for m, text in MARK_LEGEND if m in marks],
         audit=audit_legend(board) if has_audit(board) else "",
+        metrics_na=metric_na_legend(board),
         tables=[(caption, Markup(table)) for caption, table in tables],
         images=[(p.stem.replace("_", " "), base64.b64encode(p.read_bytes()).decode())
                 for p in plots or [] if p.is_file()])

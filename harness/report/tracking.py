@@ -33,6 +33,8 @@ from harness.resources import checkout_root, source_root
 
 #: MLflow stores +inf as the largest float; anything above this reads back as infinity.
 INF_THRESHOLD = 1e300
+#: Tag ``metric_na/<metric>`` = why that metric did not apply to the run's data (public facts).
+METRIC_NA_TAG = "metric_na/"
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:

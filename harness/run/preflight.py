@@ -28,7 +28,7 @@ from metrics import Metric
 
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import ConfigError, DPArenaError, NotApplicable
-from harness.run.config import RunConfig, build_components, parse_run_config
+from harness.run.config import RunConfig, build_components, label_preset, parse_run_config
 from harness.run.tuning import public_view
 
 Verdict = Literal["run", "n/a", "duplicate", "invalid"]
@@ -42,6 +42,8 @@ class CheckedRun:
     metrics: dict[str, Metric]
     #: metric name -> why it does not apply (an ``n/a`` cell, not a silent gap)
     metrics_na: dict[str, str] = field(default_factory=dict)
+    #: what the mechanism trims or caps on this data (:meth:`Mechanism.notes`)
+    notes: tuple[str, ...] = ()
 
 
 def count_persons(data: Dataset) -> int:
@@ -84,7 +86,8 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
                           f" ({'; '.join(r for r in reasons.values() if r)})",
                           "add a generic metric, e.g. metrics=kmarginal")
     check_delta(rc, data)
-    return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r})
+    return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r},
+                      mechanism.notes(view))
 
 
 # ----- a whole sweep ----------------------------------------------------------------------
@@ -107,6 +110,8 @@ class SweepPlan:
     jobs: tuple[JobPlan, ...]
     #: metric name -> why it does not apply (per dataset), to say once up front
     metrics_na: dict[str, str] = field(default_factory=dict)
+    #: "<job label's mechanism> on <dataset>: <note>" -> number of jobs, to say once up front
+    notes: dict[str, int] = field(default_factory=dict)
 
     def of(self, verdict: Verdict) -> list[JobPlan]:
         return [j for j in self.jobs if j.verdict == verdict]
@@ -132,6 +137,7 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
     seen: dict[str, int] = {}
     jobs: list[JobPlan] = []
     metrics_na: dict[str, str] = {}
+    notes: dict[str, int] = {}
     for index, cfg in enumerate(configs):
         label = labels[index] if labels else f"job {index}"
         try:
@@ -150,13 +156,17 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
             jobs.append(JobPlan(index, "invalid", label, f"{type(exc).__name__}: {exc}"))
             continue
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
+        for note in checked.notes:
+            preset = label_preset(rc.preset, rc.accountant)
+            what = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}: {note}"
+            notes[what] = notes.get(what, 0) + 1
         key = content_key(rc)
         if key in seen:
             jobs.append(JobPlan(index, "duplicate", label, same_as=seen[key]))
             continue
         seen[key] = index
         jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data)))
-    return SweepPlan(tuple(jobs), metrics_na)
+    return SweepPlan(tuple(jobs), metrics_na, notes)
 
 
 def cached_dataset(cache: dict[str, Dataset | DPArenaError], cfg: dict[str, Any]) -> Dataset:

@@ -57,9 +57,10 @@ from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
 from harness.privacy.noise import noise_rng
 from harness.privacy.secret import keyed_digest
 from harness.run.resources import ResourceMonitor
-from harness.report.tracking import (client_for, code_version, ensure_experiment,
-                                     find_finished_run, find_interrupted_run, flatten,
-                                     mark_killed, source_fingerprint, source_tags)
+from harness.report.tracking import (METRIC_NA_TAG, client_for, code_version,
+                                     ensure_experiment, find_finished_run,
+                                     find_interrupted_run, flatten, mark_killed,
+                                     source_fingerprint, source_tags)
 from harness.run.tuning import dp_select, parse_space, setting_label, space_label
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
@@ -179,6 +180,7 @@ def lineage_tags(rc: RunConfig, experiment: str, metrics_na: dict[str, str]) -> 
         tags["mlflow.parentRunId"] = parent
     if metrics_na:
         tags["metrics_na"] = "; ".join(f"{n}: {r}" for n, r in sorted(metrics_na.items()))[:5000]
+        tags.update({f"{METRIC_NA_TAG}{n}": r[:5000] for n, r in metrics_na.items()})
     return tags
 
 
