@@ -115,6 +115,35 @@ def half_vs_half(real: pd.DataFrame, splits: int, seed: int) -> dict[str, float]
     return {name: float(np.median(v)) for name, v in out.items()}
 
 
+#: The real sample's year-over-year trends the public year extrapolates (indicator, areas).
+TREND_YEARS_AHEAD = 3  # 2016 -> 2019
+
+
+def trend_indicators(raw: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per real trip: paid cash, touched an airport, picked up downtown (as in
+    :data:`harness.data.taxi_sim.PUBLIC_YEAR_TRENDS`)."""
+    from harness.data.taxi_sim import AIRPORTS, DOWNTOWN
+
+    pickup, dropoff = raw["pickup_community_area"], raw["dropoff_community_area"]
+    return {"cash": (raw["payment_type"] == "Cash").to_numpy(),
+            "airport": (pickup.isin(AIRPORTS) | dropoff.isin(AIRPORTS)).to_numpy(),
+            "downtown": pickup.isin(DOWNTOWN).to_numpy()}
+
+
+def extrapolated_shares(raw: pd.DataFrame, years_ahead: int = TREND_YEARS_AHEAD
+                        ) -> dict[str, tuple[float, float, float]]:
+    """Per indicator: (pooled share, share fitted at the sample's last year, the least-squares
+    line of the trip indicator on its year extrapolated ``years_ahead`` past that year)."""
+    year = pd.to_datetime(raw["trip_start_timestamp"], unit="s").dt.year.to_numpy()
+    last = int(year.max())
+    design = np.c_[np.ones(len(year)), year - last]
+    out = {}
+    for name, flag in trend_indicators(raw).items():
+        (at_last, slope), *_ = np.linalg.lstsq(design, flag.astype(float), rcond=None)
+        out[name] = (float(flag.mean()), float(at_last), float(at_last + years_ahead * slope))
+    return out
+
+
 def goal(name: str) -> float:
     """The TVD bound a quantity must meet."""
     return GOAL_PAIR if name == "pickup x dropoff" else GOAL_ONE_WAY
@@ -139,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         failed += not ok
         print(f"{name:<18}{got[name]:>13.3f}{noise[name]:>16.3f}{goal(name):>7.2f}  "
               f"{'PASS' if ok else 'FAIL'}")
+    from harness.data.taxi_sim import PUBLIC_YEAR_TRENDS
+
+    print(f"\npublic year: the real sample's 2013-2016 trends, {TREND_YEARS_AHEAD} years on")
+    print(f"{'share':<10}{'pooled':>8}{'2016 fit':>10}{'2019 trend':>12}{'public year':>13}")
+    for name, (pooled, at_last, ahead) in extrapolated_shares(
+            pd.read_csv(real_sample_path())).items():
+        print(f"{name:<10}{pooled:>8.3f}{at_last:>10.3f}{ahead:>12.3f}"
+              f"{PUBLIC_YEAR_TRENDS[name]:>13.3f}")
     return 1 if failed else 0
 
 

@@ -12,7 +12,8 @@ import pytest
 from harness.data.datasets import load_csv_dataset
 from harness.cli.simulate import main
 from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-from harness.data.taxi_sim import AIRPORTS, draw_taxis, simulate_trips, simulate_years
+from harness.data.taxi_sim import (AIRPORTS, DOWNTOWN, PUBLIC_YEAR_TRENDS, draw_taxis, simulate_trips,
+                                   simulate_years)
 
 N = 30_000
 KEY_AREAS = {8, 32, 28, 76}  # Near North Side, Loop, Near West Side, O'Hare
@@ -138,7 +139,7 @@ def test_payment_mix(private, public):
     assert 0.6 < private_mix[0] < 0.72  # two thirds of the real 2013-2016 trips are cash
     assert 0.27 < private_mix[1] < 0.39
     public_mix = public["payment_type"].value_counts(normalize=True)
-    assert 0.43 < public_mix[0] < 0.57
+    assert abs(public_mix[0] - PUBLIC_YEAR_TRENDS["cash"]) < 0.03
 
 
 @pytest.mark.parametrize("which", ["private", "public"])
@@ -166,9 +167,31 @@ def test_public_year_drifts_as_documented(private, public):
     assert total_variation(private["company_id"], public["company_id"]) > 0.05
 
     def airport_share(df: pd.DataFrame) -> float:
-        return float(df["pickup_community_area"].isin(AIRPORTS).mean())
+        return float((df["pickup_community_area"].isin(AIRPORTS)
+                      | df["dropoff_community_area"].isin(AIRPORTS)).mean())
 
-    assert airport_share(public) > 1.2 * airport_share(private)
+    def downtown_share(df: pd.DataFrame) -> float:
+        return float(df["pickup_community_area"].isin(DOWNTOWN).mean())
+
+    assert abs(airport_share(public) - PUBLIC_YEAR_TRENDS["airport"]) < 0.01
+    assert abs(downtown_share(public) - PUBLIC_YEAR_TRENDS["downtown"]) < 0.02
+    assert airport_share(private) < airport_share(public) - 0.03
+    assert downtown_share(private) < downtown_share(public) - 0.03
+
+
+@pytest.mark.realdata
+def test_public_year_shares_are_the_real_samples_trends_three_years_on(shared_data):
+    """The public year's cash, airport and downtown shares are not chosen: they are the least
+    squares trend of the real 2013-2016 trips, extrapolated from 2016 to 2019."""
+    calibrate = calibration_module()
+    path = shared_data / calibrate.REAL_SAMPLE
+    if not path.exists():
+        pytest.skip(f"real Chicago sample not available: {path}")
+    trends = calibrate.extrapolated_shares(pd.read_csv(path))
+    assert set(trends) == set(PUBLIC_YEAR_TRENDS)
+    for name, (pooled, _at_2016, in_2019) in trends.items():
+        assert abs(in_2019 - PUBLIC_YEAR_TRENDS[name]) < 0.005, name
+        assert abs(pooled - in_2019) > 0.04, name  # a real drift, in the data's direction
 
 
 # ----- taxis form a continuum -------------------------------------------------------------

@@ -67,14 +67,20 @@ shifts). The trait spreads are moderate and continuous by design, not fitted to 
 
 Years
 -----
-``private`` is the calibrated 2013-2016 era (the challenge's scoring data). ``public`` drifts
-from it the way Chicago's taxi market moved between 2016 and 2019 as ride-hail took trips
-(City of Chicago Taxi Trips data and the city's transportation-network reports): fewer trips per
-taxi-week (median 12 -> 8), a larger share of card payments (cash share 2/3 -> about 1/2),
-company consolidation (the 25 least popular companies leave, the largest ones grow) and a larger
-airport share (trips touching O'Hare or Midway weighted x1.5). The drift is modest, documented
-here, and not tuned toward any mechanism. Taxi ids of the two years never overlap: public
-taxi-weeks use ``[1_000_000, 5_499_999]``, private ones ``[5_500_000, 9_999_999]``.
+``private`` is the calibrated 2013-2016 era (the challenge's scoring data). ``public`` is the
+same city three years on (2019), and where the real sample itself shows a trend, the data sets
+the drift, not a wish for any outcome: the least-squares line of each trip's indicator on its
+year over the real 2013-2016 trips, extrapolated from 2016 to 2019
+(:data:`PUBLIC_YEAR_TRENDS`; ``benchmarks/calibrate_taxi_sim.py`` prints it, a test recomputes
+it): cash trips 66% pooled -> 34% (the sample's share falls about 6.6 points a year), trips
+touching O'Hare or Midway 11.6% -> 16.1%, pickups in the Loop or the Near North Side 54.7% ->
+61.0% (:func:`with_shares` rakes the pickup x dropoff table to both). What the sample cannot
+show rests on the City of Chicago Taxi Trips data as a whole, where yearly taxi trips roughly
+halved between 2016 and 2019 as ride-hail grew (fewer trips per taxi-week: median 12 -> 8) and
+the smallest affiliations left (the private year's 25 least popular companies leave, the five
+largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins). Taxi ids of
+the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``, private ones
+``[5_500_000, 9_999_999]``.
 """
 
 from __future__ import annotations
@@ -142,6 +148,16 @@ AREA_PSEUDO_TRIPS = 0.5
 AIRPORT_SURCHARGE = 4
 
 
+#: Downtown: the Loop (32) and the Near North Side (8), where most real pickups are.
+DOWNTOWN: tuple[int, ...] = (8, 32)
+#: The public year's shares, extrapolated three years past 2016 from the real sample's own
+#: 2013-2016 trends (least-squares line of each trip's indicator on its year; recomputed from
+#: the shared sample by ``benchmarks/calibrate_taxi_sim.py`` and guarded by a test): cash
+#: trips 66% pooled -> 34%, trips touching an airport 11.6% -> 16.1%, pickups downtown
+#: 54.7% -> 61.0%.
+PUBLIC_YEAR_TRENDS: dict[str, float] = {"cash": 0.34, "airport": 0.161, "downtown": 0.61}
+
+
 @dataclass(frozen=True)
 class YearParams:
     """What differs between the private (2013-2016) and the public (2016-2019) year."""
@@ -149,7 +165,8 @@ class YearParams:
     trips_median: float  # median trips per taxi-week
     trips_sigma: float  # log-normal sigma of trips per taxi-week
     cash_share: float | None  # None: the real sample's share
-    airport_weight: float  # multiplies the weight of trips touching O'Hare or Midway
+    airport_share: float | None  # share of trips touching O'Hare or Midway (None: real)
+    downtown_share: float | None  # share of pickups in the Loop or Near North (None: real)
     company_growth: dict[int, float]  # company *rank* -> popularity multiplier (0 = absent)
     id_range: tuple[int, int]  # inclusive taxi_id range
 
@@ -161,11 +178,13 @@ def real_cash_share() -> float:
 
 YEAR_PARAMS: dict[str, YearParams] = {
     "private": YearParams(
-        trips_median=12.0, trips_sigma=1.15, cash_share=None, airport_weight=1.0,
-        company_growth={}, id_range=(5_500_000, 9_999_999),
+        trips_median=12.0, trips_sigma=1.15, cash_share=None, airport_share=None,
+        downtown_share=None, company_growth={}, id_range=(5_500_000, 9_999_999),
     ),
     "public": YearParams(
-        trips_median=8.0, trips_sigma=1.15, cash_share=0.5, airport_weight=1.5,
+        trips_median=8.0, trips_sigma=1.15, cash_share=PUBLIC_YEAR_TRENDS["cash"],
+        airport_share=PUBLIC_YEAR_TRENDS["airport"],
+        downtown_share=PUBLIC_YEAR_TRENDS["downtown"],
         company_growth={**{r: 0.0 for r in range(62, N_COMPANIES)},
                         0: 1.5, 1: 1.5, 2: 1.4, 3: 1.3, 4: 1.3},
         id_range=(1_000_000, 5_499_999),
@@ -221,11 +240,29 @@ def pair_distribution(year: Year) -> np.ndarray:
     dropoff = real.sum(axis=0) + AREA_PSEUDO_TRIPS / T.N_REAL_TRIPS
     joint = (1 - PAIR_SMOOTHING) * real \
         + PAIR_SMOOTHING * np.outer(pickup / pickup.sum(), dropoff / dropoff.sum())
-    airport = np.isin(np.arange(N_AREA_CODES), AIRPORTS)
-    joint[airport[:, None] | airport[None, :]] *= YEAR_PARAMS[year].airport_weight
-    joint /= joint.sum()
+    joint = with_shares(joint / joint.sum(), YEAR_PARAMS[year])
     joint.setflags(write=False)
     return joint
+
+
+def with_shares(joint: np.ndarray, params: YearParams, sweeps: int = 50) -> np.ndarray:
+    """``joint`` (pickup x dropoff, sums to 1) raked so trips touching an airport and pickups
+    downtown have the year's shares (iterative proportional fitting over the two indicators;
+    a share of ``None`` is left as it is)."""
+    codes = np.arange(N_AREA_CODES)
+    airport = np.isin(codes, AIRPORTS)
+    touches_airport = airport[:, None] | airport[None, :]
+    downtown = np.broadcast_to(np.isin(codes, DOWNTOWN)[:, None], joint.shape)
+    out = joint.copy()
+    targets = [(mask, share) for mask, share in ((touches_airport, params.airport_share),
+                                                 (downtown, params.downtown_share))
+               if share is not None]
+    for _ in range(sweeps if targets else 0):
+        for mask, share in targets:
+            inside = out[mask].sum()
+            out[mask] *= share / inside
+            out[~mask] *= (1 - share) / (1 - inside)
+    return out / out.sum()
 
 
 def company_popularity(year: Year) -> np.ndarray:
