@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.audit.bounds import ErrorCounts, cp_upper, eps_from_rates, lower_bound
+from harness.audit.bounds import (ErrorCounts, attainable_eps_lb, claim_fnr, cp_upper,
+                                  eps_from_rates, lower_bound)
 from harness.audit.canary import MIN_PERSONS, build_canary, canary_frame, with_canary
 from harness.audit.decision import audit_test, fit_scorer
 from harness.audit.driver import AuditSettings
@@ -253,3 +254,27 @@ def test_leaky_independent_is_caught_and_independent_passes(shared_data, tmp_pat
     assert by_mech.loc["test_leaky_independent", "eps_lb"] > 1.0
     assert by_mech.loc["independent", "eps_lb"] <= 1.0
     assert set(audits["audit_verdict"]) == {"ok", "VIOLATION"}
+
+
+def test_power_yardstick_by_hand_and_its_invariants():
+    """The bound an ideal test could show on a mechanism exactly at its claim: by hand at one
+    point of the claim's trade-off curve; never above the claim, closer with more runs, and
+    stricter (lower) for the mu-GDP curve that implies the same (epsilon, delta)."""
+    from harness.privacy.accounting import gdp_mu
+
+    # epsilon ln 2, delta 0, 100 runs a world, one candidate FPR (1/100): FNR on the curve is
+    # max(0, 1 - 2 * 0.01, 0.5 * 0.99) = 0.98 -> 98 false negatives
+    assert claim_fnr(0.01, math.log(2), 0.0) == pytest.approx(0.98)
+    level = 1 - 0.05 / 2
+    by_hand = eps_from_rates(cp_upper(1, 100, level), cp_upper(98, 100, level), 0.0)
+    assert attainable_eps_lb(math.log(2), 0.0, 100, 100, 0.95, points=1) == by_hand
+    delta = 2.5e-5
+    values = [attainable_eps_lb(1.0, delta, n, n, 0.95) for n in (100, 1_000, 10_000, 100_000)]
+    assert values == sorted(values) and 0 < values[0] and values[-1] < 1.0
+    assert values[-1] > 0.95
+    mu = gdp_mu(1.0, delta)
+    gaussian = [attainable_eps_lb(1.0, delta, n, n, 0.95, mu=mu) for n in (1_000, 10_000)]
+    assert gaussian[0] < gaussian[1] and all(g < v for g, v in zip(gaussian, values[1:3]))
+    # 10,000 evaluation runs a world (audit.runs=20000): the claim's mu-GDP curve caps what
+    # any test can show at epsilon 1 near 0.42
+    assert 0.35 < gaussian[1] < 0.5

@@ -18,6 +18,14 @@ swapped form) is a lower bound on mu at the same confidence. ``eps_gdp`` convert
 at the run's delta (:func:`harness.privacy.accounting.gdp_epsilon`): an *estimate* that assumes
 the mechanism's privacy curve is Gaussian (true of Gaussian-noise mechanisms, not in general),
 never used for the verdict.
+
+Power yardstick (:func:`attainable_eps_lb`): the largest bound these numbers of evaluation runs
+could give even for a mechanism that leaks *exactly* its claim to the strongest possible test
+(its errors on the (epsilon, delta)-DP trade-off curve ``FNR = max(0, 1 - delta - e^eps FPR,
+e^-eps (1 - delta - FPR))``, error counts at their expected values). A measured bound far below
+it means the canary and statistic see much less than the claim allows (typical for a black-box
+audit of a mechanism composing many releases); a yardstick near 0 means more runs are needed
+before any bound can show.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from scipy import stats
 
 from harness.privacy.accounting import gdp_epsilon
@@ -94,3 +103,33 @@ def lower_bound(counts: ErrorCounts, delta: float, confidence: float) -> Bound:
                  fpr_upper=fpr_u, fnr_upper=fnr_u,
                  eps_lb=eps_from_rates(fpr_u, fnr_u, delta), mu_lb=mu_lb,
                  confidence=confidence, eps_gdp=eps_gdp)
+
+
+def claim_fnr(fpr: float, epsilon: float, delta: float) -> float:
+    """The smallest FNR any test can have at ``fpr`` against an (epsilon, delta)-DP
+    mechanism (the trade-off curve of the claim)."""
+    return max(0.0, 1.0 - delta - math.exp(epsilon) * fpr,
+               math.exp(-epsilon) * (1.0 - delta - fpr))
+
+
+def gdp_fnr(fpr: float, mu: float) -> float:
+    """The smallest FNR any test can have at ``fpr`` against a mu-GDP mechanism."""
+    return float(stats.norm.cdf(stats.norm.ppf(1.0 - fpr) - mu))
+
+
+def attainable_eps_lb(epsilon: float, delta: float, n0: int, n1: int, confidence: float,
+                      mu: float | None = None, points: int = 400) -> float:
+    """The best bound an ideal test could show with ``n0``/``n1`` evaluation runs on a
+    mechanism exactly at its claim (see the module docstring): the maximum over false-positive
+    rates of the bound from the expected error counts. ``mu``: the claim is mu-GDP (a Gaussian
+    mechanism under the gdp accountant), whose curve is stricter than its (epsilon, delta)."""
+    if n0 <= 0 or n1 <= 0:
+        return 0.0
+    level = 1.0 - (1.0 - confidence) / 2.0
+    best = 0.0
+    for fpr in np.geomspace(1.0 / n0, 0.5, points):
+        fp = int(round(fpr * n0))
+        fnr = gdp_fnr(fp / n0, mu) if mu is not None else claim_fnr(fp / n0, epsilon, delta)
+        fn = int(round(fnr * n1))
+        best = max(best, eps_from_rates(cp_upper(fp, n0, level), cp_upper(fn, n1, level), delta))
+    return best

@@ -60,7 +60,7 @@ from harness.run.runner import (
 )
 from mechanisms import hyperparameter_label
 
-from .bounds import Bound, lower_bound
+from .bounds import Bound, attainable_eps_lb, lower_bound
 from .canary import Canary, build_canary, check_strategy, with_canary
 from .decision import audit_test
 from .runs import WORLDS, World, collect
@@ -131,6 +131,10 @@ class AuditResult:
     run_id: str
     folder: str
     seconds: float
+    #: the power yardstick: the bound an ideal test could show on a mechanism exactly at its
+    #: (epsilon, delta) claim, and at its mu-GDP claim under the gdp accountant (nan: other)
+    attainable: float = math.nan
+    attainable_gdp: float = math.nan
 
     @property
     def violation(self) -> bool:
@@ -154,6 +158,11 @@ class AuditResult:
             (f"  mu-GDP lower bound={b.mu_lb:.3f}" + (
                 f" (if the privacy curve is Gaussian: epsilon >= {b.eps_gdp:.3f} at this "
                 "delta; an estimate, not the verdict)" if math.isfinite(b.eps_gdp) else "")),
+            (f"  power: with these runs an ideal test could show at most "
+             f"{self.attainable:.3f} on a mechanism leaking exactly epsilon={self.epsilon:g}"
+             + (f" ({self.attainable_gdp:.3f} if its privacy curve is the gdp accountant's "
+                "mu-GDP)" if math.isfinite(self.attainable_gdp) else "")
+             + "; a bound well below means the canary and statistic see less"),
             (f"  logged: run {self.run_id[:8]} in experiment {self.experiment}; runs cached in "
             f"{self.folder}"),
             (f"audit: {self.mechanism} claimed epsilon={self.epsilon:g} empirical lower "
@@ -251,9 +260,11 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                                settings.confidence)
     bound = lower_bound(counts, rc.budget.delta, settings.confidence)
     verdict = "VIOLATION" if bound.eps_lb > rc.budget.epsilon else "ok"
+    attainable, attainable_gdp = power_yardstick(rc, counts.n0, counts.n1, settings.confidence)
     numbers = {"eps_lb": bound.eps_lb, "mu_lb": bound.mu_lb, "eps_gdp": bound.eps_gdp, "fpr": bound.fpr,
                "fnr": bound.fnr, "fpr_upper": bound.fpr_upper, "fnr_upper": bound.fnr_upper,
                "runs": float(settings.runs), "confidence": settings.confidence,
+               "eps_lb_attainable": attainable, "eps_lb_attainable_gdp": attainable_gdp,
                "seconds": time.monotonic() - started}
     numbers = {k: v for k, v in numbers.items() if math.isfinite(v)}
     summary = {"mechanism": rc.mechanism, "hyperparameters": hyper,
@@ -263,6 +274,9 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                "errors": asdict(counts), "bound": {k: v for k, v in asdict(bound).items()
                                                   if not (isinstance(v, float)
                                                           and math.isnan(v))},
+               "eps_lb_attainable": attainable,
+               "eps_lb_attainable_gdp": attainable_gdp if math.isfinite(attainable_gdp)
+               else None,
                "verdict": verdict, "audit_key": key}
     tags = audit_tags(rc, hyper, dataset_id(rc.dataset, fingerprint), data, canary, settings,
                       key, verdict)
@@ -274,4 +288,17 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                                                              indent=1))
     return AuditResult(rc.mechanism, hyper, rc.budget.epsilon, rc.budget.delta, rc.accountant,
                        settings.runs, bound, canary.description, settings.statistic,
-                       experiment, run_id, str(folder), time.monotonic() - started)
+                       experiment, run_id, str(folder), time.monotonic() - started,
+                       attainable, attainable_gdp)
+
+
+def power_yardstick(rc: RunConfig, n0: int, n1: int, confidence: float) -> tuple[float, float]:
+    """:func:`~harness.audit.bounds.attainable_eps_lb` for the claim, and for its mu-GDP
+    curve when the gdp accountant (delta > 0) states one (else nan)."""
+    from harness.privacy.accounting import gdp_mu
+
+    eps, delta = rc.budget.epsilon, rc.budget.delta
+    plain = attainable_eps_lb(eps, delta, n0, n1, confidence)
+    if rc.accountant != "gdp" or delta <= 0:
+        return plain, math.nan
+    return plain, attainable_eps_lb(eps, delta, n0, n1, confidence, mu=gdp_mu(eps, delta))
