@@ -209,10 +209,12 @@ class AIM(Mechanism):
         attrs = list(domain)
         T = self.rounds or 16 * len(attrs)
 
-        work = self.workload(domain)
-        closure = self.candidates(domain, work)
-        for note in self.notes(data):
-            log.info("aim: %s", note)
+        work, trimmed = trimmed_workload(domain, self.workload_degree, self.max_cells,
+                                         self.max_answers_mb)
+        closure, dropped = self.trimmed_candidates(domain, work)
+        for note in (trimmed, dropped):
+            if note:  # said once per sweep before it starts (notes); here only with -v
+                log.info("aim: %s", note)
         weights = {cl: float(sum(len(set(cl) & set(w)) for w in work)) for cl in closure}
         answers = {cl: pgm.histogram(codes, cl, domain) for cl in closure}
         cells = {cl: answers[cl].size for cl in closure}

@@ -70,8 +70,9 @@ def test_a_perfectly_separating_statistic_gives_the_largest_bound_its_runs_allow
     x0 = rng.normal(0, 1, size=(400, 3))
     x1 = rng.normal(0, 1, size=(400, 3))
     x1[:, 1] += 100  # one feature separates the worlds
-    _test, counts = audit_test(x0, x1, delta=1e-5, confidence=0.95)
+    _test, counts, level = audit_test(x0, x1, delta=1e-5, confidence=0.95)
     assert (counts.fp, counts.fn, counts.n0, counts.n1) == (0, 0, 200, 200)
+    assert level == pytest.approx(0.975)  # two tests (naive Bayes, LDA): Bonferroni
 
 
 def test_naive_bayes_scores_are_the_smoothed_log_likelihood_ratios_by_hand():
@@ -86,8 +87,24 @@ def test_naive_bayes_scores_are_the_smoothed_log_likelihood_ratios_by_hand():
 def test_identical_worlds_give_no_bound():
     rng = np.random.default_rng(1)
     x0, x1 = rng.poisson(3, size=(2000, 4)), rng.poisson(3, size=(2000, 4))
-    _test, counts = audit_test(x0.astype(float), x1.astype(float), 0.0, 0.95)
-    assert lower_bound(counts, 0.0, 0.95).eps_lb < 0.25  # chance: a small bound at most
+    _test, counts, level = audit_test(x0.astype(float), x1.astype(float), 0.0, 0.95)
+    assert lower_bound(counts, 0.0, level).eps_lb < 0.25  # chance: a small bound at most
+
+
+def test_the_better_of_two_scorers_is_kept_at_a_bonferroni_share_of_the_confidence():
+    """Nine small independent shifts (as independent's canary cells): a linear score pools
+    them; the kept bound is the larger of the two tests at confidence 1 - 0.05 / 2, and never
+    below what the single-scorer audit at that level would report for the same test."""
+    rng = np.random.default_rng(2)  # test data, not a mechanism's noise
+    x0 = rng.normal(0, 1, size=(6000, 9))
+    x1 = rng.normal(0.12, 1, size=(6000, 9))
+    test, counts, level = audit_test(x0, x1, 0.0, 0.95)
+    assert level == pytest.approx(0.975)
+    kept = lower_bound(counts, 0.0, level).eps_lb
+    for kind in ("naive_bayes", "lda"):
+        _t, alone, alone_level = audit_test(x0, x1, 0.0, 0.95, kind)
+        assert alone_level == 0.95
+        assert kept >= lower_bound(alone, 0.0, level).eps_lb - 1e-12
 
 
 # ----- canary and statistics -----------------------------------------------------------------

@@ -12,8 +12,8 @@ import pytest
 from harness.data.datasets import load_csv_dataset
 from harness.cli.simulate import main
 from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-from harness.data.taxi_sim import (AIRPORTS, DOWNTOWN, PUBLIC_YEAR_TRENDS, draw_taxis, simulate_trips,
-                                   simulate_years)
+from harness.data.taxi_sim import (AIRPORTS, DOWNTOWN, PUBLIC_YEAR_TRENDS, draw_taxis,
+                                   simulate_trips, simulate_years)
 
 N = 30_000
 KEY_AREAS = {8, 32, 28, 76}  # Near North Side, Loop, Near West Side, O'Hare

@@ -78,9 +78,9 @@ touching O'Hare or Midway 11.6% -> 16.1%, pickups in the Loop or the Near North 
 show rests on the City of Chicago Taxi Trips data as a whole, where yearly taxi trips roughly
 halved between 2016 and 2019 as ride-hail grew (fewer trips per taxi-week: median 12 -> 8) and
 the smallest affiliations left (the private year's 25 least popular companies leave, the five
-largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins). Taxi ids of
-the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``, private ones
-``[5_500_000, 9_999_999]``.
+largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins).
+Taxi ids of the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``,
+private ones ``[5_500_000, 9_999_999]``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from harness.report.leaderboard import (
     METRIC_NA_PREFIX,
     is_not_applicable,
     lower_is_better,
+    metrics_not_applicable,
     overall_board,
     row_label,
     tuning_gap,
@@ -84,12 +85,8 @@ def score_cell(col: str, decimals: int) -> Callable[[pd.Series], str]:
 
 def metric_na_legend(board: pd.DataFrame) -> list[str]:
     """One line per metric that did not apply to some rows: ``metric: reason``."""
-    out = []
-    for col in sorted(c for c in board.columns if c.startswith(METRIC_NA_PREFIX)):
-        reasons = sorted(set(board[col].dropna().astype(str)) - {""})
-        if reasons:
-            out.append(f"{col[len(METRIC_NA_PREFIX):]}: {'; '.join(reasons)}")
-    return out
+    return [f"{metric}: {reason}"
+            for metric, reason in sorted(metrics_not_applicable(board).items())]
 
 
 def _missing(x: object) -> bool:
