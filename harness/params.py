@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -11,13 +12,19 @@ from .errors import ConfigError
 T = TypeVar("T")
 
 
-def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
-    """``cls(**values)``, refusing keys that are not fields of ``cls``."""
-    fields = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+def refuse_unknown_fields(cls: type, values: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`ConfigError` naming the keys of ``values`` that are not init fields of the
+    dataclass ``cls`` (a config group with a typo would otherwise be silently ignored)."""
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(values) - fields)
     if unknown:
         raise ConfigError(f"{where}: unknown setting(s) {unknown}",
                           f"valid settings are {sorted(fields) or 'none'}")
+
+
+def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
+    """``cls(**values)``, refusing keys that are not fields of ``cls``."""
+    refuse_unknown_fields(cls, values, where)
     return cls(**values)
 
 

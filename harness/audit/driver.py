@@ -40,6 +40,7 @@ from typing import Any
 
 from harness.data.datasets import load_dataset
 from harness.errors import ConfigError
+from harness.params import build_dataclass
 from harness.report.tracking import (
     client_for,
     code_version,
@@ -87,13 +88,7 @@ class AuditSettings:
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> AuditSettings:
-        cfg = dict(cfg or {})
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ConfigError(f"audit: unknown setting(s) {unknown}",
-                              f"valid settings are {sorted(known)}")
-        out = cls(**cfg)
+        out = build_dataclass(cls, dict(cfg or {}), "audit")
         out.check()
         return out
 

@@ -24,13 +24,14 @@ and synthetic data, share codes); without one it is the sorted set of observed v
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from harness.errors import ConfigError, DPArenaError
+from harness.params import build_dataclass
 from harness.data.schema import Schema, encode_column
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -162,12 +163,7 @@ def as_spec(spec: SequenceSpec | Mapping[str, Any] | None) -> SequenceSpec:
         return SequenceSpec()
     if isinstance(spec, SequenceSpec):
         return spec
-    known = {f.name for f in fields(SequenceSpec)}
-    unknown = sorted(set(spec) - known)
-    if unknown:
-        raise ConfigError(f"sequence spec: unknown setting(s) {unknown}",
-                          f"valid settings are {sorted(known)}")
-    return SequenceSpec(**dict(spec))
+    return build_dataclass(SequenceSpec, dict(spec), "sequence spec")
 
 
 # ----- constructors -----------------------------------------------------------------------

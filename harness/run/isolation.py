@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from harness.errors import ConfigError, DPArenaError
+from harness.params import refuse_unknown_fields
 
 T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
@@ -66,11 +67,7 @@ class Limits:
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> "Limits":
         cfg = dict(cfg or {})
-        known = {"time_limit_s", "memory_limit_mb", "isolate", "poll_s", "threads"}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ConfigError(f"limits: unknown setting(s) {unknown}",
-                              f"valid settings are {sorted(known)}")
+        refuse_unknown_fields(cls, cfg, "limits")
         threads = cfg.get("threads", 1)
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):

@@ -51,6 +51,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset, with_public_split
 from harness.errors import ConfigError
+from harness.params import refuse_unknown_fields
 from harness.privacy.accounting import CALIBRATION_HEADROOM, Budget, Ledger, zcdp_epsilon, zcdp_rho
 
 MODES = ("none", "public", "oracle", "dp_select")
@@ -78,11 +79,7 @@ class Tuning:
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> "Tuning":
         cfg = dict(cfg or {})
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ConfigError(f"tuning: unknown setting(s) {unknown}",
-                              f"valid settings are {sorted(known)}")
+        refuse_unknown_fields(cls, cfg, "tuning")
         trials = cfg.pop("final_trials", (0,))
         trials = (trials,) if isinstance(trials, int) else tuple(trials or (0,))
         tuning = cls(**{k: v for k, v in cfg.items() if v is not None or k == "objective"},
