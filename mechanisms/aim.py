@@ -93,7 +93,7 @@ from harness.privacy.accounting import (
 )
 
 from . import pgm
-from .base import Mechanism
+from .base import Mechanism, finish
 from .row_count import bounded_row_count
 
 _BIAS = math.sqrt(2.0 / math.pi)
@@ -280,7 +280,7 @@ class AIM(Mechanism):
             n_rows *= pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, data.id_column, b))
         n_rows = bounded_row_count(n_rows, data, budget.epsilon)
-        return pgm.finish(data, pgm.sample_codes(model, n_rows, rng, attrs), rng)
+        return finish(data, pgm.sample_codes(model, n_rows, rng, attrs), rng)
 
 
 def trimmed_workload(domain: dict[str, int], degree: int, max_cells: int | None,

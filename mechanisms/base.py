@@ -8,6 +8,7 @@ A mechanism is a dataclass whose fields are its hyperparameters (set from
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -127,3 +128,17 @@ def fresh_ids(n_people: int, data: Dataset, rng: np.random.Generator) -> np.ndar
         raise ConfigError(f"cannot give {n_people} synthetic people distinct {col.name} values "
                           f"in [{col.min}, {col.max}]", "widen the id column's range")
     return int(col.min) + rng.choice(span, size=n_people, replace=False)  # type: ignore[arg-type]
+
+
+def finish(data: Dataset, codes: pd.DataFrame, rng: np.random.Generator,
+           extra: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Codes -> schema values (numeric values drawn inside their bin from public values when
+    there are any), optional ``extra`` columns, person ids from public data only."""
+    schema = data.schema
+    out = schema.decode(codes, rng, reference=data.public)
+    if extra is not None:
+        out = extra(out)
+    ids = assign_ids(len(out), data, rng)
+    if ids is not None:
+        out.insert(0, schema.id_column, ids)  # type: ignore[arg-type]
+    return out[schema.names].reset_index(drop=True)

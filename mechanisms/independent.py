@@ -36,7 +36,7 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, gaussian_sigma, laplace_scale
 
-from .base import Mechanism, assign_ids, bounded_private, contribution_bound
+from .base import Mechanism, bounded_private, contribution_bound, finish
 from .row_count import bounded_row_count
 
 
@@ -56,12 +56,7 @@ class Independent(Mechanism):
                                 budget, ledger, rng)
         n_rows = bounded_row_count(float(np.mean([h.sum() for h in noisy.values()])), data,
                                    budget.epsilon)
-        synth_codes = pd.DataFrame({c: sample_codes(h, n_rows, rng) for c, h in noisy.items()})
-        out = schema.decode(synth_codes, rng, reference=data.public)
-        ids = assign_ids(n_rows, data, rng)
-        if ids is not None:
-            out.insert(0, schema.id_column, ids)  # type: ignore[arg-type]
-        return out[schema.names]
+        return sample_independent(noisy, n_rows, data, rng)
 
     def _noise_kind(self, budget: Budget) -> str:
         if self.noise == "auto":
@@ -92,6 +87,15 @@ def measure_one_way(codes: pd.DataFrame, domain: dict[str, int], sensitivity: fl
         noise = rng.normal(0, scale, size) if kind == "gaussian" else rng.laplace(0, scale, size)
         noisy[col] = counts + noise
     return noisy
+
+
+def sample_independent(noisy: dict[str, np.ndarray], n_rows: int, data: Dataset,
+                       rng: np.random.Generator) -> pd.DataFrame:
+    """``n_rows`` synthetic rows, each column drawn independently from its noisy histogram,
+    decoded to the schema's values (numeric bins with public values), with person ids from
+    the public trips-per-person distribution where the data has an id column."""
+    return finish(data, pd.DataFrame({c: sample_codes(h, n_rows, rng)
+                                      for c, h in noisy.items()}), rng)
 
 
 def sample_codes(noisy_counts: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -69,7 +69,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, Ledger
 
 from . import pgm
-from .base import Mechanism
+from .base import Mechanism, finish
 from .row_count import bounded_row_count
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ class MST(Mechanism):
         n_rows = bounded_row_count(n_rows, data, budget.epsilon)
         synth = pgm.sample_codes(model, n_rows, rng, attrs)
         codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng) for a in attrs})
-        return pgm.finish(data, codes_out, rng)
+        return finish(data, codes_out, rng)
 
     @staticmethod
     def _select(codes: pd.DataFrame, domain: dict[str, int], model: pgm.TreeMarginals,

@@ -15,8 +15,8 @@ post-processing of noisy releases:
   model's junction tree (no per-query JIT compilation, which would dominate AIM's run time);
 - :func:`initial_total` / :func:`fitted_total`: the synthetic row count, derived from the
   noisy measurements only (never read from the private data);
-- :func:`sample_codes` (seeded sampling of records from the model) and :func:`finish`
-  (decoding codes to schema values with public reference values, person ids from public data);
+- :func:`sample_codes` (seeded sampling of records from the model; the codes then go to
+  :func:`mechanisms.base.finish`, shared with ``independent``);
 - :func:`exponential_mechanism` and :func:`solve_scale` (calibrating a parameterised release
   plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
 - :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap);
@@ -40,7 +40,7 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, largest_fitting
 
-from .base import assign_ids, bounded_private, contribution_bound
+from .base import bounded_private, contribution_bound
 from .cliques import (  # noqa: F401 - pgm.*
     downward_closure,
     kruskal_forest,
@@ -560,20 +560,6 @@ def sample_codes(model, n_rows: int, rng: np.random.Generator,
         np.random.set_state(state)
         release_compiled()
     return pd.DataFrame({a: np.asarray(synth.data[a], dtype=np.int64) for a in attrs})
-
-
-def finish(data: Dataset, codes: pd.DataFrame, rng: np.random.Generator,
-           extra: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Codes -> schema values (numeric values drawn inside their bin from public values when
-    there are any), optional ``extra`` columns, person ids from public data only."""
-    schema = data.schema
-    out = schema.decode(codes, rng, reference=data.public)
-    if extra is not None:
-        out = extra(out)
-    ids = assign_ids(len(out), data, rng)
-    if ids is not None:
-        out.insert(0, schema.id_column, ids)  # type: ignore[arg-type]
-    return out[schema.names].reset_index(drop=True)
 
 
 # ----- selection and calibration ----------------------------------------------------------

@@ -97,8 +97,8 @@ class LeakyIndependent(Mechanism):
     def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
                    rng: np.random.Generator) -> pd.DataFrame:
         from harness.privacy.accounting import gaussian_sigma, laplace_scale
-        from mechanisms.base import assign_ids, bounded_private, contribution_bound
-        from mechanisms.independent import measure_one_way, sample_codes
+        from mechanisms.base import bounded_private, contribution_bound
+        from mechanisms.independent import measure_one_way, sample_independent
 
         schema = data.schema
         bound = contribution_bound(data, self.max_contrib)
@@ -113,12 +113,7 @@ class LeakyIndependent(Mechanism):
         for col in noisy:  # the lie: the honest scale is charged, a smaller one was added
             ledger.charge(f"1-way marginal {col}", kind, bound, claimed)  # type: ignore[arg-type]
         n_rows = max(1, int(np.rint(np.mean([h.sum() for h in noisy.values()]))))
-        synth = pd.DataFrame({c: sample_codes(h, n_rows, rng) for c, h in noisy.items()})
-        out = schema.decode(synth, rng, reference=data.public)
-        ids = assign_ids(n_rows, data, rng)
-        if ids is not None:
-            out.insert(0, schema.id_column, ids)  # type: ignore[arg-type]
-        return out[schema.names]
+        return sample_independent(noisy, n_rows, data, rng)
 
 
 MECHANISMS["test_leaky_independent"] = "tests.doubles:LeakyIndependent"
