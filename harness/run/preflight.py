@@ -42,8 +42,6 @@ class CheckedRun:
     metrics: dict[str, Metric]
     #: metric name -> why it does not apply (an ``n/a`` cell, not a silent gap)
     metrics_na: dict[str, str] = field(default_factory=dict)
-    #: what the mechanism trims or caps on this data (:meth:`Mechanism.notes`)
-    notes: tuple[str, ...] = ()
 
 
 def count_persons(data: Dataset) -> int:
@@ -86,8 +84,7 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
                           f" ({'; '.join(r for r in reasons.values() if r)})",
                           "add a generic metric, e.g. metrics=kmarginal")
     check_delta(rc, data)
-    return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r},
-                      mechanism.notes(view))
+    return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r})
 
 
 # ----- a whole sweep ----------------------------------------------------------------------
@@ -156,7 +153,7 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
             jobs.append(JobPlan(index, "invalid", label, f"{type(exc).__name__}: {exc}"))
             continue
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
-        for note in checked.notes:
+        for note in mechanism.notes(checked.view):  # once per job here, never in the run
             preset = label_preset(rc.preset, rc.accountant)
             what = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}: {note}"
             notes[what] = notes.get(what, 0) + 1
