@@ -24,6 +24,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
 from harness.data.datasets import PROJECT_ROOT
 
 #: mechanism -> (dataset overrides, privacy group): each on data it applies to.
@@ -59,7 +60,8 @@ def seconds_per_run(cfg: dict) -> float:
     """Two runs on D (after one warm-up) to size the audit, in an isolated child: a mechanism
     that starts threads (JAX, for mst/aim/adaptive_grid) must not run in this process, which
     later forks the audit's workers."""
-    from harness.run.isolation import Limits, call_isolated
+    from harness.run.isolation import call_isolated
+    from harness.run.settings import Limits
 
     value, _report = call_isolated(lambda: _seconds_per_run(cfg), Limits(threads=1))
     return value

@@ -1,15 +1,35 @@
-"""Turning config dicts into dataclass instances with clear errors for unknown keys."""
+"""Turning config values into dataclass instances, with one clear error for a bad value.
+
+- :func:`structured`: a config mapping checked against a dataclass *schema* with OmegaConf
+  (the structured configs Hydra uses): values converted to the field's type or refused,
+  unknown keys refused, mandatory fields required. The schemas of dp-arena's config groups
+  (privacy, tracking, limits, tuning, audit, and the root) go through it, and the same
+  dataclasses are registered with Hydra's ConfigStore (:mod:`harness.cli.schemas`), so the
+  command line and a config dict built in Python are checked by one description.
+- :func:`config_problem`: an OmegaConf/Hydra error (an override or config file that does not
+  fit its schema) as a :class:`ConfigError`: the setting, the problem and the fix.
+- :func:`build_dataclass`: ``cls(**values)`` refusing unknown keys, for dataclasses whose
+  field types OmegaConf cannot describe (mechanism and metric hyperparameters use
+  ``Literal`` and unions of containers); those check their values themselves.
+- :func:`load_registered`: a registry entry ``"module:attribute"``, imported on first use.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from .errors import ConfigError
 
 T = TypeVar("T")
+
+#: OmegaConf's type names (as in its messages) -> what a user would call them, with an example.
+TYPE_WORDS = {"Float": ("a number", "1.5"), "Integer": ("an integer", "3"),
+              "Boolean": ("true or false", "true"), "String": ("a string", "name")}
 
 
 def refuse_unknown_fields(cls: type, values: Mapping[str, Any], where: str) -> None:
@@ -26,6 +46,90 @@ def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
     """``cls(**values)``, refusing keys that are not fields of ``cls``."""
     refuse_unknown_fields(cls, values, where)
     return cls(**values)
+
+
+def structured(cls: type[T], values: Mapping[str, Any] | None, where: str = "") -> T:
+    """``values`` checked against the dataclass schema ``cls`` and returned as a ``cls``
+    instance (nested schemas as their dataclasses); ``where`` prefixes the settings named in
+    errors (``"limits"`` -> ``limits.threads``)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(cls), dict(values or {}))
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        raise config_problem(exc, where) from None
+
+
+def config_problem(exc: BaseException, where: str = "") -> ConfigError:
+    """The first OmegaConf error in ``exc``'s chain (Hydra wraps them) as one
+    :class:`ConfigError`; other errors as their first line."""
+    from omegaconf.errors import (
+        ConfigAttributeError,
+        ConfigKeyError,
+        MissingMandatoryValue,
+        OmegaConfBaseException,
+        ValidationError,
+    )
+
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return ConfigError(first_line(exc), "check the setting named above")
+    key = ".".join(k for k in (where, str(getattr(cause, "full_key", "") or "")) if k)
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):
+        return unknown_setting(key, getattr(cause, "object_type", None))
+    if isinstance(cause, MissingMandatoryValue):
+        return ConfigError(f"{key} is required but not set", f"add {key}=... to the command")
+    if isinstance(cause, ValidationError):
+        return wrong_type(key, first_line(cause), getattr(cause, "object_type", None))
+    return ConfigError(f"{key}: {first_line(cause)}" if key else first_line(cause),
+                       "check the setting named above")
+
+
+def unknown_setting(key: str, schema: type | None) -> ConfigError:
+    """An unknown key, naming the closest valid one of ``schema`` (a dataclass) if any."""
+    parent, _, name = key.rpartition(".")
+    known = sorted(f.name for f in dataclasses.fields(schema)) \
+        if schema is not None and dataclasses.is_dataclass(schema) else []
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else ""
+    where = f" of {parent}" if parent else ""
+    return ConfigError(f"unknown setting {key}{hint}",
+                       f"valid settings{where} are {', '.join(known)}" if known
+                       else "remove it, or check its spelling")
+
+
+def wrong_type(key: str, message: str, schema: type | None = None) -> ConfigError:
+    """A value OmegaConf could not convert to its field's type (the example is the field's
+    default in ``schema`` when it has one)."""
+    found = re.search(r"Value '(.*)' of type '(\w+)' could not be converted to (\w+)", message)
+    if found and found.group(3) in TYPE_WORDS:
+        word, example = TYPE_WORDS[found.group(3)]
+        example = field_default(schema, key.rpartition(".")[2], example)
+        return ConfigError(f"{key} must be {word} (got {found.group(1)!r})",
+                           f"e.g. {key}={example}")
+    if "is not a ListConfig" in message:
+        return ConfigError(f"{key} must be a list", f"e.g. {key}=[a,b] (or {key}=[] for none)")
+    return ConfigError(f"{key}: {message}", f"check the value of {key}")
+
+
+def field_default(schema: type | None, name: str, otherwise: str) -> str:
+    """The default of field ``name`` of the dataclass ``schema`` as text, else ``otherwise``."""
+    if schema is None or not dataclasses.is_dataclass(schema):
+        return otherwise
+    for f in dataclasses.fields(schema):
+        if f.name == name and f.default is not dataclasses.MISSING and f.default is not None \
+                and f.default != "???":
+            return str(f.default).lower() if isinstance(f.default, bool) else str(f.default)
+    return otherwise
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def load_registered(registry: dict[str, str], name: str, kind: str) -> Any:

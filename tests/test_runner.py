@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
+import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
 from harness.errors import ConfigError, DPArenaError, SchemaError
 from harness.report.leaderboard import build_leaderboard, load_runs
 from harness.report.render import render_markdown

@@ -27,14 +27,22 @@ SHARED = PROJECT_ROOT.parent / "shared" / "data"
 # ----- bad input: one message, nothing started -------------------------------------------------
 BAD_INPUTS = {
     "negative epsilon": (("privacy.epsilon=-1",), "privacy.epsilon must be a finite number > 0"),
-    "epsilon not a number": (("privacy.epsilon=abc",), "privacy.epsilon/delta must be numbers"),
-    "one bad value in a sweep": (("privacy.epsilon=1,abc",), "must be numbers"),
+    "epsilon not a number": (("privacy.epsilon=abc",), "privacy.epsilon must be a number "
+                             "(got 'abc')"),
+    "one bad value in a sweep": (("privacy.epsilon=1,abc",), "privacy.epsilon must be a number "
+                                 "(got 'abc')"),
+    "an integer setting given a fraction": (("limits.threads=1.5",),
+                                            "limits.threads must be an integer (got '1.5')"),
+    "a list setting given a word": (("plugins=tests.doubles",), "plugins must be a list"),
     "negative trial": (("trial=-1",), "trial and seed must be non-negative integers"),
     "empty private part": (("dataset.n_private=0",), "dataset.n_private must be an integer"),
     "missing csv": (("dataset=csv", "dataset.path=/nonexistent.csv"),
                     "dataset.path: file not found: /nonexistent.csv"),
     "typo added with +": (("+privacy.epsilonn=1",),
-                          "unknown setting(s): privacy.epsilonn (did you mean privacy.epsilon?)"),
+                          "unknown setting privacy.epsilonn (did you mean privacy.epsilon?)"),
+    "typo without +": (("privacy.epsilonn=1",),
+                       "unknown setting privacy.epsilonn (did you mean privacy.epsilon?)"),
+    "unknown top-level setting": (("+sead=1",), "unknown setting sead (did you mean seed?)"),
     "unknown mechanism": (("mechanism=independent,nope",), "mechanism: no option named 'nope'"),
 }
 

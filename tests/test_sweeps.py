@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
 from harness.data.datasets import PROJECT_ROOT
 from tests.sweep_support import CSV, DOUBLES, ENV, dp_arena, runs_of
 

@@ -1,5 +1,6 @@
 """Privacy audits: an empirical lower bound on a mechanism's epsilon (``dp-arena-audit``).
 
+- :mod:`~harness.audit.settings`: the ``audit`` group's schema and the audit's whole config;
 - :mod:`~harness.audit.canary`: the neighbouring pair, D (the configured private data) and
   D' = D + one constructed canary person (strategies ``rare_cell``, ``mode_copy``);
 - :mod:`~harness.audit.statistic`: black-box features of one synthetic table about the canary

@@ -40,7 +40,6 @@ from typing import Any
 
 from harness.data.datasets import load_dataset
 from harness.errors import ConfigError
-from harness.params import build_dataclass
 from harness.report.tracking import (
     client_for,
     code_version,
@@ -63,51 +62,14 @@ from harness.run.runner import (
 from mechanisms import hyperparameter_label
 
 from .bounds import Bound, attainable_eps_lb, lower_bound
-from .canary import Canary, build_canary, check_strategy, with_canary
+from .canary import Canary, build_canary, with_canary
 from .decision import audit_test
 from .runs import WORLDS, World, collect
-from .statistic import check_statistic
+from .settings import AuditSettings
 
-MIN_RUNS = 10
 #: Config keys that belong to the audit, not to the run config the runner checks.
 AUDIT_KEYS = ("audit", "hydra")
 AUDIT_MODULES = ("harness.audit.canary", "harness.audit.statistic", "harness.audit.runs")
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """The ``audit`` config group."""
-
-    runs: int = 20000
-    confidence: float = 0.95
-    canary: str = "rare_cell"
-    statistic: str = "canary_cells"
-    jobs: int = 2
-    batch_seconds: float = 2.0
-    cache_dir: str = "audits/cache"
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any] | None) -> AuditSettings:
-        out = build_dataclass(cls, dict(cfg or {}), "audit")
-        out.check()
-        return out
-
-    def check(self) -> None:
-        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or self.runs < MIN_RUNS:
-            raise ConfigError(f"audit.runs must be an integer >= {MIN_RUNS} (got {self.runs!r})",
-                              "use audit.runs=20000 (the default) for power; fewer runs give "
-                              "a weaker lower bound")
-        if not isinstance(self.confidence, (int, float)) or not 0.5 <= self.confidence < 1:
-            raise ConfigError(f"audit.confidence must be in [0.5, 1) (got {self.confidence!r})",
-                              "e.g. audit.confidence=0.95")
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
-            raise ConfigError(f"audit.jobs must be an integer >= 1 (got {self.jobs!r})",
-                              "e.g. audit.jobs=2")
-        if not isinstance(self.batch_seconds, (int, float)) or self.batch_seconds <= 0:
-            raise ConfigError(f"audit.batch_seconds must be a number > 0 "
-                              f"(got {self.batch_seconds!r})", "e.g. audit.batch_seconds=2")
-        check_strategy(self.canary)
-        check_statistic(self.statistic)
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ from harness.data.datasets import Dataset
 from harness.errors import DPArenaError
 from harness.privacy.accounting import Ledger
 from harness.privacy.noise import fresh_rng
-from harness.run.isolation import Limits, call_isolated, can_fork
+from harness.run.isolation import call_isolated, can_fork
 from harness.run.runner import RunConfig, check_synthetic, spent_budget
+from harness.run.settings import Limits
 from mechanisms import Mechanism
 
 from .statistic import features

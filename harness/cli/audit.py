@@ -35,6 +35,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+import harness.cli.schemas  # noqa: F401 - registers the config schemas with Hydra (also in workers)
+from harness.cli.compose import refuse_bad_command
 from harness.data.datasets import PROJECT_ROOT
 from harness.errors import DPArenaError
 
@@ -72,6 +74,7 @@ def debug_trace(exc: BaseException) -> None:
 
 
 def main() -> None:
+    refuse_bad_command("dp-arena-audit", Path(CONF_DIR), "audit", sys.argv[1:])
     hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="audit")(audit_task)()
 
 

@@ -32,6 +32,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+import harness.cli.schemas  # noqa: F401 - registers the config schemas with Hydra (also in workers)
+from harness.cli.compose import refuse_bad_command
 from harness.errors import DPArenaError
 from harness.resources import config_dir
 
@@ -199,10 +201,7 @@ def main() -> None:
     # runs on CPU unless the user says otherwise.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.argv[1:] = with_verbosity(sys.argv[1:])
-    problem = unknown_group_choice(sys.argv[1:], Path(CONF_DIR))
-    if problem:
-        print(f"dp-arena: {problem}", file=sys.stderr)
-        sys.exit(2)
+    refuse_bad_command("dp-arena", Path(CONF_DIR), "config", sys.argv[1:])
     hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(run_task)()
 
 
@@ -216,27 +215,6 @@ def with_verbosity(argv: list[str]) -> list[str]:
     verbose = any(a in ("-v", "--verbose") for a in argv)
     rest = [a for a in argv if a not in ("-v", "--verbose")]
     return rest + list(VERBOSE_OVERRIDES) if verbose else rest
-
-
-def unknown_group_choice(argv: list[str], conf_dir: Path) -> str | None:
-    """A config-group override naming an option that does not exist (``mechanism=nosuch``),
-    as one line with the choices; ``None`` when all exist or when the command adds config
-    search paths (then Hydra reports it)."""
-    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
-    if any(a.split("=", 1)[0].lstrip("+~").startswith("hydra.searchpath") for a in overrides):
-        return None
-    for arg in overrides:
-        key, value = arg.split("=", 1)
-        group = conf_dir / key.lstrip("+~")
-        if key.startswith("hydra") or "." in key or not group.is_dir() or not value:
-            continue
-        choices = sorted(p.stem for p in group.glob("*.yaml"))
-        wanted = [v.strip() for v in value.split(",")]
-        missing = [v for v in wanted if v not in choices and v != "null"]
-        if missing:
-            return (f"{key}: no option named {', '.join(repr(m) for m in missing)}\n"
-                    f"  fix: choose from {', '.join(choices)}")
-    return None
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from harness.params import config_problem
+
 PLAN_FILE = "plan.json"
 OUTCOME_FILE = "outcome.json"
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -92,7 +94,7 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
         try:
             cfg = job_config(config, job) if jobs is not None else base_config(config)
         except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
-            broken[index] = JobPlan(index, "invalid", " ".join(job), one_line(exc))
+            broken[index] = JobPlan(index, "invalid", " ".join(job), str(config_problem(exc)))
             cfg = {}
         configs.append(cfg)
         labels.append(describe(cfg) if cfg else " ".join(job))
@@ -124,11 +126,6 @@ def quiet_optuna(config: DictConfig) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0] if len(text.splitlines()) > 3 else text
 
 
 def report_problems(problems: dict[str, list[Any]], n_jobs: int) -> None:

@@ -1,5 +1,10 @@
 """Running: one run from config to logged MLflow run.
 
+- :mod:`~harness.run.settings`: the typed schema of the config (one dataclass per group and the
+  root), which Hydra and :mod:`~harness.run.config` check against;
+- :mod:`~harness.run.config`: a run's config checked and pulled apart; labels;
+- :mod:`~harness.run.preflight`: a run or a whole sweep checked against its data before it
+  starts;
 - :mod:`~harness.run.runner`: ``run_one`` (validate, load, fit, validate output, score, log);
 - :mod:`~harness.run.isolation`: the run's computation in a child process under time and memory
   limits;

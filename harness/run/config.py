@@ -2,8 +2,12 @@
 
 - :class:`RunConfig`: what a run needs (mechanism and settings, budget, accountant, trial,
   dataset config, metrics, tracking, limits, tuning, noise mode);
-- :func:`parse_run_config`: the checks that need no data (types, ranges, unknown keys at the
-  top level and in ``privacy``/``tracking``/``limits``), raising one :class:`ConfigError`;
+- :class:`RunSettings` and its groups (:class:`PrivacySettings`, :class:`TrackingSettings`,
+  :class:`CompetitionSettings`, :class:`~harness.run.isolation.Limits`,
+  :class:`~harness.run.tuning.Tuning`): the typed schema of the config, which Hydra checks
+  (ConfigStore, :mod:`harness.cli.schemas`) and :func:`parse_run_config` checks again;
+- :func:`parse_run_config`: the checks that need no data (types and unknown keys by the
+  schema, then ranges), raising one :class:`ConfigError`;
 - :func:`build_components`: the mechanism and metric objects (unknown names or settings are
   refused by their dataclasses), after importing ``plugins``.
 
@@ -13,27 +17,21 @@ the runner checks again in the worker, so a single run is refused the same way.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.errors import ConfigError
+from harness.params import structured
+from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
+from harness.privacy.noise import NoiseMode, check_noise_mode
+from harness.run.settings import Limits, RunSettings, Tuning
+from harness.run.tuning import candidates, parse_space
 from mechanisms import Mechanism, make_mechanism
 from metrics import Metric, make_metric
 
-from harness.errors import ConfigError
-from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
-from harness.privacy.noise import NoiseMode, check_noise_mode
-from harness.run.isolation import Limits
-from harness.run.tuning import Tuning, candidates, parse_space
-
-#: Keys a run config may have at the top level (``sweep`` and ``parent_runs`` are set by the
-#: sweep, not by users).
-TOP_LEVEL_KEYS = frozenset({"dataset", "mechanism", "privacy", "metrics", "trial", "seed",
-                            "resume", "limits", "plugins", "tracking", "competition", "tuning",
-                            "space", "sweep", "parent_runs", "mechanism_preset"})
-PRIVACY_KEYS = frozenset({"epsilon", "delta", "accountant", "noise", "allow_large_delta"})
-TRACKING_KEYS = frozenset({"uri", "experiment", "log_private_synthetic", "log_private_tables",
-                           "system_metrics"})
+#: Keys the harness adds to a job's config (not user settings): the sweep's folder, its
+#: parent runs, and the mechanism preset the config option named.
+RUNTIME_KEYS = ("sweep", "parent_runs", "mechanism_preset")
 
 
 @dataclass(frozen=True)
@@ -73,57 +71,43 @@ class RunConfig:
 
 
 def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
-    """Check a resolved config dict and pull out what a run needs (raises ConfigError)."""
+    """Check a resolved config dict against :class:`RunSettings` (types, unknown keys) and the
+    ranges, and pull out what a run needs (raises one ConfigError)."""
     for key in ("dataset", "mechanism", "privacy"):
         if not isinstance(cfg.get(key), dict):
             raise ConfigError(f"config has no '{key}' group", f"add {key}=... to the command")
-    check_known_keys(cfg, TOP_LEVEL_KEYS, "")
-    check_known_keys(cfg["privacy"], PRIVACY_KEYS, "privacy.")
-    check_known_keys(cfg.get("tracking") or {}, TRACKING_KEYS, "tracking.")
-    mech = dict(cfg["mechanism"])
+    settings = structured(RunSettings, {k: v for k, v in cfg.items() if k not in RUNTIME_KEYS})
+    mech = dict(settings.mechanism)
     name = mech.pop("name", None)
     if not name:
         raise ConfigError("mechanism config has no 'name'", "use mechanism=NAME")
-    privacy = cfg["privacy"]
-    try:
-        epsilon = float(privacy.get("epsilon"))
-        delta = float(privacy.get("delta", 0.0))
-    except (TypeError, ValueError):
-        raise ConfigError(f"privacy.epsilon/delta must be numbers (got {privacy.get('epsilon')!r},"
-                          f" {privacy.get('delta')!r})", "e.g. privacy.epsilon=1") from None
-    budget = Budget(epsilon, delta)
-    accountant = privacy.get("accountant", DEFAULT_ACCOUNTANT)
-    check_accountant(accountant)
-    noise = privacy.get("noise") or "secret"
-    check_noise_mode(noise)
-    metrics_cfg = {k: dict(v or {}) for k, v in (cfg.get("metrics") or {}).items() if v is not False}
+    privacy = settings.privacy
+    budget = Budget(privacy.epsilon, privacy.delta)
+    check_accountant(privacy.accountant)
+    check_noise_mode(privacy.noise)
+    metrics_cfg = {k: dict(v or {}) for k, v in settings.metrics.items() if v is not False}
     if not metrics_cfg:
         raise ConfigError("no metrics configured", "use metrics=default")
-    tracking = cfg.get("tracking") or {}
-    trial, seed = cfg.get("trial", 0), cfg.get("seed", 0)
-    if not isinstance(trial, int) or not isinstance(seed, int) or trial < 0 or seed < 0:
-        raise ConfigError(f"trial and seed must be non-negative integers (got {trial!r}, {seed!r})",
-                          "e.g. trial=0 seed=0")
-    plugins = cfg.get("plugins") or ()
-    if isinstance(plugins, str):
-        plugins = (plugins,)
-    competition = cfg.get("competition") or {}
-    experiment = tracking.get("experiment") or ""
-    return RunConfig(name, mech, budget, accountant, trial, seed, dict(cfg["dataset"]),
-                     metrics_cfg, experiment, tracking.get("uri"),
-                     bool(tracking.get("log_private_synthetic", False)),
+    if settings.trial < 0 or settings.seed < 0:
+        raise ConfigError(f"trial and seed must be non-negative integers (got {settings.trial!r}"
+                          f", {settings.seed!r})", "e.g. trial=0 seed=0")
+    settings.limits.check()
+    tuning = replace(settings.tuning, final_trials=tuple(settings.tuning.final_trials))
+    tuning.check()
+    tracking = settings.tracking
+    return RunConfig(name, mech, budget, privacy.accountant, settings.trial, settings.seed,
+                     dict(settings.dataset), metrics_cfg, tracking.experiment or "",
+                     tracking.uri, tracking.log_private_synthetic,
                      str(cfg.get("sweep", "")), cfg,
-                     limits=Limits.from_config(cfg.get("limits")),
-                     tuning=Tuning.from_config(cfg.get("tuning")),
-                     resume=bool(cfg.get("resume", True)), plugins=tuple(plugins),
-                     competition=str(competition.get("name", "") if isinstance(competition, dict)
-                                     else competition or ""),
-                     noise=noise,
-                     log_private_tables=bool(tracking.get("log_private_tables", False)),
-                     allow_large_delta=bool(privacy.get("allow_large_delta", False)),
+                     limits=settings.limits, tuning=tuning, resume=settings.resume,
+                     plugins=tuple(settings.plugins),
+                     competition=settings.competition.name if settings.competition else "",
+                     noise=privacy.noise,  # type: ignore[arg-type]
+                     log_private_tables=tracking.log_private_tables,
+                     allow_large_delta=privacy.allow_large_delta,
                      parent_runs=dict(cfg.get("parent_runs") or {}),
                      preset=str(cfg.get("mechanism_preset") or ""),
-                     system_metrics=bool(tracking.get("system_metrics", False)))
+                     system_metrics=tracking.system_metrics)
 
 
 def load_plugins(modules: tuple[str, ...]) -> None:
@@ -180,16 +164,3 @@ def preset_of(option: str | None, mechanism: str | None) -> str:
     if not option or not mechanism or option == mechanism:
         return ""
     return option.removeprefix(f"{mechanism}_")
-
-
-def check_known_keys(group: dict[str, Any], known: frozenset[str], prefix: str) -> None:
-    """Refuse keys a run would silently ignore (a typo added with ``+``), naming the closest
-    known key."""
-    unknown = sorted(set(group) - known)
-    if not unknown:
-        return
-    hints = [f"{prefix}{k} (did you mean {prefix}{close[0]}?)" if (close := difflib.get_close_matches(
-        k, sorted(known), n=1)) else f"{prefix}{k}" for k in unknown]
-    raise ConfigError(f"unknown setting(s): {', '.join(hints)}",
-                      f"valid settings{' of ' + prefix.rstrip('.') if prefix else ''} are "
-                      f"{', '.join(sorted(known - {'sweep', 'parent_runs', 'mechanism_preset'}))}")

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from harness.errors import ConfigError, DPArenaError
-from harness.params import refuse_unknown_fields
+from harness.errors import DPArenaError
+from harness.run.settings import Limits
 
 T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
@@ -52,43 +52,6 @@ class RunError(DPArenaError):
 
 class RunLimitExceeded(DPArenaError):
     """The run passed its time or memory limit and was stopped."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-run resource limits (``limits.*`` in the config)."""
-
-    time_limit_s: float | None = None
-    memory_limit_mb: float | None = None
-    isolate: bool = True
-    poll_s: float = 0.05
-    threads: int | None = 1
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any] | None) -> "Limits":
-        cfg = dict(cfg or {})
-        refuse_unknown_fields(cls, cfg, "limits")
-        threads = cfg.get("threads", 1)
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
-            raise ConfigError(f"limits.threads must be an integer >= 1 or null (got {threads!r})",
-                              "e.g. limits.threads=1")
-        out = {}
-        for key in ("time_limit_s", "memory_limit_mb", "poll_s"):
-            value = cfg.get(key)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(f"limits.{key} must be a number > 0 or null (got {value!r})",
-                                  f"e.g. limits.{key}=600, or limits.{key}=null for none")
-            out[key] = float(value)
-        return cls(**out, isolate=bool(cfg.get("isolate", True)), threads=threads)
-
-    def describe(self) -> str:
-        parts = [f"time {self.time_limit_s:g} s" if self.time_limit_s else "no time limit",
-                 f"memory {self.memory_limit_mb:g} MB" if self.memory_limit_mb else
-                 "no memory limit"]
-        return ", ".join(parts)
 
 
 @dataclass

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,81 +51,17 @@ import pandas as pd
 
 from harness.data.datasets import Dataset, with_public_split
 from harness.errors import ConfigError
-from harness.params import refuse_unknown_fields
-from harness.privacy.accounting import CALIBRATION_HEADROOM, Budget, Ledger, zcdp_epsilon, zcdp_rho
+from harness.privacy.accounting import (
+    CALIBRATION_HEADROOM,
+    Budget,
+    Ledger,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from harness.run.settings import Tuning
 
-MODES = ("none", "public", "oracle", "dp_select")
-STAGES = ("search", "final")
 SELECT_MARGINALS = 30
 SELECT_SEED = 0
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """The ``tuning`` config group."""
-
-    mode: str = "none"
-    stage: str = "final"
-    allow_oracle: bool = False
-    public_fraction: float = 0.5
-    split_seed: int = 0
-    space: dict[str, str] = field(default_factory=dict)
-    select_share: float = 0.1
-    objective: str | None = None
-    final_trials: tuple[int, ...] = (0,)
-    chosen: str = ""
-    reason: str = ""
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any] | None) -> "Tuning":
-        cfg = dict(cfg or {})
-        refuse_unknown_fields(cls, cfg, "tuning")
-        trials = cfg.pop("final_trials", (0,))
-        trials = (trials,) if isinstance(trials, int) else tuple(trials or (0,))
-        tuning = cls(**{k: v for k, v in cfg.items() if v is not None or k == "objective"},
-                     final_trials=tuple(int(t) for t in trials))
-        tuning.check()
-        return tuning
-
-    def check(self) -> None:
-        if self.mode not in MODES:
-            raise ConfigError(f"unknown tuning mode {self.mode!r}", f"use one of {list(MODES)}")
-        if self.stage not in STAGES:
-            raise ConfigError(f"tuning.stage must be one of {list(STAGES)} (got {self.stage!r})",
-                              "leave tuning.stage alone: the tuning configs set it")
-        if self.mode == "oracle" and not self.allow_oracle:
-            raise ConfigError(
-                "tuning.mode=oracle tunes on the private data: the result is not differentially "
-                "private", "add tuning.allow_oracle=true to run it anyway (every resulting run "
-                "and leaderboard row is marked non-private)")
-        if not 0 <= self.public_fraction < 1:
-            raise ConfigError(f"tuning.public_fraction must be in [0, 1) (got "
-                              f"{self.public_fraction})", "e.g. tuning.public_fraction=0.5")
-        if self.mode == "dp_select":
-            if not 0 < self.select_share < 1:
-                raise ConfigError(f"tuning.select_share must be in (0, 1) (got "
-                                  f"{self.select_share})", "e.g. tuning.select_share=0.1")
-            if not self.space:
-                raise ConfigError("tuning.mode=dp_select needs candidate settings",
-                                  "e.g. tuning.space={mechanism.k: 'choice(4,8,12)'} or "
-                                  "tuning=dp_select_archetype")
-
-    @property
-    def view(self) -> str:
-        """Which data the run's mechanism sees and is scored against."""
-        return "public" if self.mode == "public" and self.stage == "search" else "private"
-
-    @property
-    def is_private(self) -> bool:
-        """False when the run's result depends on the private data outside the DP budget."""
-        return self.mode != "oracle"
-
-    @property
-    def label(self) -> str:
-        """Leaderboard label ('' for untuned runs)."""
-        if self.mode == "none":
-            return ""
-        return "oracle (non-private)" if self.mode == "oracle" else self.mode
 
 
 # ----- the public view ----------------------------------------------------------------------

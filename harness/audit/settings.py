@@ -1,0 +1,70 @@
+"""The typed schema of an audit's config (``dp-arena-audit``, conf/audit.yaml).
+
+- :class:`AuditSettings`: the ``audit`` group (runs per world, confidence, canary, statistic,
+  parallel batches, cache);
+- :class:`AuditRunSettings`: the whole config: :class:`harness.run.settings.RunSettings` plus
+  ``audit``, registered with Hydra's ConfigStore by :mod:`harness.cli.schemas`.
+
+A light module: the command imports it at start (the canary and statistic names are checked
+by their modules, imported when :meth:`AuditSettings.check` runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.params import structured
+from harness.run.settings import RunSettings
+
+#: Fewer runs per world than this cannot give a meaningful bound.
+MIN_RUNS = 10
+
+
+@dataclass  # not frozen: Hydra merges config files and overrides into it
+class AuditSettings:
+    """The ``audit`` config group."""
+
+    runs: int = 20000
+    confidence: float = 0.95
+    canary: str = "rare_cell"
+    statistic: str = "canary_cells"
+    jobs: int = 2
+    batch_seconds: float = 2.0
+    cache_dir: str = "audits/cache"
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any] | None) -> AuditSettings:
+        out = structured(cls, cfg, "audit")
+        out.check()
+        return out
+
+    def check(self) -> None:
+        """The ranges the schema's types cannot say (the types are checked by the schema)."""
+        if self.runs < MIN_RUNS:
+            raise ConfigError(f"audit.runs must be an integer >= {MIN_RUNS} (got {self.runs!r})",
+                              "use audit.runs=20000 (the default) for power; fewer runs give "
+                              "a weaker lower bound")
+        if not 0.5 <= self.confidence < 1:
+            raise ConfigError(f"audit.confidence must be in [0.5, 1) (got {self.confidence!r})",
+                              "e.g. audit.confidence=0.95")
+        if self.jobs < 1:
+            raise ConfigError(f"audit.jobs must be an integer >= 1 (got {self.jobs!r})",
+                              "e.g. audit.jobs=2")
+        if self.batch_seconds <= 0:
+            raise ConfigError(f"audit.batch_seconds must be a number > 0 "
+                              f"(got {self.batch_seconds!r})", "e.g. audit.batch_seconds=2")
+        from .canary import check_strategy
+        from .statistic import check_statistic
+
+        check_strategy(self.canary)
+        check_statistic(self.statistic)
+
+
+@dataclass
+class AuditRunSettings(RunSettings):
+    """The schema of dp-arena-audit's config (conf/audit.yaml): dp-arena's groups plus
+    ``audit`` (registered with Hydra's ConfigStore by :mod:`harness.cli.schemas`)."""
+
+    audit: AuditSettings = field(default_factory=AuditSettings)

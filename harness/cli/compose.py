@@ -1,0 +1,80 @@
+"""A command line's config, checked before Hydra starts: one message and exit status 2.
+
+Hydra composes the config files and overrides against the typed schemas
+(:mod:`harness.cli.schemas`) and, on a bad value, prints OmegaConf's multi-line report and
+exits 1. The commands check first instead:
+
+- :func:`unknown_group_choice`: a group option that does not exist (``mechanism=nosuch``),
+  with the choices;
+- :func:`composition_problem`: the config composed once with the command's overrides (those
+  that are not sweeps; each job of a sweep is composed again by the sweep's preflight), and
+  an error turned into the setting, the problem and the fix by
+  :func:`harness.params.config_problem`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import harness.cli.schemas  # noqa: F401 - the schemas the config files start from
+from harness.params import config_problem
+
+
+def unknown_group_choice(argv: list[str], conf_dir: Path) -> str | None:
+    """A config-group override naming an option that does not exist (``mechanism=nosuch``),
+    as one line with the choices; ``None`` when all exist or when the command adds config
+    search paths (then Hydra reports it)."""
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    if any(a.split("=", 1)[0].lstrip("+~").startswith("hydra.searchpath") for a in overrides):
+        return None
+    for arg in overrides:
+        key, value = arg.split("=", 1)
+        group = conf_dir / key.lstrip("+~")
+        if key.startswith("hydra") or "." in key or not group.is_dir() or not value:
+            continue
+        choices = sorted(p.stem for p in group.glob("*.yaml"))
+        wanted = [v.strip() for v in value.split(",")]
+        missing = [v for v in wanted if v not in choices and v != "null"]
+        if missing:
+            return (f"{key}: no option named {', '.join(repr(m) for m in missing)}\n"
+                    f"  fix: choose from {', '.join(choices)}")
+    return None
+
+
+def fixed_overrides(argv: list[str]) -> list[str] | None:
+    """The command's overrides that are not sweeps (``a=1,2``, ``a=range(..)``), as given;
+    ``None`` when they do not parse (Hydra then says why)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = [a for a in argv if "=" in a and not a.startswith("-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(given)
+    except Exception:  # noqa: BLE001 - a syntax error: Hydra's own message is the clear one
+        return None
+    return [o.input_line for o in parsed if not o.is_sweep_override()]
+
+
+def composition_problem(conf_dir: Path, config_name: str, argv: list[str]) -> str | None:
+    """The first problem composing ``config_name`` with the command's fixed overrides, as
+    ``problem\\n  fix: ...``; ``None`` when it composes."""
+    from hydra import compose, initialize_config_dir
+
+    overrides = fixed_overrides(argv)
+    if overrides is None:
+        return None
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="check"):
+        try:
+            compose(config_name, overrides=overrides)
+        except Exception as exc:  # noqa: BLE001 - every composition error becomes one message
+            return str(config_problem(exc))
+    return None
+
+
+def refuse_bad_command(prog: str, conf_dir: Path, config_name: str, argv: list[str]) -> None:
+    """Exit with status 2 and one message when the command line's config cannot work."""
+    problem = unknown_group_choice(argv, conf_dir) or \
+        composition_problem(conf_dir, config_name, argv)
+    if problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        sys.exit(2)
