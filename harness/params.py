@@ -8,6 +8,8 @@
   command line and a config dict built in Python are checked by one description.
 - :func:`config_problem`: an OmegaConf/Hydra error (an override or config file that does not
   fit its schema) as a :class:`ConfigError`: the setting, the problem and the fix.
+- :func:`refuse_unknown_keys`: one message for keys a config part does not know, each with
+  the closest known key (``did you mean``);
 - :func:`build_dataclass`: ``cls(**values)`` refusing unknown keys, for dataclasses whose
   field types OmegaConf cannot describe (mechanism and metric hyperparameters use
   ``Literal`` and unions of containers); those check their values themselves.
@@ -20,7 +22,7 @@ import dataclasses
 import difflib
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -32,14 +34,19 @@ TYPE_WORDS = {"Float": ("a number", "1.5"), "Integer": ("an integer", "3"),
               "Boolean": ("true or false", "true"), "String": ("a string", "name")}
 
 
-def refuse_unknown_fields(cls: type, values: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`ConfigError` naming the keys of ``values`` that are not init fields of the
-    dataclass ``cls`` (a config group with a typo would otherwise be silently ignored)."""
-    fields = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(values) - fields)
+def refuse_unknown_keys(values: Mapping[str, Any], known: Iterable[str], where: str) -> None:
+    """Raise one :class:`ConfigError` naming the keys of ``values`` that are not in ``known``
+    (each with the closest known key), listing the valid ones in the fix: a setting with a
+    typo would otherwise be silently ignored."""
+    known = sorted(known)
+    unknown = sorted(set(values) - set(known))
     if unknown:
-        raise ConfigError(f"{where}: unknown setting(s) {unknown}",
-                          f"valid settings are {sorted(fields) or 'none'}")
+        raise unknown_settings([f"{where}.{k}" if where else k for k in unknown], known)
+
+
+def refuse_unknown_fields(cls: type, values: Mapping[str, Any], where: str) -> None:
+    """:func:`refuse_unknown_keys` with the init fields of the dataclass ``cls``."""
+    refuse_unknown_keys(values, (f.name for f in dataclasses.fields(cls) if f.init), where)
 
 
 def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
@@ -91,13 +98,22 @@ def config_problem(exc: BaseException, where: str = "") -> ConfigError:
 
 def unknown_setting(key: str, schema: type | None) -> ConfigError:
     """An unknown key, naming the closest valid one of ``schema`` (a dataclass) if any."""
-    parent, _, name = key.rpartition(".")
     known = sorted(f.name for f in dataclasses.fields(schema)) \
         if schema is not None and dataclasses.is_dataclass(schema) else []
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else ""
+    return unknown_settings([key], known)
+
+
+def unknown_settings(keys: list[str], known: list[str]) -> ConfigError:
+    """Unknown settings (full keys, one parent), each with the closest of ``known``."""
+    named = []
+    for key in keys:
+        parent, _, name = key.rpartition(".")
+        close = difflib.get_close_matches(name, known, n=1)
+        named.append(key + (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)"
+                            if close else ""))
+    parent = keys[0].rpartition(".")[0]
     where = f" of {parent}" if parent else ""
-    return ConfigError(f"unknown setting {key}{hint}",
+    return ConfigError(f"unknown setting{'s' if len(keys) > 1 else ''} {', '.join(named)}",
                        f"valid settings{where} are {', '.join(known)}" if known
                        else "remove it, or check its spelling")
 

@@ -103,10 +103,13 @@ def mechanism_conf(name: str) -> dict[str, Any]:
     return params
 
 
-def make_mechanism(name: str, params: dict[str, Any] | None) -> Mechanism:
+def make_mechanism(name: str, params: dict[str, Any] | None,
+                   where: str = "mechanism") -> Mechanism:
+    """The mechanism ``name`` with ``params``; unknown settings are refused, named as
+    ``<where>.<key>`` (the path a user would write)."""
     from harness.params import build_dataclass
 
-    return build_dataclass(mechanism_class(name), params or {}, f"mechanism.{name}")
+    return build_dataclass(mechanism_class(name), params or {}, where)
 
 
 __all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism", "hyperparameter_label",

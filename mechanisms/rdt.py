@@ -519,7 +519,8 @@ class RDT(Mechanism):
         if self.base not in ("public", self.name):
             from . import make_mechanism
 
-            make_mechanism(self.base, self.base_params).check_applicable(data)
+            base = make_mechanism(self.base, self.base_params, "mechanism.base_params")
+            base.check_applicable(data)
 
     def check_settings(self, data: Dataset) -> RDTPlan:
         """Validate every setting against the dataset (before anything is run)."""
@@ -558,7 +559,7 @@ class RDT(Mechanism):
         if not isinstance(self.base_share, (int, float)) or not 0 < self.base_share < 1:
             raise ConfigError(f"mechanism.base_share must be in (0, 1) (got {self.base_share!r})",
                               "e.g. mechanism.base_share=0.5")
-        base = make_mechanism(self.base, self.base_params)
+        base = make_mechanism(self.base, self.base_params, "mechanism.base_params")
         if base.reference == "ceiling":
             raise ConfigError(f"mechanism.base={self.base} reads private rows without noise "
                               "(not differentially private)",

@@ -94,3 +94,28 @@ def test_hydra_refuses_an_override_that_does_not_fit_the_schema():
             with pytest.raises(Exception) as caught:  # noqa: PT011 - Hydra's own exception type
                 compose("config", overrides=[bad])
             assert bad.split("=")[0].split(".")[-1] in str(caught.value)
+
+
+def test_unknown_dataset_mechanism_and_metric_settings_name_the_closest_key():
+    """The open groups (checked by their loader and dataclasses, not by the schema) say an
+    unknown key the same way, as the path a user writes."""
+    from harness.data.datasets import load_dataset
+    from mechanisms import make_mechanism
+    from metrics import make_metric
+
+    cases = [
+        (lambda: load_dataset({"name": "taxi_sim", "n_privte": 5000}),
+         "unknown setting dataset.n_privte (did you mean dataset.n_private?)",
+         "valid settings of dataset are n_private, n_public, seed, unit"),
+        (lambda: make_mechanism("independent", {"max_contirb": 5}),
+         "unknown setting mechanism.max_contirb (did you mean mechanism.max_contrib?)",
+         "valid settings of mechanism are max_contrib, noise"),
+        (lambda: make_metric("kmarginal", {"kk": 3, "zz": 1}),
+         "unknown settings metrics.kmarginal.kk (did you mean metrics.kmarginal.k?), "
+         "metrics.kmarginal.zz", "valid settings of metrics.kmarginal are k, max_marginals, seed"),
+    ]
+    for build, message, fix in cases:
+        with pytest.raises(ConfigError) as caught:
+            build()
+        assert str(caught.value).splitlines()[0] == message
+        assert caught.value.fix == fix

@@ -43,6 +43,9 @@ BAD_INPUTS = {
     "typo without +": (("privacy.epsilonn=1",),
                        "unknown setting privacy.epsilonn (did you mean privacy.epsilon?)"),
     "unknown top-level setting": (("+sead=1",), "unknown setting sead (did you mean seed?)"),
+    "typo in a dataset setting": (("+dataset.n_privte=5000",),
+                                  "unknown setting dataset.n_privte (did you mean "
+                                  "dataset.n_private?)"),
     "unknown mechanism": (("mechanism=independent,nope",), "mechanism: no option named 'nope'"),
 }
 

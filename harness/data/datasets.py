@@ -5,7 +5,9 @@ shared benchmark datasets."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -13,8 +15,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from harness.errors import ConfigError, DPArenaError
 from harness.data.schema import RunSpec, Schema, coerce_dtypes
+from harness.errors import ConfigError, DPArenaError
+from harness.params import refuse_unknown_keys
 
 Unit = Literal["record", "user"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -74,14 +77,21 @@ class Dataset:
 def load_dataset(cfg: dict[str, Any]) -> Dataset:
     """Build the :class:`Dataset` a ``dataset`` config group describes."""
     name = cfg.get("name")
-    if name == "taxi_sim":
-        return load_taxi_sim(**_without(cfg, "name"))
-    if name == "csv":
-        return load_csv_dataset(**_without(cfg, "name"))
-    if name in SHARED_DATASETS:
-        return load_shared_dataset(name, **_without(cfg, "name"))
-    if name == "chicago_sample":
-        return load_chicago_sample(**_without(cfg, "name"))
+    loader = dataset_loader(name)
+    settings = _without(cfg, "name")
+    known = [p for p in inspect.signature(loader).parameters if p != "name"]
+    refuse_unknown_keys(settings, known, "dataset")
+    return loader(name, **settings) if name in SHARED_DATASETS else loader(**settings)
+
+
+def dataset_loader(name: Any) -> Callable[..., Dataset]:
+    """The function that loads dataset ``name`` (its keyword arguments are the settings)."""
+    loaders: dict[str, Callable[..., Dataset]] = {
+        "taxi_sim": load_taxi_sim, "csv": load_csv_dataset,
+        "chicago_sample": load_chicago_sample,
+        **{shared: load_shared_dataset for shared in SHARED_DATASETS}}
+    if name in loaders:
+        return loaders[name]
     raise ConfigError(f"unknown dataset {name!r}",
                       f"use dataset=taxi_sim, dataset=csv, dataset=chicago_sample or one of "
                       f"{list(SHARED_DATASETS)}")
