@@ -2,12 +2,9 @@
 
 - :class:`RunConfig`: what a run needs (mechanism and settings, budget, accountant, trial,
   dataset config, metrics, tracking, limits, tuning, noise mode);
-- :class:`RunSettings` and its groups (:class:`PrivacySettings`, :class:`TrackingSettings`,
-  :class:`CompetitionSettings`, :class:`~harness.run.isolation.Limits`,
-  :class:`~harness.run.tuning.Tuning`): the typed schema of the config, which Hydra checks
-  (ConfigStore, :mod:`harness.cli.schemas`) and :func:`parse_run_config` checks again;
 - :func:`parse_run_config`: the checks that need no data (types and unknown keys by the
-  schema, then ranges), raising one :class:`ConfigError`;
+  typed schema :class:`~harness.run.settings.RunSettings`, which Hydra also checks every
+  composed config against; then the ranges), raising one :class:`ConfigError`;
 - :func:`build_components`: the mechanism and metric objects (unknown names or settings are
   refused by their dataclasses), after importing ``plugins``.
 
