@@ -19,7 +19,7 @@ from mlflow import MlflowClient
 from harness.data.datasets import PROJECT_ROOT
 from harness.run.config import run_label
 from mechanisms import hyperparameter_label, shipped_settings
-from tests.sweep_support import CSV, DOUBLES, ENV, dp_arena, runs_of
+from tests.sweep_support import CSV, DOUBLES, ENV, TEST_CONF, dp_arena, runs_of
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 
@@ -47,6 +47,9 @@ BAD_INPUTS = {
                                   "unknown setting dataset.n_privte (did you mean "
                                   "dataset.n_private?)"),
     "unknown mechanism": (("mechanism=independent,nope",), "mechanism: no option named 'nope'"),
+    "unknown mechanism with a search path": ((f"hydra.searchpath=[file://{TEST_CONF}]",
+                                              "mechanism=nope"),
+                                             "Could not find 'mechanism/nope'"),
 }
 
 

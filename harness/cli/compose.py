@@ -59,6 +59,7 @@ def composition_problem(conf_dir: Path, config_name: str, argv: list[str]) -> st
     """The first problem composing ``config_name`` with the command's fixed overrides, as
     ``problem\\n  fix: ...``; ``None`` when it composes."""
     from hydra import compose, initialize_config_dir
+    from hydra.errors import MissingConfigException
 
     overrides = fixed_overrides(argv)
     if overrides is None:
@@ -66,6 +67,10 @@ def composition_problem(conf_dir: Path, config_name: str, argv: list[str]) -> st
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="check"):
         try:
             compose(config_name, overrides=overrides)
+        except MissingConfigException as exc:  # an option no search path holds
+            choices = f"choose from {', '.join(exc.options)}" if exc.options else \
+                "check the option's name and hydra.searchpath"
+            return f"{str(exc).strip().splitlines()[0]}\n  fix: {choices}"
         except Exception as exc:  # noqa: BLE001 - every composition error becomes one message
             return str(config_problem(exc))
     return None
