@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 from .errors import ConfigError
 
 T = TypeVar("T")
+#: OmegaConf's marker of a mandatory value (``omegaconf.MISSING``).
+OMEGACONF_MISSING = "???"
 
 #: OmegaConf's type names (as in its messages) -> what a user would call them, with an example.
 TYPE_WORDS = {"Float": ("a number", "1.5"), "Integer": ("an integer", "3"),
@@ -137,8 +139,7 @@ def field_default(schema: type | None, name: str, otherwise: str) -> str:
     if schema is None or not dataclasses.is_dataclass(schema):
         return otherwise
     for f in dataclasses.fields(schema):
-        if f.name == name and f.default is not dataclasses.MISSING and f.default is not None \
-                and f.default != "???":
+        if f.name == name and f.default not in (dataclasses.MISSING, None, OMEGACONF_MISSING):
             return str(f.default).lower() if isinstance(f.default, bool) else str(f.default)
     return otherwise
 
