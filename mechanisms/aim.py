@@ -169,8 +169,13 @@ class AIM(Mechanism):
 
     def workload(self, domain: dict[str, int]) -> list[tuple[str, ...]]:
         """The workload (see the module docstring), from domain sizes only."""
+        return self.sized_workload(domain)[0]
+
+    def sized_workload(self, domain: dict[str, int]
+                       ) -> tuple[list[tuple[str, ...]], str | None]:
+        """:meth:`workload` and what was trimmed to fit the memory caps (``None``: nothing)."""
         return trimmed_workload(domain, self.workload_degree, self.max_cells,
-                                self.max_answers_mb)[0]
+                                self.max_answers_mb)
 
     def candidates(self, domain: dict[str, int],
                    work: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
@@ -194,8 +199,7 @@ class AIM(Mechanism):
         """What AIM trims on this schema to fit its memory caps (domain sizes only), said
         once per sweep before it starts."""
         domain = data.schema.domain()
-        work, trimmed = trimmed_workload(domain, self.workload_degree, self.max_cells,
-                                         self.max_answers_mb)
+        work, trimmed = self.sized_workload(domain)
         dropped = self.trimmed_candidates(domain, work)[1]
         return tuple(n for n in (trimmed, dropped) if n)
 
@@ -209,8 +213,7 @@ class AIM(Mechanism):
         attrs = list(domain)
         T = self.rounds or 16 * len(attrs)
 
-        work, trimmed = trimmed_workload(domain, self.workload_degree, self.max_cells,
-                                         self.max_answers_mb)
+        work, trimmed = self.sized_workload(domain)
         closure, dropped = self.trimmed_candidates(domain, work)
         for note in (trimmed, dropped):
             if note:  # said once per sweep before it starts (notes); here only with -v

@@ -53,7 +53,6 @@ class Mechanism(ABC):
                                 f"dataset {data.name!r} is {data.unit}-level",
                                 f"use a dataset with unit in {list(self.units)}")
 
-
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What this mechanism will trim or cap on ``data`` because of its settings (e.g.
         marginals over a memory cap), from public facts only (the schema). A sweep says each

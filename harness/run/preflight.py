@@ -153,10 +153,10 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
             jobs.append(JobPlan(index, "invalid", label, f"{type(exc).__name__}: {exc}"))
             continue
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
+        preset = label_preset(rc.preset, rc.accountant)
+        who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"
         for note in mechanism.notes(checked.view):  # once per job here, never in the run
-            preset = label_preset(rc.preset, rc.accountant)
-            what = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}: {note}"
-            notes[what] = notes.get(what, 0) + 1
+            notes[f"{who}: {note}"] = notes.get(f"{who}: {note}", 0) + 1
         key = content_key(rc)
         if key in seen:
             jobs.append(JobPlan(index, "duplicate", label, same_as=seen[key]))
