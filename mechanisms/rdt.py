@@ -102,10 +102,24 @@ from harness.errors import BudgetExceededError, ConfigError, NotApplicable
 from harness.privacy.accounting import Budget, Ledger, laplace_scale
 
 from .base import Mechanism, bounded_private, contribution_bound
+from .rdt_attributes import (  # noqa: F401  (re-exported: mechanisms.rdt's public helpers)
+    DEFAULT_PRIVATE_ATTRIBUTES,
+    SD_ASSOCIATION,
+    attribute_collapse,
+    attribute_weight_vector,
+    budget_shares,
+    collapse_below_count,
+    collapse_rare_values,
+    encode_columns,
+    mutual_information,
+    per_attribute_setting,
+    regroup_codes,
+    resolve_predictors,
+    resolve_private_attributes,
+    sd_association_weights,
+    sd_proportions,
+)
 
-DEFAULT_PRIVATE_ATTRIBUTES: tuple[str, ...] = ("sex", "race")
-#: ``attribute_weights`` value: split weights from the SD association with the private attribute.
-SD_ASSOCIATION = "sd_association"
 
 
 # ----- trees ------------------------------------------------------------------------------
@@ -292,143 +306,7 @@ def sample_labels(probabilities: np.ndarray, rng: np.random.Generator) -> np.nda
     return np.minimum((cum <= u).sum(axis=1), probabilities.shape[1] - 1)
 
 
-# ----- attributes -------------------------------------------------------------------------
-def collapse_rare_values(sd_codes: np.ndarray, size: int, collapse_above: int,
-                         min_count: int) -> np.ndarray:
-    """Map ``code -> collapsed code`` of one attribute from its SD counts.
-
-    Attributes with at most ``collapse_above`` values are unchanged. Otherwise the (at most
-    ``collapse_above - 1``) most frequent SD values with at least ``min_count`` records keep
-    their own code (in their original order) and every other value shares the last code.
-    """
-    if size <= collapse_above:
-        return np.arange(size)
-    counts = np.bincount(sd_codes, minlength=size)
-    by_frequency = np.argsort(-counts, kind="stable")
-    candidates = by_frequency[:collapse_above - 1]
-    kept = np.sort(candidates[counts[candidates] >= min_count]).astype(np.int64)
-    mapping = np.full(size, len(kept), dtype=np.int64)
-    mapping[kept] = np.arange(len(kept))
-    return mapping
-
-
-def sd_proportions(sd_labels: np.ndarray, n_labels: int) -> np.ndarray:
-    """Label proportions in the structure data (uniform when it has no rows)."""
-    counts = np.bincount(sd_labels, minlength=n_labels).astype(float)
-    return counts / counts.sum() if counts.sum() > 0 else np.full(n_labels, 1.0 / n_labels)
-
-
-def encode_columns(schema: Schema, frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """Codes ``0..n-1`` of ``columns`` (rows x columns, int64)."""
-    if not columns:
-        return np.zeros((len(frame), 0), dtype=np.int64)
-    return np.column_stack([encode_column(schema[c], frame[c]) for c in columns])
-
-
-def resolve_private_attributes(schema: Schema, requested: list[str] | None) -> list[str]:
-    """The private attributes, in synthesis order (default: sex then race when present)."""
-    attrs = schema.attributes
-    if requested is None:
-        if all(a in attrs for a in DEFAULT_PRIVATE_ATTRIBUTES):
-            return list(DEFAULT_PRIVATE_ATTRIBUTES)
-        raise ConfigError(
-            f"mechanism.private_attributes is required: the schema has no "
-            f"{' and '.join(DEFAULT_PRIVATE_ATTRIBUTES)} columns (its columns: {attrs})",
-            "set e.g. mechanism.private_attributes=[" + attrs[-1] + "]")
-    requested = [requested] if isinstance(requested, str) else list(requested)
-    if not requested:
-        raise ConfigError("mechanism.private_attributes is empty",
-                          f"name at least one of the columns {attrs}")
-    unknown = [a for a in requested if a not in attrs]
-    if unknown:
-        raise ConfigError(f"mechanism.private_attributes: {unknown} not in the schema "
-                          f"(columns: {attrs})", "name columns of the dataset (not the id)")
-    if len(set(requested)) != len(requested):
-        raise ConfigError(f"mechanism.private_attributes lists a column twice: {requested}",
-                          "name each private attribute once")
-    return requested
-
-
-def resolve_predictors(schema: Schema, private: list[str],
-                       requested: list[str] | None) -> list[str]:
-    """The predictor attributes X (default: every attribute that is not private)."""
-    attrs = schema.attributes
-    if requested is None:
-        predictors = [a for a in attrs if a not in private]
-    else:
-        predictors = [requested] if isinstance(requested, str) else list(requested)
-        unknown = [a for a in predictors if a not in attrs]
-        if unknown:
-            raise ConfigError(f"mechanism.predictors: {unknown} not in the schema "
-                              f"(columns: {attrs})", "name columns of the dataset (not the id)")
-        overlap = [a for a in predictors if a in private]
-        if overlap:
-            raise ConfigError(f"mechanism.predictors and private_attributes overlap: {overlap}",
-                              "a column is either a predictor or a private attribute")
-    if not predictors:
-        raise ConfigError("rdt needs at least one predictor attribute",
-                          "leave mechanism.predictors=null or name public columns")
-    return predictors
-
-
-def budget_shares(split: list[float] | None, private: list[str]) -> list[float]:
-    """Each private attribute's share of the trees' epsilon (default: equal shares)."""
-    if split is None:
-        return [1.0 / len(private)] * len(private)
-    shares = [float(s) for s in split]
-    if len(shares) != len(private) or any(not s > 0 for s in shares) or \
-            not math.isclose(sum(shares), 1.0, rel_tol=1e-9):
-        raise ConfigError(f"mechanism.budget_split must give one positive share per private "
-                          f"attribute {private}, summing to 1 (got {split})",
-                          f"e.g. mechanism.budget_split=[{', '.join(['0.5'] * 2)}] for two")
-    return shares
-
-
-def attribute_weight_vector(weights: dict[str, float] | str | None, node_attrs: list[str],
-                            all_node_attrs: list[str]) -> np.ndarray:
-    """Sampling weight of each node attribute from a ``{name: weight}`` setting (default 1;
-    names checked against every attribute any forest may split on)."""
-    if isinstance(weights, str):
-        if weights != SD_ASSOCIATION:
-            raise ConfigError(f"mechanism.attribute_weights must be a mapping or "
-                              f"{SD_ASSOCIATION!r} (got {weights!r})",
-                              "e.g. mechanism.attribute_weights={relationship: 2, fnlwgt: 0}")
-        return np.ones(len(node_attrs))
-    weights = dict(weights or {})
-    unknown = sorted(set(weights) - set(all_node_attrs))
-    if unknown:
-        raise ConfigError(f"mechanism.attribute_weights: {unknown} are not node attributes",
-                          f"use names among {all_node_attrs}")
-    bad = {k: v for k, v in weights.items()
-           if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0}
-    if bad:
-        raise ConfigError(f"mechanism.attribute_weights must be finite numbers >= 0 (got {bad})",
-                          "e.g. mechanism.attribute_weights={relationship: 2, fnlwgt: 0}")
-    return np.array([float(weights.get(a, 1.0)) for a in node_attrs])
-
-
-def mutual_information(codes: np.ndarray, n_values: int, labels: np.ndarray,
-                       n_labels: int) -> float:
-    """Empirical mutual information (nats) between two code vectors."""
-    if len(codes) == 0:
-        return 0.0
-    joint = np.bincount(codes * n_labels + labels,
-                        minlength=n_values * n_labels).reshape(n_values, n_labels) / len(codes)
-    outer = joint.sum(axis=1, keepdims=True) * joint.sum(axis=0, keepdims=True)
-    nz = joint > 0
-    return float(np.sum(joint[nz] * np.log(joint[nz] / outer[nz])))
-
-
-def sd_association_weights(sd_codes: np.ndarray, n_values: np.ndarray, sd_labels: np.ndarray,
-                           n_labels: int, floor: float = 0.05) -> np.ndarray:
-    """Split weights from the structure data only: each node attribute's mutual information
-    with the private attribute in SD, relative to the largest, floored at ``floor``."""
-    mi = np.array([mutual_information(sd_codes[:, i], int(n_values[i]), sd_labels, n_labels)
-                   for i in range(sd_codes.shape[1])])
-    top = mi.max() if len(mi) else 0.0
-    return np.maximum(mi / top, floor) if top > 0 else np.ones(len(mi))
-
-
+# ----- budget --------------------------------------------------------------------------
 def tree_epsilon(ledger: Ledger, shares: list[float], m: int) -> float:
     """The epsilon the trees may spend: the largest total ``E`` such that ``m`` Laplace trees
     of epsilon ``shares[j] * E / m`` per private attribute, on top of the charges already
