@@ -22,7 +22,10 @@ Algorithm (one forest per private attribute, in order)
 1. *Collapse.* An attribute with more than ``collapse_above`` values keeps at most
    ``collapse_above - 1`` of them, the most frequent in SD among those with at least
    ``collapse_min_count`` SD records (default ``n_B``); all others become one shared value.
-   Computed from SD only.
+   Per attribute, the report's rules replace it: ``regroup_widths`` ({attribute: width}: a
+   numeric attribute's values in ``width``-wide bands, "Pay in $10k units") and
+   ``collapse_min_counts`` ({attribute: count}: every value with fewer SD records combined,
+   "Agency < 500"); see :mod:`mechanisms.rdt_attributes`. Computed from SD only.
 2. *Structure.* Each of the ``m`` trees is grown from SD alone: at a node, a random
    not-yet-used node attribute is drawn with probability proportional to
    ``attribute_weights`` (default 1 each; ``sd_association``: each attribute's mutual
@@ -30,9 +33,12 @@ Algorithm (one forest per private attribute, in order)
    a single collapsed value are never drawn), with one child per collapsed value. A node
    keeps splitting while SD has at least ``n_B`` records on it and its depth is below
    ``max_depth`` (default: half the number of node attributes, rounded up, as in Jagannathan
-   et al.); otherwise it is a leaf. Node attributes
-   of the forest for ``P[j]`` are X plus the private attributes synthesized before it
-   (``race`` splits on ``sex``): AD records use their real values, targets the synthesized ones.
+   et al.; ``all``: every node attribute, the report's); otherwise it is a leaf. Node
+   attributes of the forest for ``P[j]`` are X plus the private attributes synthesized before
+   it (``race`` splits on ``sex``). Targets use their synthesized values; AD records use their
+   real ones (``chain=authentic``, the default) or, as the report does, a value synthesized
+   for each AD record from the earlier forest (``chain=synthesized``: each AD record goes down
+   that forest like a target and draws its value from the averaged leaf proportions).
 3. *Leaves.* The label counts of ``P[j]`` of the AD records reaching each leaf get Laplace
    noise (every leaf, every label, whether or not a record reached it).
 4. *Proportions (post-processing).* A node's noisy counts are the sums of the noisy leaf
@@ -40,9 +46,10 @@ Algorithm (one forest per private attribute, in order)
    each node's proportions are its noisy shares shrunk towards its parent's, label by label,
    with the empirical-Bayes weight of :func:`node_proportions` (own share trusted when the
    node's noise is small next to how far a share may stray from the parent's), then clamped
-   at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") takes its parent's
-   proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised noisy
-   counts, empty leaves falling back to the parent.
+   at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") or below
+   ``leaf_min_count`` (the report's ``leafFreqMin``, read on the noisy total) takes its
+   parent's proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised
+   noisy counts, empty leaves falling back to the parent.
 5. *Synthesis.* Each target record goes down every tree; the leaf proportions are averaged
    over the ``m`` trees and ``P[j]`` is drawn from the average.
 
@@ -50,7 +57,9 @@ Hyperparameters (``conf/mechanism/rdt.yaml``)
 ---------------------------------------------
 ``m`` trees per private attribute (default 3: every tree costs ``eps/m``, and on Adult at
 epsilon 0.1-1 three trees beat five and ten), ``n_B`` (1000), ``max_depth``,
-``attribute_weights``, ``collapse_above`` / ``collapse_min_count``, ``budget_split`` (shares
+``attribute_weights``, ``collapse_above`` / ``collapse_min_count``, ``collapse_min_counts`` /
+``regroup_widths`` (per attribute), ``leaf_min_count`` (0), ``chain`` (``authentic``;
+``synthesized``: the report's), ``budget_split`` (shares
 of the trees' epsilon per private attribute), ``shrinkage`` (1; 0 = plain clamped
 proportions), ``private_attributes``, ``predictors``, ``base`` (``public`` or a registered
 mechanism name) with ``base_params`` and ``base_share``, ``structure`` (``base``: SD = the
@@ -80,6 +89,13 @@ rows chosen at random (default: the dataset's ``max_records_per_individual``).
   Private attribute ``j`` gets ``budget_split[j] * eps_trees`` (default equal shares) and each
   of its ``m`` trees ``eps_tree = budget_split[j] * eps_trees / m`` (sequential composition);
   the ``m * |P|`` Laplace charges sum to ``eps_trees``.
+- ``chain=synthesized``: the value of ``P[j]`` substituted into each AD record is drawn from
+  the released (noisy) forest's proportions at that record's own node attributes, with
+  randomness independent per record. Given the earlier forests' release, each record's row
+  still reaches exactly one leaf of each later tree (its contribution is a randomized function
+  of its own row only), so the L1 bound ``C`` and the Laplace argument above hold unchanged
+  (the count vector's law is a product over records; removing a person removes only their
+  factors). The substituted values are never written anywhere.
 - Everything after the noisy counts (aggregating them up the tree, clamping, normalising,
   shrinking towards the parent or the SD proportions, averaging, sampling, decoding) reads only
   noisy counts, SD and the targets' X, so it is post-processing: the raw counts are never used
@@ -108,6 +124,7 @@ from .rdt_attributes import (  # noqa: F401  (re-exported: mechanisms.rdt's publ
     attribute_collapse,
     attribute_weight_vector,
     budget_shares,
+    code_values,
     collapse_below_count,
     collapse_rare_values,
     encode_columns,
@@ -243,7 +260,7 @@ def subtree_sums(tree: TreeStructure, leaf_values: np.ndarray) -> np.ndarray:
 
 
 def node_proportions(tree: TreeStructure, noisy_leaf_counts: np.ndarray, scale: float,
-                     prior: np.ndarray, shrinkage: float) -> np.ndarray:
+                     prior: np.ndarray, shrinkage: float, min_count: float = 0.0) -> np.ndarray:
     """Label proportions of every node, from the *noisy* leaf counts only (post-processing).
 
     A node's noisy counts ``y`` are the sums of the noisy leaf counts below it, ``n = sum(y)``
@@ -254,14 +271,16 @@ def node_proportions(tree: TreeStructure, noisy_leaf_counts: np.ndarray, scale: 
     its noise is small next to the spread ``v_k = parent_k (1 - parent_k)`` (floored at
     1e-4) a share may have around its parent's. The result is clamped at 0 and
     normalised. The root's parent is ``prior`` (the SD proportions); a node whose noisy total
-    is ``<= 0`` ("empty") takes its parent's proportions. ``shrinkage = 0`` is the plain rule:
-    clamped, normalised noisy counts, empty nodes falling back to the parent.
+    is ``<= 0`` or below ``min_count`` (the report's ``leafFreqMin``: no distribution from
+    fewer records; read on the *noisy* total) takes its parent's proportions.
+    ``shrinkage = 0`` is the plain rule: clamped, normalised noisy counts, empty nodes falling
+    back to the parent.
     """
     n_labels = noisy_leaf_counts.shape[1]
     counts = subtree_sums(tree, noisy_leaf_counts)
     leaves_below = subtree_sums(tree, tree.is_leaf[:, None].astype(float))[:, 0]
     total = counts.sum(axis=1)
-    nonempty = total > 0
+    nonempty = (total > 0) & (total >= min_count)
     own = np.divide(counts, total[:, None], out=np.zeros_like(counts),
                     where=nonempty[:, None])
     noise = (shrinkage * scale) ** 2 * 2.0 * leaves_below[:, None]
@@ -367,10 +386,14 @@ class RDT(Mechanism):
     predictors: list[str] | None = None
     m: int = 3
     n_B: int = 1000
-    max_depth: int | None = None
+    max_depth: int | Literal["all"] | None = None
     attribute_weights: dict[str, float] | str | None = None
     collapse_above: int = 16
     collapse_min_count: int | None = None
+    collapse_min_counts: dict[str, int] | None = None
+    regroup_widths: dict[str, float] | None = None
+    leaf_min_count: float = 0.0
+    chain: Literal["authentic", "synthesized"] = "authentic"
     budget_split: list[float] | None = None
     shrinkage: float = 1.0
     base: str = "public"
@@ -410,11 +433,27 @@ class RDT(Mechanism):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ConfigError(f"mechanism.{key} must be an integer >= {least} (got {value!r})",
                                   f"e.g. mechanism.{key}={EXAMPLE_VALUES[key]}")
-        for key, value in (("max_depth", self.max_depth),
+        for key, value in (("max_depth", None if self.max_depth == "all" else self.max_depth),
                            ("collapse_min_count", self.collapse_min_count)):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ConfigError(f"mechanism.{key} must be null or an integer >= 0 "
-                                  f"(got {value!r})", f"e.g. mechanism.{key}=null")
+                                  f"{'or all ' if key == 'max_depth' else ''}(got {value!r})",
+                                  f"e.g. mechanism.{key}=null")
+        if not isinstance(self.leaf_min_count, (int, float)) or isinstance(
+                self.leaf_min_count, bool) or not 0 <= self.leaf_min_count < math.inf:
+            raise ConfigError(f"mechanism.leaf_min_count must be a number >= 0 "
+                              f"(got {self.leaf_min_count!r})",
+                              "e.g. mechanism.leaf_min_count=5 (0: only empty leaves fall back)")
+        if self.chain not in ("authentic", "synthesized"):
+            raise ConfigError(f"mechanism.chain must be authentic or synthesized "
+                              f"(got {self.chain!r})", "e.g. mechanism.chain=synthesized")
+        for key, positive_int, example in (("collapse_min_counts", True, "{occupation: 200}"),
+                                           ("regroup_widths", False, "{age: 10}")):
+            rules = per_attribute_setting(key, getattr(self, key), predictors + private[:-1],
+                                          positive_int, example)
+            if key == "regroup_widths":
+                for attr in rules:
+                    code_values(data.schema[attr])  # numeric values, or one clear error
         if not isinstance(self.shrinkage, (int, float)) or not self.shrinkage >= 0:
             raise ConfigError(f"mechanism.shrinkage must be a number >= 0 (got {self.shrinkage!r})",
                               "e.g. mechanism.shrinkage=1 (0: plain clamped proportions)")
@@ -453,7 +492,7 @@ class RDT(Mechanism):
         schema = data.schema
         # Independent streams, drawn before any data is read: the structure stream never
         # depends on AD, and the noise stream's draws depend on the trees' shapes only.
-        structure_rng, clip_rng, noise_rng, sample_rng, base_rng = rng.spawn(5)
+        structure_rng, clip_rng, noise_rng, sample_rng, base_rng, chain_rng = rng.spawn(6)
 
         if plan.base is None:
             targets = data.public.reset_index(drop=True)  # type: ignore[union-attr]
@@ -473,7 +512,10 @@ class RDT(Mechanism):
         sizes = {a: schema[a].size for a in node_attrs_all}
         sd_raw = encode_columns(schema, sd, node_attrs_all)
         min_count = self.n_B if self.collapse_min_count is None else self.collapse_min_count
-        collapse = {a: collapse_rare_values(sd_raw[:, i], sizes[a], self.collapse_above, min_count)
+        own_min = self.collapse_min_counts or {}
+        widths = self.regroup_widths or {}
+        collapse = {a: attribute_collapse(schema[a], sd_raw[:, i], self.collapse_above, min_count,
+                                          own_min.get(a), widths.get(a))
                     for i, a in enumerate(node_attrs_all)}
         sd_codes = collapsed(sd_raw, node_attrs_all, collapse)
         ad_codes = collapsed(encode_columns(schema, ad, node_attrs_all), node_attrs_all, collapse)
@@ -492,7 +534,7 @@ class RDT(Mechanism):
             if self.attribute_weights == SD_ASSOCIATION:
                 weights = sd_association_weights(sd_codes[:, cols], n_values, sd_labels[:, j],
                                                  sizes[attr])
-            depth = self.max_depth if self.max_depth is not None else math.ceil(len(node_attrs) / 2)
+            depth = tree_depth(self.max_depth, len(node_attrs))
             eps_tree = shares[j] * eps_trees / self.m
             scale = laplace_scale(eps_tree, float(bound))
             n_labels = sizes[attr]
@@ -510,7 +552,13 @@ class RDT(Mechanism):
                 noisy = add_laplace_noise(counts, tree, scale, noise_rng)
                 del counts  # nothing below reads raw counts
                 noisy_all.append(noisy)
-                props_all.append(node_proportions(tree, noisy, scale, prior, self.shrinkage))
+                props_all.append(node_proportions(tree, noisy, scale, prior, self.shrinkage,
+                                                  self.leaf_min_count))
+            if self.chain == "synthesized" and j + 1 < len(private):
+                # The report's procedure: AD's own attr replaced by a synthesized one (drawn
+                # from the released forest, per record) before the next forests read AD.
+                ad_codes[:, len(predictors) + j] = collapse[attr][sample_labels(
+                    ensemble_proportions(trees, props_all, ad_codes[:, cols]), chain_rng)]
             probs = ensemble_proportions(trees, props_all, target_codes[:, cols])
             labels = sample_labels(probs, sample_rng)
             target_labels[:, len(predictors) + j] = labels
@@ -524,6 +572,14 @@ class RDT(Mechanism):
             out[attr] = decode_column(schema[attr], target_labels[:, len(predictors) + j],
                                       sample_rng, ref)
         return RDTFit(out, forests, collapse, eps_trees)
+
+
+def tree_depth(max_depth: int | str | None, n_node_attributes: int) -> int:
+    """The depth limit: ``max_depth``; ``all`` = every node attribute (the report); ``None`` =
+    half of them, rounded up (Jagannathan et al.)."""
+    if max_depth == "all":
+        return n_node_attributes
+    return math.ceil(n_node_attributes / 2) if max_depth is None else int(max_depth)
 
 
 def collapsed(codes: np.ndarray, attrs: list[str], collapse: dict[str, np.ndarray]) -> np.ndarray:

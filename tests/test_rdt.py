@@ -377,6 +377,14 @@ def test_max_depth_zero_is_a_noisy_marginal():
     ({"base": "independent", "base_share": 1.5}, r"base_share must be in \(0, 1\)"),
     ({"base": "independent", "base_params": {"k": 1}}, r"unknown setting mechanism\.base_params\.k\b"),
     ({"structure": "other"}, "structure must be base or public"),
+    ({"max_depth": "half"}, "max_depth must be null or an integer >= 0 or all"),
+    ({"leaf_min_count": -1}, "leaf_min_count must be a number >= 0"),
+    ({"chain": "real"}, "chain must be authentic or synthesized"),
+    ({"collapse_min_counts": {"zzz": 5}}, r"collapse_min_counts: \['zzz'\] are not node"),
+    ({"collapse_min_counts": {"job": 2.5}}, "collapse_min_counts values must be integers"),
+    ({"collapse_min_counts": [5]}, "collapse_min_counts must be a mapping"),
+    ({"regroup_widths": {"age": 0}}, "regroup_widths values must be finite numbers > 0"),
+    ({"regroup_widths": {"job": 2}}, "'job' has non-numeric values"),
 ])
 def test_bad_settings_raise_clear_config_errors(params, match):
     with pytest.raises(ConfigError, match=match):
@@ -420,3 +428,140 @@ def test_adult_beats_the_noisy_marginal(shared_data):
     trees, marginal = metric.score(data, out).scores, metric.score(data, stump).scores
     assert trees["logreg_coef_corr"] > marginal["logreg_coef_corr"] + 0.3
     assert trees["joint_prop_corr"] > marginal["joint_prop_corr"]
+
+
+# ----- the Duke report's procedure (issue 30) ---------------------------------------------
+def test_collapse_below_count_combines_every_rare_value_by_hand():
+    codes = np.array([0] * 50 + [1] * 3 + [2] * 20 + [3] * 2 + [4] * 30 + [5] * 10)
+    # >= 20 rows: 0, 2, 4 keep codes 0, 1, 2 (no cap on how many); 1, 3, 5 share code 3
+    assert rdt.collapse_below_count(codes, 6, 20).tolist() == [0, 3, 1, 3, 2, 3]
+    # nothing below the threshold: no shared code is added
+    assert rdt.collapse_below_count(codes, 6, 2).tolist() == list(range(6))
+
+
+def test_regroup_codes_by_width_by_hand():
+    # values 0, 5, 10, 15, 20, 45 in width-10 bands from 0: bands 0, 0, 1, 1, 2, 4 -> 0, 0, 1, 1, 2, 3
+    values = np.array([0.0, 5, 10, 15, 20, 45])
+    assert rdt.regroup_codes(values, 10).tolist() == [0, 0, 1, 1, 2, 3]
+    assert rdt.regroup_codes(values, 25).tolist() == [0, 0, 0, 0, 0, 1]
+    assert rdt.regroup_codes(values + 100, 25).tolist() == [0, 0, 0, 0, 0, 1]  # from the minimum
+
+
+def test_attribute_collapse_regroups_then_thresholds():
+    col = Column("pay", "categorical", values=tuple(range(0, 60, 5)))  # 0, 5, ..., 55
+    sd = np.repeat(np.arange(12), [40, 40, 40, 40, 1, 1, 1, 1, 30, 0, 0, 0])
+    # width 20: codes 0-3 -> band 0 (160 rows), 4-7 -> band 1 (4 rows), 8-11 -> band 2 (30)
+    only_width = rdt.attribute_collapse(col, sd, 16, 1000, None, 20.0)
+    assert only_width.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    # then < 10 rows combined: band 1 joins the shared (last) code after bands 0 and 2
+    both = rdt.attribute_collapse(col, sd, 16, 1000, 10, 20.0)
+    assert both.tolist() == [0] * 4 + [2] * 4 + [1] * 4
+    # no rule of its own: the generic rule (12 values <= collapse_above 16: unchanged)
+    assert rdt.attribute_collapse(col, sd, 16, 1000, None, None).tolist() == list(range(12))
+
+
+def test_per_attribute_collapse_settings_reach_the_fit():
+    data = people_dataset()
+    result, _ = fit(data, m=1, n_B=200, regroup_widths={"age": 50},
+                    collapse_min_counts={"hours": 300})
+    # age bins [0, 30), [30, 50), [50, 70), [70, 99]: lower edges 0, 30, 50, 70 -> bands 0, 0, 1, 1
+    assert result.collapse["age"].tolist() == [0, 0, 1, 1]
+    counts = np.bincount(data.public["hours"], minlength=30)
+    kept = np.flatnonzero(counts >= 300)
+    expected = np.full(30, len(kept))
+    expected[kept] = np.arange(len(kept))
+    assert 2 <= len(kept) < 30 and result.collapse["hours"].tolist() == expected.tolist()
+    assert result.collapse["job"].tolist() == [0, 1, 2]  # untouched
+
+
+def test_leaf_min_count_sends_small_noisy_leaves_to_the_parent():
+    tree = _two_leaf_tree()
+    noisy = np.array([[0.0, 0.0], [3.0, 1.0], [1.0, 1.0]])  # leaf totals 4 and 2, root 6
+    props = node_proportions(tree, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0, min_count=3)
+    assert np.allclose(props, [[4 / 6, 2 / 6], [0.75, 0.25], [4 / 6, 2 / 6]])
+    plain = node_proportions(tree, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0)
+    assert np.allclose(plain[2], [0.5, 0.5])  # without it, leaf 2 keeps its own shares
+    # a root below the minimum falls back to the prior, and so does everything under it
+    tiny = node_proportions(tree, noisy, 1.0, np.array([0.2, 0.8]), shrinkage=0, min_count=7)
+    assert np.allclose(tiny, [0.2, 0.8])
+
+
+def test_max_depth_all_uses_every_node_attribute():
+    assert rdt.tree_depth("all", 7) == 7 and rdt.tree_depth(None, 7) == 4
+    assert rdt.tree_depth(2, 7) == 2
+    data = people_dataset(n=6000)
+    result, _ = fit(data, m=3, n_B=5, max_depth="all")
+    assert max(t.depth.max() for t in result.forests["sex"].trees) == 3  # age, job, hours
+    assert max(t.depth.max() for t in result.forests["race"].trees) == 4  # ... and sex
+
+
+def _sex_decides_race(seed: int) -> pd.DataFrame:
+    frame = people(4000, seed, sex_from_job=False)  # X says nothing about sex
+    frame["race"] = np.where(frame["sex"] == 1, 0, 2)
+    return frame
+
+
+@pytest.mark.parametrize("chain, agreement", [("authentic", 1.0), ("synthesized", 0.5)])
+def test_chain_synthesized_trains_race_on_a_synthesized_sex(chain, agreement):
+    """Race is a function of sex and X carries no information about sex. Race's forest (root
+    split on sex) learns race | real sex with ``chain=authentic``: the output's race follows
+    its sex (agreement ~1). With the report's ``chain=synthesized``, AD's sex is replaced by a
+    draw from the sex forest, which here is independent of the real sex, so race's leaves
+    see race independent of (synthesized) sex: agreement ~0.5."""
+    data = Dataset("people", people_schema(), _sex_decides_race(1), _sex_decides_race(2))
+    weights = {"age": 0, "job": 0, "hours": 0, "sex": 1}
+    result, ledger = fit(data, eps=20.0, m=2, n_B=50, attribute_weights=weights, chain=chain,
+                         seed=5)
+    out = result.synthetic
+    agree = np.mean(out["race"].to_numpy() == np.where(out["sex"] == 1, 0, 2))
+    assert agree == pytest.approx(agreement, abs=0.05)
+    # the same budget either way: 2 x 2 Laplace trees of epsilon 5, sensitivity 1
+    assert [c.pure_epsilon for c in ledger.charges] == pytest.approx([5.0] * 4)
+    assert {c.sensitivity for c in ledger.charges} == {1.0}
+
+
+def test_chain_does_not_change_the_first_forest():
+    data = people_dataset()
+    a, _ = fit(data, seed=3, m=2, n_B=100, chain="authentic")
+    b, _ = fit(data, seed=3, m=2, n_B=100, chain="synthesized")
+    for x, y in zip(a.forests["sex"].noisy_counts, b.forests["sex"].noisy_counts):
+        assert np.array_equal(x, y)
+    assert a.synthetic["sex"].equals(b.synthetic["sex"])
+
+
+def test_report_preset_sets_every_element_of_the_report():
+    import yaml
+
+    from harness.resources import config_dir
+
+    preset = yaml.safe_load((config_dir() / "mechanism" / "rdt_report.yaml").read_text())
+    assert preset.pop("name") == "rdt"
+    assert preset["chain"] == "synthesized" and preset["max_depth"] == "all"
+    assert preset["shrinkage"] == 0 and preset["leaf_min_count"] > 0
+    mech = make_mechanism("rdt", preset)  # every key is a setting
+    result, ledger = fit(people_dataset(), **{**preset, "n_B": 100})
+    assert all(t.depth.max() <= 4 for f in result.forests.values() for t in f.trees)
+    assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0 and mech.chain == "synthesized"
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
+    """The ``rdt_report`` preset with the report's collapse Method 1 on Adult (half public)."""
+    import yaml
+
+    from harness.resources import config_dir
+
+    preset = yaml.safe_load((config_dir() / "mechanism" / "rdt_report.yaml").read_text())
+    preset.pop("name")
+    preset.update(collapse_min_counts={"native-country": 500, "occupation": 200},
+                  regroup_widths={"age": 10, "hours-per-week": 10})
+    data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
+    budget = Budget(0.4, 1e-9)
+    ledger = Ledger(budget, accountant)  # type: ignore[arg-type]
+    out = make_mechanism("rdt", preset).fit_sample(data, budget, ledger,
+                                                   np.random.default_rng(0))
+    eps, delta = ledger.spent()
+    assert 0.4 - 1e-9 <= eps <= 0.4 and delta <= 1e-9
+    assert len(ledger.charges) == 2 * 5
+    assert data.schema.problems(out) == []
