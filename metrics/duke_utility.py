@@ -34,6 +34,21 @@ Logistic regression
     excluded); table ``duke_logreg_coefficients`` and figure ``duke_logreg_coefficients``.
     A constant label gives all-zero coefficients ("no association"), and a correlation with a
     constant vector counts as 0.
+(Sex, Race, attribute) categories (the report's panels (a) and (b))
+    With two or more private attributes, their combinations are one attribute (``sex*race``,
+    codes in mixed radix) and the joint proportions and association slopes above are also
+    computed over the (combination, predictor) categories: ``joint3_prop_corr``,
+    ``assoc3_slope_corr`` / ``assoc3_slope_fit``, table ``duke_private_combinations``, and
+    figure ``duke_joint_histograms`` (panel (a): per predictor, the histogram of its joint
+    (Sex, Race, predictor) categories, real and synthetic bars side by side, the
+    ``hist_cells`` largest real cells shown).
+Level correlations (the report's panel (d))
+    For every cell of every pair above, the correlation (phi) of the level indicators
+    ``1[p = v]`` and ``1[a = u]`` in each table (:func:`level_correlations`):
+    ``level_corr_corr`` / ``level_corr_rmse`` compare real and synthetic over the pairs'
+    cells (columns ``real_corr`` / ``synthetic_corr`` of ``duke_joint_proportions``),
+    ``level3_corr_corr`` / ``level3_corr_rmse`` over the combination cells; figure
+    ``duke_level_correlations``.
 Label accuracy (controlled evaluation only)
     When the synthetic table has exactly the real table's X rows (same length, same values of
     every predictor row by row, e.g. a mechanism asked to re-synthesise P for the real records),
@@ -45,8 +60,9 @@ Label accuracy (controlled evaluation only)
 
 Tables and figures hold aggregates only (proportions, slopes, coefficients), but aggregates of
 the private table: ``duke_joint_proportions`` (exact real joint proportions, many of them
-single-person cells), ``duke_logreg_coefficients``, ``duke_label_agreement_<p>`` and both figures
-are private. No output is public.
+single-person cells), ``duke_private_combinations`` (likewise, finer), ``duke_logreg_coefficients``,
+``duke_label_agreement_<p>`` and every figure are private: they are logged only when the run
+opts in to private outputs. No output is public (``public_outputs`` is empty).
 """
 
 from __future__ import annotations
@@ -149,8 +165,54 @@ def pair_table(real: pd.DataFrame, synth: pd.DataFrame, pairs: list[tuple[str, s
             "synthetic": joint_proportions(*args_s).ravel(),
             "real_slope": association_slopes(*args_r).ravel(),
             "synthetic_slope": association_slopes(*args_s).ravel(),
+            "real_corr": level_correlations(joint_proportions(*args_r)).ravel(),
+            "synthetic_corr": level_correlations(joint_proportions(*args_s)).ravel(),
         }))
     return pd.concat(parts, ignore_index=True)
+
+
+def level_correlations(joint: np.ndarray) -> np.ndarray:
+    """Pearson (phi) correlation of the indicators ``1[p = v]`` and ``1[a = u]`` for every
+    cell of a joint proportion table: ``(P(v, u) - P(v) P(u)) / sqrt(P(v)(1 - P(v)) P(u)(1 -
+    P(u)))``; NaN where either indicator is constant."""
+    pv, pu = joint.sum(axis=1), joint.sum(axis=0)
+    den = np.sqrt(np.outer(pv * (1 - pv), pu * (1 - pu)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (joint - np.outer(pv, pu)) / den
+    out[den <= 1e-15] = np.nan
+    return out
+
+
+def level_correlation_scores(table: pd.DataFrame, name: str = "level") -> dict[str, float]:
+    """Correlation and RMSE of synthetic vs real level correlations over the cells where both
+    exist."""
+    ok = np.isfinite(table["real_corr"]) & np.isfinite(table["synthetic_corr"])
+    r, s = table.loc[ok, "real_corr"].to_numpy(), table.loc[ok, "synthetic_corr"].to_numpy()
+    return {f"{name}_corr_corr": pearson(r, s),
+            f"{name}_corr_rmse": rmse(r, s) if len(r) else 0.0}
+
+
+def joint_private_codes(frame: pd.DataFrame, private: list[str],
+                        domain: dict[str, int]) -> np.ndarray:
+    """One code per combination of the private attributes' codes (mixed radix, the first
+    attribute most significant): the report's (Sex, Race) categories."""
+    code = np.zeros(len(frame), dtype=np.int64)
+    for p in private:
+        code = code * domain[p] + frame[p].to_numpy()
+    return code
+
+
+def private_combination_table(real: pd.DataFrame, synth: pd.DataFrame, private: list[str],
+                              predictors: list[str], domain: dict[str, int]) -> pd.DataFrame:
+    """:func:`pair_table` over the (private combination, attribute) categories, e.g. (Sex,
+    Race, Occupation) for every predictor; ``private`` names the combination (``sex*race``)."""
+    name = "*".join(private)
+    size = int(np.prod([domain[p] for p in private]))
+    real = pd.DataFrame({name: joint_private_codes(real, private, domain),
+                         **{a: real[a] for a in predictors}})
+    synth = pd.DataFrame({name: joint_private_codes(synth, private, domain),
+                          **{a: synth[a] for a in predictors}})
+    return pair_table(real, synth, [(name, a) for a in predictors], {**domain, name: size})
 
 
 def slope_scores(table: pd.DataFrame) -> dict[str, float]:
@@ -253,6 +315,47 @@ def joint_proportion_figure(table: pd.DataFrame, corr: float) -> Figure:
     return fig
 
 
+def joint_histogram_figure(table: pd.DataFrame, max_cells: int) -> Figure:
+    """Panel (a): per attribute, the proportions of its joint (private combination,
+    attribute) categories, real and synthetic bars side by side (the ``max_cells`` largest
+    real cells, in decreasing real order)."""
+    attrs = list(dict.fromkeys(table["attribute"]))
+    cols = min(3, max(len(attrs), 1))
+    rows = max(math.ceil(len(attrs) / cols), 1)
+    fig = Figure(figsize=(5 * cols, 3 * rows))
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax, attr in zip(axes, attrs):
+        part = table[table["attribute"] == attr].sort_values("real", ascending=False,
+                                                             kind="stable").head(max_cells)
+        x = np.arange(len(part))
+        ax.bar(x - 0.2, part["real"], width=0.4, label="real")
+        ax.bar(x + 0.2, part["synthetic"], width=0.4, label="synthetic")
+        ax.set_xticks(x, [f"{v},{u}" for v, u in zip(part["private_code"],
+                                                     part["attribute_code"])],
+                      rotation=90, fontsize=5)
+        ax.set_title(f"({part['private'].iloc[0]}, {attr})" if len(part) else attr, fontsize=8)
+    for ax in axes[len(attrs):]:
+        ax.set_visible(False)
+    if attrs:
+        axes[0].legend(fontsize=7)
+    fig.suptitle("Joint category proportions (private combination code, attribute code)")
+    return fig
+
+
+def level_correlation_figure(table: pd.DataFrame, corr: float) -> Figure:
+    """Panel (d): real (x) vs synthetic (y) level correlations with the line y = x."""
+    fig = Figure(figsize=(5.5, 5))
+    ax = fig.subplots()
+    for p, part in table.groupby("private", sort=False):
+        ax.scatter(part["real_corr"], part["synthetic_corr"], s=8, alpha=0.6, label=str(p))
+    ax.plot([-1, 1], [-1, 1], color="black", linewidth=0.8, label="y = x")
+    ax.set_xlim(-1, 1), ax.set_ylim(-1, 1)
+    ax.set_xlabel("real correlation"), ax.set_ylabel("synthetic correlation")
+    ax.set_title(f"Correlations between attribute levels (corr {corr:.3f})")
+    ax.legend(fontsize=8)
+    return fig
+
+
 def coefficient_figure(coefs: pd.DataFrame, target: str, corr: float) -> Figure:
     """Coefficients per term (sorted by the real value) and real vs synthetic scatter."""
     fig = Figure(figsize=(11, 4.5))
@@ -286,6 +389,7 @@ class DukeUtility(Metric):
     C: float = 1.0
     max_iter: int = 1000
     figures: bool = True
+    hist_cells: int = 24
     name: ClassVar[str] = "duke_utility"
     requires: ClassVar[str] = "its private attributes and binary target as columns"
     headline: ClassVar[str] = "logreg_coef_corr"
@@ -352,6 +456,14 @@ class DukeUtility(Metric):
             part = cells[cells["private"] == p]
             scores[f"joint_prop_corr_{safe_key(p)}"] = pearson(part["real"], part["synthetic"])
         scores.update(slope_scores(cells))
+        scores.update(level_correlation_scores(cells))
+        combos = private_combination_table(real, synth, private, predictors, domain) \
+            if len(private) > 1 else None
+        if combos is not None:
+            scores["joint3_prop_corr"] = pearson(combos["real"], combos["synthetic"])
+            scores.update({k.replace("assoc_", "assoc3_"): v
+                           for k, v in slope_scores(combos).items()})
+            scores.update(level_correlation_scores(combos, "level3"))
 
         categories = design_categories(real, lr_cols, domain, self.min_category_count)
         y_real = (real[self.binary_target].to_numpy() == positive)
@@ -367,6 +479,8 @@ class DukeUtility(Metric):
         scores["logreg_coef_rmse"] = rmse(b_r, b_s) if len(b_r) else 0.0
 
         tables = {"duke_joint_proportions": cells, "duke_logreg_coefficients": coefs}
+        if combos is not None:
+            tables["duke_private_combinations"] = combos
         if same_predictor_rows(data.private.reset_index(drop=True),
                                synthetic.reset_index(drop=True), predictors):
             for p in private:
@@ -382,5 +496,9 @@ class DukeUtility(Metric):
                 "duke_joint_proportions": joint_proportion_figure(cells, scores["joint_prop_corr"]),
                 "duke_logreg_coefficients": coefficient_figure(
                     coefs.iloc[1:], self.binary_target, scores["logreg_coef_corr"]),
+                "duke_level_correlations": level_correlation_figure(
+                    cells, scores["level_corr_corr"]),
             }
+            if combos is not None:
+                figures["duke_joint_histograms"] = joint_histogram_figure(combos, self.hist_cells)
         return MetricResult(scores=scores, tables=tables, figures=figures)

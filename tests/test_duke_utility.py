@@ -191,7 +191,8 @@ def test_constant_synthetic_label_scores_zero_correlation():
 
 def test_figures_are_pngs(tmp_path):
     result = DukeUtility(min_category_count=1).score(tiny_dataset(), SYNTH)
-    assert set(result.figures) == {"duke_joint_proportions", "duke_logreg_coefficients"}
+    assert set(result.figures) == {"duke_joint_proportions", "duke_logreg_coefficients",
+                                   "duke_level_correlations", "duke_joint_histograms"}
     for name, fig in result.figures.items():
         assert isinstance(fig, Figure)
         fig.savefig(tmp_path / f"{name}.png")
@@ -272,4 +273,5 @@ def test_rdt_run_logs_duke_scores_and_png_figures(tmp_path, tracking_uri):
     assert metrics["duke_utility/logreg_coef_corr"] > 0.5  # sex follows job, and rdt keeps it
     assert metrics["epsilon_spent"] == pytest.approx(1.0)
     plots = {a.path for a in client.list_artifacts(out.run_id, "plots")}
-    assert plots == {"plots/duke_joint_proportions.png", "plots/duke_logreg_coefficients.png"}
+    assert plots == {"plots/duke_joint_proportions.png", "plots/duke_logreg_coefficients.png",
+                     "plots/duke_level_correlations.png", "plots/duke_joint_histograms.png"}

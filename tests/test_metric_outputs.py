@@ -162,3 +162,21 @@ def test_split_partitions_by_declaration():
     assert set(private.tables) == {"b"} and set(private.figures) == {"c"}
     nothing, everything = result.split(frozenset())
     assert nothing.names == frozenset() and everything.names == {"a", "b", "c"}
+
+
+def test_duke_report_panels_are_covered_and_private(cases):
+    """Issue 30: the Duke panels (a) (joint (sex, race, attribute) histograms), (b) over the
+    (sex, race, attribute) categories and (d) (level correlations) are scored on the people
+    case above, so the public-output test covers them; none is public, and each moves with the
+    private table (it is a comparison with it), so it may be logged only by opt-in."""
+    data, _, resampled, synthetic = cases["people"]
+    metric = make_metric("duke_utility", None)
+    new = {"duke_private_combinations", "duke_joint_histograms", "duke_level_correlations"}
+    base, other = metric.score(data, synthetic), metric.score(resampled, synthetic)
+    public, private = metric.split_result(base)
+    assert new <= private.names and not new & public.names
+    assert not same_table(base.tables["duke_private_combinations"],
+                          other.tables["duke_private_combinations"])
+    assert figure_bytes(base.figures["duke_joint_histograms"]) != \
+        figure_bytes(other.figures["duke_joint_histograms"])
+    close_figures(base, other)
