@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from harness.data.conform import SchemaSource, conform, read_source
 from harness.data.schema import RunSpec, Schema, coerce_dtypes
 from harness.errors import ConfigError, DPArenaError
 from harness.params import refuse_unknown_keys
@@ -44,6 +45,10 @@ class Dataset:
     unit: Unit = "record"
     id_column: str | None = None
     max_records_per_individual: int | None = None
+    #: where the schema came from (a proposal's ``proposal`` block; None: hand-written)
+    schema_source: SchemaSource | None = None
+    #: what loading changed to fit the data to a proposed schema (counts only)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.unit not in ("record", "user"):
@@ -116,8 +121,11 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
                      public_path: str | None = None, unit: Unit | None = None,
                      public_fraction: float = 0.0, split_seed: int = 0,
                      max_records_per_individual: int | None = None,
-                     label: str | None = None) -> Dataset:
-    """Any CSV plus a ``parameters.json`` / ``domain.json`` schema."""
+                     label: str | None = None, columns: list[str] | None = None,
+                     drop: list[str] | None = None) -> Dataset:
+    """Any CSV plus a ``parameters.json`` / ``domain.json`` schema; ``columns`` / ``drop``
+    choose the CSV's columns; a proposed schema (``proposal`` block) fits the data to itself
+    (:mod:`harness.data.conform`)."""
     if not path:
         raise ConfigError("dataset=csv needs dataset.path", "pass dataset.path=/path/to/data.csv")
     if not _resolve(path).is_file():
@@ -127,15 +135,18 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
         raise ConfigError("dataset=csv needs dataset.schema",
                           "pass dataset.schema=/path/to/parameters.json (or domain.json)")
     sch = Schema.load(_resolve(schema))
-    private = read_table(_resolve(path), sch, "dataset.path")
-    public = read_table(_resolve(public_path), sch, "dataset.public_path") if public_path else None
+    source = read_source(_resolve(schema))
+    chosen = chosen_columns(columns, drop)
+    private, notes = read_raw_table(_resolve(path), sch, "dataset.path", chosen, source)
+    public = read_raw_table(_resolve(public_path), sch, "dataset.public_path", chosen,
+                            source)[0] if public_path else None
     id_col = sch.id_column
     unit = unit or ("user" if id_col else "record")
     per_person = max_records_per_individual
     if per_person is None and sch.runs:
         per_person = sch.runs[0].max_records_per_individual
     ds = Dataset(label or Path(path).stem, sch, private, public, unit=unit, id_column=id_col,
-                 max_records_per_individual=per_person)
+                 max_records_per_individual=per_person, schema_source=source, notes=notes)
     return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
 
 
@@ -211,7 +222,7 @@ def with_public_split(ds: Dataset, fraction: float, seed: int) -> Dataset:
         raise ConfigError(f"public_fraction={fraction} leaves an empty part",
                           "choose a fraction that keeps rows on both sides")
     return Dataset(ds.name, ds.schema, private, public, ds.unit, ds.id_column,
-                   ds.max_records_per_individual)
+                   ds.max_records_per_individual, ds.schema_source, ds.notes)
 
 
 def read_table(path: Path | str, schema: Schema, what: str) -> pd.DataFrame:
@@ -227,6 +238,54 @@ def read_table(path: Path | str, schema: Schema, what: str) -> pd.DataFrame:
                            "pass a comma-separated file with a header row") from None
     schema.validate(df, where=f"{what} ({path})")
     return coerce_dtypes(schema, df)
+
+
+def chosen_columns(columns: list[str] | None, drop: list[str] | None):
+    """``(columns, drop)`` as lists of names (``dataset.columns`` / ``dataset.drop``)."""
+    for key, names in (("columns", columns), ("drop", drop)):
+        if names is not None and (isinstance(names, str) or not all(isinstance(n, str)
+                                                                     for n in names)):
+            raise ConfigError(f"dataset.{key} must be a list of column names",
+                              f"write dataset.{key}=[name1,name2]")
+    if columns is not None and drop is not None:
+        raise ConfigError("dataset.columns and dataset.drop both given",
+                          "use one: the columns to keep, or the columns to drop")
+    return (list(columns) if columns is not None else None, list(drop or []))
+
+
+def read_raw_table(path: Path, schema: Schema, what: str, chosen,
+                   source: SchemaSource | None) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """Read a CSV, keep the chosen columns (a proposal's dropped ones go too), fit it to a
+    proposed schema, validate and cast (as :func:`read_table`)."""
+    if not path.is_file():
+        raise DPArenaError(f"{what}: file not found: {path}",
+                           "check the path (relative paths are taken from the current folder)")
+    df = read_csv_file(path, what)
+    keep, drop = chosen
+    named = (keep or []) + drop
+    unknown = [str(n) for n in named if n not in df.columns]
+    if unknown:
+        raise ConfigError(f"dataset.{'columns' if keep else 'drop'}: {unknown} not among the "
+                          f"CSV's {len(df.columns)} columns",
+                          f"use names from its header: {[str(c) for c in df.columns][:30]}")
+    if keep is not None:
+        df = df[keep]
+    df = df.drop(columns=drop)
+    notes: tuple[str, ...] = ()
+    if source is not None:
+        df = df.drop(columns=[c for c in df.columns if c not in schema.names])
+        if source.out_of_domain == "coerce":
+            df, notes = conform(df, schema)
+    schema.validate(df, where=f"{what} ({path})")
+    return coerce_dtypes(schema, df), notes
+
+
+def read_csv_file(path: Path, what: str) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DPArenaError(f"{what}: cannot read {path} as CSV ({exc})",
+                           "pass a comma-separated file with a header row") from None
 
 
 def _resolve(path: str) -> Path:

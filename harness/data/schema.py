@@ -9,6 +9,10 @@ Column kinds
   code i is ``[bins[i-1], bins[i])``, the last code is ``[bins[-1], max]``.
 - ``id``: the privacy unit's identifier (e.g. ``taxi_id``); integer in ``[min, max]``, never
   discretized and never part of a marginal.
+- ``datetime``: date/time strings at a ``resolution`` (:mod:`harness.data.datetimes`).
+
+``allow_missing: true`` (categorical, numeric, datetime) adds one last code, "missing": NaN or
+an empty cell encodes to it and it decodes back to NaN (a missing category / a missing bin).
 
 Validation messages name the column, the number of bad values and the allowed domain (from the
 schema, which is public), never a bad value nor a row number: those are private when the data
@@ -27,7 +31,7 @@ import pandas as pd
 
 from harness.errors import DPArenaError, SchemaError
 
-Kind = Literal["categorical", "numeric", "id"]
+Kind = Literal["categorical", "numeric", "id", "datetime"]
 _INTEGER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 #: Categorical domains with at most this many values (or integer runs) are listed in messages.
 _MAX_DOMAIN_ITEMS = 12
@@ -45,13 +49,23 @@ class Column:
     min: float | None = None
     max: float | None = None
     bins: tuple[float, ...] | None = None
+    allow_missing: bool = False
+    resolution: str | None = None
+    format: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("categorical", "numeric", "id"):
+        if self.kind not in ("categorical", "numeric", "id", "datetime"):
             raise DPArenaError(
                 f"column {self.name!r} has unknown kind {self.kind!r}",
-                "use one of: categorical, numeric, id",
+                "use one of: categorical, numeric, id, datetime",
             )
+        if not isinstance(self.allow_missing, bool) or (self.allow_missing and self.kind == "id"):
+            raise DPArenaError(f"column {self.name!r}: allow_missing must be true or false "
+                               "(and an id column cannot be missing)",
+                               "set allow_missing to true or false")
+        if self.kind == "datetime":
+            from harness.data.datetimes import check_datetime_column
+            check_datetime_column(self)
         if self.kind == "categorical" and not self.values:
             raise DPArenaError(f"categorical column {self.name!r} has no 'values'",
                                "list the column's values in the schema")
@@ -70,11 +84,19 @@ class Column:
 
     @property
     def size(self) -> int:
-        """Number of discrete codes (domain size) of a categorical or numeric column."""
+        """Number of discrete codes (domain size), the missing code included."""
+        return self.present_size + int(self.allow_missing)
+
+    @property
+    def present_size(self) -> int:
+        """Number of codes of present values (the missing code, if any, is ``present_size``)."""
         if self.kind == "categorical":
             return len(self.values)  # type: ignore[arg-type]
         if self.kind == "numeric":
             return len(self.cut_points) + 1
+        if self.kind == "datetime":
+            from harness.data.datetimes import datetime_size
+            return datetime_size(self)
         raise DPArenaError(f"id column {self.name!r} has no discrete domain")
 
     @property
@@ -104,11 +126,17 @@ class Column:
             out["max"] = _plain_number(self.max)
         if self.bins is not None:
             out["bins"] = [_plain_number(b) for b in self.bins]
+        if self.allow_missing:
+            out["allow_missing"] = True
+        for key in ("resolution", "format"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
     @classmethod
     def from_json(cls, name: str, spec: dict[str, Any]) -> "Column":
-        known = {"dtype", "kind", "values", "names", "min", "max", "bins"}
+        known = {"dtype", "kind", "values", "names", "min", "max", "bins", "allow_missing",
+                 "resolution", "format"}
         unknown = set(spec) - known
         if unknown:
             raise DPArenaError(f"schema entry {name!r} has unknown keys {sorted(unknown)}",
@@ -125,6 +153,9 @@ class Column:
             min=spec.get("min"),
             max=spec.get("max"),
             bins=tuple(spec["bins"]) if "bins" in spec else None,
+            allow_missing=spec.get("allow_missing", False),
+            resolution=spec.get("resolution"),
+            format=spec.get("format"),
         )
 
 
@@ -299,6 +330,14 @@ class Schema:
 
 def encode_column(col: Column, values: pd.Series) -> np.ndarray:
     """Codes of one column's values (raises if a value is outside the domain)."""
+    if col.allow_missing:
+        present = values.notna().to_numpy()
+        codes = np.full(len(values), col.present_size, dtype=np.int64)
+        codes[present] = encode_column(replace(col, allow_missing=False), values[present])
+        return codes
+    if col.kind == "datetime":
+        from harness.data.datetimes import datetime_codes
+        return datetime_codes(col, values)
     arr = values.to_numpy()
     if col.kind == "categorical":
         lookup = pd.Index(list(col.values))  # type: ignore[arg-type]
@@ -316,6 +355,11 @@ def decode_column(col: Column, codes: np.ndarray, rng: np.random.Generator,
                   reference: pd.Series | None = None) -> np.ndarray:
     """Schema values for codes of one column (see :meth:`Schema.decode`)."""
     codes = np.asarray(codes, dtype=np.int64)
+    if col.allow_missing:
+        return with_missing(col, codes, rng, reference)
+    if col.kind == "datetime":
+        from harness.data.datetimes import datetime_values
+        return datetime_values(col, codes)
     if col.kind == "categorical":
         return np.asarray(col.values, dtype=object if col.dtype == "str" else None)[codes]
     if col.kind != "numeric":
@@ -342,17 +386,33 @@ def decode_column(col: Column, codes: np.ndarray, rng: np.random.Generator,
     return out
 
 
+def with_missing(col: Column, codes: np.ndarray, rng: np.random.Generator,
+                 reference: pd.Series | None) -> np.ndarray:
+    """Decode a column with a missing code: that code becomes NaN, the others decode as in
+    the column without it (public reference values: their present ones)."""
+    missing = codes == col.present_size
+    base = replace(col, allow_missing=False)
+    ref = None if reference is None else reference.dropna()
+    present = decode_column(base, np.where(missing, 0, codes), rng, ref)
+    out = present.astype(float if col.kind == "numeric" else object)
+    out[missing] = np.nan
+    return out
+
+
 def _column_problems(col: Column, s: pd.Series) -> list[str]:
     """Problems of one column: each names the column, how many values are bad and the allowed
     domain, never a bad value nor a row (both private when the data is)."""
     out: list[str] = []
     allowed = domain_description(col)
     nan = s.isna()
-    if nan.any():
+    if nan.any() and not col.allow_missing:
         out.append(f"{col.name}: {int(nan.sum())} missing value(s) (NaN); allowed: {allowed}")
     vals = s[~nan]
     if not len(vals):
         return out
+    if col.kind == "datetime":
+        from harness.data.datetimes import datetime_problems
+        return out + datetime_problems(col, vals)
     numeric_col = col.kind in ("numeric", "id") or all(
         isinstance(v, (int, np.integer)) for v in (col.values or ())
     )
@@ -392,6 +452,9 @@ def domain_description(col: Column) -> str:
     """The allowed values of a column as the schema states them (public): ``[min, max]`` for
     numeric and id columns (``integers in [min, max]`` when integral); for categorical ones the
     values, with runs of consecutive integers written ``a..b``, or their number when long."""
+    if col.kind == "datetime":
+        return (f"dates ({col.format or 'ISO 8601'}) at resolution {col.resolution}"
+                + (f" in [{col.min}, {col.max}]" if col.min is not None else ""))
     if col.kind in ("numeric", "id"):
         bounds = f"[{_plain_number(col.min)}, {_plain_number(col.max)}]"
         return f"integers in {bounds}" if col.kind == "id" or col.is_integer else bounds
@@ -430,8 +493,13 @@ def coerce_dtypes(schema: Schema, df: pd.DataFrame) -> pd.DataFrame:
     """Cast a *valid* frame's columns to the schema's dtypes (lossless after validation)."""
     out = df[schema.names].copy()
     for col in schema.columns:
-        if col.kind == "numeric" and not col.is_integer:
+        if col.kind == "datetime":
+            continue
+        if (col.kind == "numeric" and not col.is_integer) or (
+                col.allow_missing and col.kind == "numeric"):
             out[col.name] = out[col.name].astype(float)
+        elif col.allow_missing:
+            continue
         elif col.is_integer or col.kind == "id":
             out[col.name] = out[col.name].astype(np.int64)
     return out

@@ -1,0 +1,157 @@
+"""``dp-arena-schema``: propose an editable ``parameters.json`` for a raw CSV.
+
+    dp-arena-schema DATA.csv --out parameters.json --public PUBLIC.csv     # from a public sample (free)
+    dp-arena-schema DATA.csv --out parameters.json --epsilon 0.1 [--delta 1e-6]   # DP proposal
+    dp-arena-schema DATA.csv --out parameters.json --from-private         # exact, labelled not DP
+
+One of the three sources is required (:mod:`harness.data.propose`); without one the command is
+refused with one message naming them. A DP proposal writes its ledger beside the schema
+(``parameters.ledger.json``); runs using the schema report that spend. Nothing is written
+unless the whole proposal succeeds. Then
+
+    dp-arena dataset=csv dataset.path=DATA.csv dataset.schema=parameters.json
+
+runs a competition on it. The report names columns and counts, never a private value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from harness.cli.exits import run_or_explain
+from harness.data.conform import proposal_block
+from harness.data.datasets import read_csv_file
+from harness.data.propose import Proposal, ProposalSettings, propose
+from harness.errors import ConfigError, DPArenaError
+
+NO_SOURCE = ("a schema proposal needs a source, and reading the private file is never silent",
+             "pass one of: --public FILE (a public sample: free), --epsilon E [--delta D] (a DP "
+             "proposal, charged to a ledger written beside the schema), or --from-private "
+             "(exact values from the private file: labelled 'schema from private data (not DP)' "
+             "on every run and board row)")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="dp-arena-schema",
+                                description="Propose a parameters.json for a raw CSV.")
+    p.add_argument("data", help="the private CSV the schema is for")
+    p.add_argument("--out", required=True, help="the parameters.json to write")
+    p.add_argument("--public", metavar="FILE", help="propose from this public sample (free)")
+    p.add_argument("--epsilon", type=float, help="propose from DATA under this epsilon")
+    p.add_argument("--delta", type=float, default=1e-6,
+                   help="delta of the DP proposal's thresholds (default 1e-6)")
+    p.add_argument("--from-private", action="store_true",
+                   help="read values and ranges exactly from DATA (not DP; labelled)")
+    p.add_argument("--bins", type=int, default=10, help="quantile bins per numeric column")
+    p.add_argument("--max-categories", type=int, default=100)
+    p.add_argument("--id-column", help="the person id column (user-level privacy)")
+    p.add_argument("--max-rows-per-person", type=int, default=1,
+                   help="rows kept per person with --id-column (the contribution bound)")
+    p.add_argument("--columns", help="comma-separated columns to describe (default: all)")
+    p.add_argument("--drop", help="comma-separated columns to leave out")
+    return p.parse_args(argv)
+
+
+def settings_of(args: argparse.Namespace) -> ProposalSettings:
+    chosen = [s for s, on in (("public", args.public is not None),
+                              ("dp", args.epsilon is not None),
+                              ("private", args.from_private)) if on]
+    if not chosen:
+        raise ConfigError(*NO_SOURCE)
+    if len(chosen) > 1:
+        raise ConfigError(f"choose one source, not {len(chosen)} ({', '.join(chosen)})",
+                          NO_SOURCE[1])
+    return ProposalSettings(chosen[0], epsilon=args.epsilon, delta=args.delta,  # type: ignore[arg-type]
+                            bins=args.bins, max_categories=args.max_categories,
+                            id_column=args.id_column,
+                            max_rows_per_person=args.max_rows_per_person)
+
+
+def selected(df: pd.DataFrame, args: argparse.Namespace, what: str) -> pd.DataFrame:
+    """The table's chosen columns (names only in messages)."""
+    keep = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    drop = [c.strip() for c in args.drop.split(",")] if args.drop else []
+    unknown = [c for c in (keep or []) + drop if c not in df.columns]
+    if unknown:
+        raise ConfigError(f"{what}: columns {unknown} not in its header",
+                          f"use names from: {[str(c) for c in df.columns][:30]}")
+    return (df[keep] if keep else df).drop(columns=drop)
+
+
+def write_proposal(proposal: Proposal, out: Path) -> list[Path]:
+    """Write the schema (with its ``proposal`` block) and, for DP, the ledger, atomically:
+    both files appear, or neither."""
+    ledger_path = out.with_name(out.stem + ".ledger.json")
+    params = proposal.schema.to_parameters()
+    params["proposal"] = proposal_block(proposal.source, proposal.spent(),
+                                        ledger_path.name if proposal.ledger else None)
+    if proposal.dropped:
+        params["proposal"]["dropped"] = list(proposal.dropped)
+    files = {out: json.dumps(params, indent=1)}
+    if proposal.ledger is not None:
+        files[ledger_path] = json.dumps(proposal.ledger, indent=1, default=str)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staged = []
+        for path, text in files.items():
+            fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{path.name}.")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            staged.append((Path(tmp), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except OSError as exc:
+        for tmp, _ in locals().get("staged", []):
+            tmp.unlink(missing_ok=True)
+        raise DPArenaError(f"cannot write {out} ({exc.strerror or exc})",
+                           "pass an --out path in a folder you can write to") from None
+    return list(files)
+
+
+def run(args: argparse.Namespace) -> None:
+    settings = settings_of(args)
+    data = Path(args.data).expanduser()
+    if not data.is_file():
+        raise DPArenaError(f"data file not found: {data}", "pass the path of the CSV")
+    private = selected(read_csv_file(data, "DATA"), args, "DATA")
+    if settings.source == "public":
+        public = Path(args.public).expanduser()
+        if not public.is_file():
+            raise DPArenaError(f"--public: file not found: {public}",
+                               "pass the path of a public sample CSV")
+        sample = selected(read_csv_file(public, "--public"), args, "--public")
+        missing = [str(c) for c in private.columns if c not in sample.columns]
+        if missing:
+            raise ConfigError(f"--public: the sample lacks columns {missing} of DATA",
+                              "use a public sample with the same header, or --drop them")
+        proposal = propose(sample[list(private.columns)], settings)
+    else:
+        proposal = propose(private, settings)
+    written = write_proposal(proposal, Path(args.out).expanduser())
+    eps, delta = proposal.spent()
+    cost = {"public": "from the public sample (no privacy cost)",
+            "dp": f"DP proposal: spent epsilon={eps:.6g}, delta={delta:.3g} (ledger: "
+                  f"{written[-1]})",
+            "private": "from the private file (not DP): runs using it are marked"}
+    print(f"proposed {len(proposal.schema.attributes)} column(s) {cost[proposal.source]}")
+    for line in proposal.report:
+        print(f"  {line}")
+    print(f"wrote {', '.join(map(str, written))} (edit freely)")
+    print(f"run: dp-arena dataset=csv dataset.path={data} dataset.schema={written[0]}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    return run_or_explain("dp-arena-schema", lambda: run(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
