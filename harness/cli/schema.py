@@ -75,10 +75,14 @@ def settings_of(args: argparse.Namespace) -> ProposalSettings:
                             max_rows_per_person=args.max_rows_per_person)
 
 
-def selected(df: pd.DataFrame, args: argparse.Namespace, what: str) -> pd.DataFrame:
-    """The table's chosen columns (names only in messages)."""
+def selected(df: pd.DataFrame, args: argparse.Namespace, what: str,
+             sample: bool = False) -> pd.DataFrame:
+    """The table's chosen columns (names only in messages); a public ``sample`` need not
+    have the columns dropped from DATA."""
     keep = [c.strip() for c in args.columns.split(",")] if args.columns else None
     drop = [c.strip() for c in args.drop.split(",")] if args.drop else []
+    if sample:
+        drop = [c for c in drop if c in df.columns]
     unknown = [c for c in (keep or []) + drop if c not in df.columns]
     if unknown:
         raise ConfigError(f"{what}: columns {unknown} not in its header",
@@ -127,7 +131,7 @@ def run(args: argparse.Namespace) -> None:
         if not public.is_file():
             raise DPArenaError(f"--public: file not found: {public}",
                                "pass the path of a public sample CSV")
-        sample = selected(read_csv_file(public, "--public"), args, "--public")
+        sample = selected(read_csv_file(public, "--public"), args, "--public", sample=True)
         missing = [str(c) for c in private.columns if c not in sample.columns]
         if missing:
             raise ConfigError(f"--public: the sample lacks columns {missing} of DATA",

@@ -137,3 +137,29 @@ def proposal_block(source: str, spent: tuple[float, float], ledger: str | None) 
     return block
 
 
+
+
+def schema_tags(source: SchemaSource | None) -> dict[str, str]:
+    """Run tags saying where the schema came from and which epsilon the run reports."""
+    if source is None:
+        return {}
+    tags = {"schema_source": source.source}
+    if source.source == "dp":
+        tags["epsilon_reported"] = (
+            f"epsilon_spent: the mechanism's; schema_epsilon={source.epsilon:.6g}, "
+            f"schema_delta={source.delta:.3g}: the schema proposal's; epsilon_total, "
+            "delta_total: both added (basic sequential composition)")
+    elif source.source == "private":
+        tags["schema_note"] = PRIVATE_NOTE
+        tags["epsilon_reported"] = ("epsilon_spent: the mechanism's only; the schema was read "
+                                    "from the private data (epsilon_total = inf)")
+    return tags
+
+
+def schema_numbers(source: SchemaSource | None, epsilon: float,
+                   delta: float) -> dict[str, float]:
+    """The schema's spend and the run's total (schema + mechanism, basic composition)."""
+    if source is None or source.source == "public":
+        return {}
+    return {"schema_epsilon": source.epsilon, "schema_delta": source.delta,
+            "epsilon_total": epsilon + source.epsilon, "delta_total": delta + source.delta}

@@ -72,16 +72,21 @@ VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("privacy_unit", "
 MARK_REPLAYABLE = "replayable (not DP to key holders)"
 MARK_LARGE_DELTA = "large delta (delta >= 1/n allowed)"
 MARK_PRIVATE_TABLES = "private tables logged"
+MARK_SCHEMA_PRIVATE = "schema from private data (not DP)"
 MARK_LEGEND = (
     (MARK_REPLAYABLE, ("noise derived from the local secret key: reproducible, but not a DP "
                        "release to anyone who holds the key; never ranked")),
     (MARK_LARGE_DELTA, ("run with delta >= 1/(number of persons) by explicit opt-in: a weak "
                         "guarantee; never ranked")),
     (MARK_PRIVATE_TABLES, ("the run logged tables computed on the private data (opt-in); its "
-                           "synthetic data is still ranked")))
+                           "synthetic data is still ranked")),
+    (MARK_SCHEMA_PRIVATE, ("the schema's values and ranges were read from the private file "
+                           "(dp-arena-schema --from-private): the release is not DP as a "
+                           "whole (epsilon_total = inf)")))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse")
-SHOWN_EXTRAS = ("epsilon_spent", "seconds", "peak_memory_mb", "n_synthetic_rows")
+SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
+                "n_synthetic_rows")
 ALPHA = 0.05
 REFERENCE_NOTES = {"ceiling": " (non-private ceiling)", "public": " (public data only)",
                    "floor": " (floor)"}
@@ -124,6 +129,7 @@ def run_row(r) -> dict[str, Any]:
         "reference": tags.get("reference", ""), "run_key": tags.get("run_key", r.info.run_id),
         "failure_reason": tags.get("failure_reason", ""),
         "tuning_chosen": tags.get("tuning_chosen", ""),
+        "schema_source": tags.get("schema_source", ""),
         **{col: tags.get(col, default) for col, default in TAG_DEFAULTS
            if col not in ("tuning", "private", "reference", "failure_reason", "tuning_chosen")},
         **{METRIC_KEY_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
@@ -359,7 +365,9 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
     row: dict[str, Any] = {
         **ident, "kind": kind,
         "marks": "; ".join(row_marks(ident["noise"], ident["large_delta"],
-                                     ident["private_tables"])),
+                                     ident["private_tables"])
+                           + ([MARK_SCHEMA_PRIVATE] if "schema_source" in group
+                              and (group["schema_source"] == "private").any() else [])),
         "ranked": rankable(kind, ident["noise"], ident["large_delta"]),
         "reference": group["reference"].iloc[0],
         "chosen": "; ".join(sorted(set(group["tuning_chosen"]) - {""})),

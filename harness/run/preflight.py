@@ -27,6 +27,7 @@ from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric
 
 from harness.data.datasets import Dataset, load_dataset
+from harness.data.guards import dataset_warnings
 from harness.errors import ConfigError, DPArenaError, NotApplicable
 from harness.run.config import RunConfig, build_components, label_preset, parse_run_config
 from harness.run.tuning import public_view
@@ -153,6 +154,8 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
             jobs.append(JobPlan(index, "invalid", label, f"{type(exc).__name__}: {exc}"))
             continue
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
+        for warning in dataset_warnings(data):  # once per sweep (a dict key), not per job
+            notes[f"warning: {warning}"] = 1
         preset = label_preset(rc.preset, rc.accountant)
         who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"
         for note in mechanism.notes(checked.view):  # once per job here, never in the run

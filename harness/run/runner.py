@@ -47,6 +47,7 @@ import pandas as pd
 from mechanisms import Mechanism, hyperparameter_label, make_mechanism
 from metrics import Metric, MetricResult
 
+from harness.data.conform import schema_numbers, schema_tags
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
 from harness.run.config import (RunConfig, build_components, label_preset, parse_run_config,
@@ -324,6 +325,7 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         "seconds": fit.seconds, "score_seconds": scoring.seconds,
         "peak_memory_mb": max(fit.peak_mb, scoring.peak_mb), "fit_memory_mb": fit.extra_mb,
         "epsilon_spent": eps_spent, "delta_spent": delta_spent,
+        **schema_numbers(data.schema_source, eps_spent, delta_spent),
     }
     log_synthetic = not private_output_reason(mechanism, data) or rc.log_private_synthetic
     if log_synthetic:
@@ -413,6 +415,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
     elif mechanism.reference == "floor" and private_output_reason(mechanism, data):
         tags["non_private_note"] = "row count read from the private data (no public part)"
+    tags.update(schema_tags(data.schema_source))
     return tags
 
 

@@ -1,0 +1,73 @@
+"""Warnings about a dataset, said once per sweep before it starts (warnings, not refusals).
+
+- **few persons**: fewer than :data:`MIN_PERSONS` persons: at any useful epsilon the noise
+  swamps every statistic, so the ranks say little;
+- **huge domain**: a column whose every 2-way marginal exceeds :data:`MAX_PAIR_CELLS` cells
+  (adaptive_grid's default ``max_cells``; AIM and MST size their marginals against similar
+  memory caps), so the mechanisms' caps trim its marginals away;
+- **one bin**: a numeric column that puts more than :data:`ONE_BIN_SHARE` of the rows in one
+  bin: its marginals are nearly constant and say little (e.g. equal-width bins over a range
+  stretched by outliers).
+
+The size and one-bin checks read the private data and tell the operator's console one bit
+each (as ``check_delta`` does); the messages name the column and the fix, never a count of
+private rows or a value. The domain check uses the schema only (public).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.data.datasets import Dataset
+from harness.data.schema import encode_column
+
+MIN_PERSONS = 100
+MAX_PAIR_CELLS = 10_000
+ONE_BIN_SHARE = 0.9
+
+
+def persons(data: Dataset) -> int:
+    if data.unit == "user" and data.id_column:
+        return int(data.private[data.id_column].nunique())
+    return len(data.private)
+
+
+def few_persons(data: Dataset) -> list[str]:
+    if persons(data) >= MIN_PERSONS:
+        return []
+    return [f"dataset {data.name!r} has fewer than {MIN_PERSONS} persons: DP noise will swamp "
+            "its statistics and the ranks mean little (fix: use more data, or read the board "
+            "as a smoke test only)"]
+
+
+def huge_domains(data: Dataset) -> list[str]:
+    domain = data.schema.domain()
+    out = []
+    for name, size in domain.items():
+        others = [s for n, s in domain.items() if n != name]
+        # the column is the cause when it alone is past sqrt(cap) (not its small partners)
+        if others and size * min(others) > MAX_PAIR_CELLS and size ** 2 > MAX_PAIR_CELLS:
+            out.append(f"column {name!r} has {size:,} codes: every 2-way marginal with it "
+                       f"exceeds {MAX_PAIR_CELLS:,} cells, so the mechanisms' memory caps trim "
+                       "it (fix: coarsen it: fewer values or bins, a coarser datetime "
+                       f"resolution, or dataset.drop=[{name}])")
+    return out
+
+
+def one_bin_columns(data: Dataset) -> list[str]:
+    out = []
+    for col in data.schema.columns:
+        if col.kind != "numeric" or not len(data.private):
+            continue
+        codes = encode_column(col, data.private[col.name])
+        if np.bincount(codes).max() > ONE_BIN_SHARE * len(codes):
+            out.append(f"numeric column {col.name!r} puts more than {ONE_BIN_SHARE:.0%} of the "
+                       "rows in one bin, so its marginals say little (fix: quantile bin edges: "
+                       "dp-arena-schema --public FILE or --epsilon E proposes them; or edit its "
+                       "'bins' in the schema)")
+    return out
+
+
+def dataset_warnings(data: Dataset) -> list[str]:
+    """Every warning for ``data`` (module docstring), then what loading changed."""
+    return [*few_persons(data), *huge_domains(data), *one_bin_columns(data), *data.notes]
