@@ -23,6 +23,7 @@ import numpy as np
 
 from harness.data.datasets import load_taxi_sim
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism, mechanism_conf
 from metrics.challenge import score_challenge
 
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
                 mech = make_mechanism(name, params[name])
                 ledger = Ledger(budget, args.accountant, unit=data.ledger_unit)
                 started = time.perf_counter()
-                out = mech.fit_sample(data, budget, ledger, np.random.default_rng([0, trial]))
+                out = mech.fit_sample(data, budget, Releaser(ledger), np.random.default_rng([0, trial]))
                 seconds = time.perf_counter() - started
                 data.schema.validate(out, where=f"{name} output")
                 scores = score_challenge(data.private, out)

@@ -25,6 +25,7 @@ import pandas as pd
 from harness.data.datasets import load_taxi_sim
 from harness.privacy.accounting import Budget, Ledger
 from harness.data.sprint3 import DELTA
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism
 from mechanisms.archetype import fit_public_archetypes, sample_trips
 from mechanisms.conditional_fill import (conform_to_schema, enforce_shift_times,
@@ -50,7 +51,7 @@ def compare(n_trips: int, trials: int) -> pd.DataFrame:
                 ledger = Ledger(budget, "gdp", unit=data.ledger_unit)
                 started = time.perf_counter()
                 out = make_mechanism(name, params).fit_sample(
-                    data, budget, ledger, np.random.default_rng([0, trial]))
+                    data, budget, Releaser(ledger), np.random.default_rng([0, trial]))
                 seconds = time.perf_counter() - started
                 problems = data.schema.problems(out)
                 assert not problems, problems

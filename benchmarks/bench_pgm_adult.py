@@ -22,6 +22,7 @@ import numpy as np
 
 from harness.data.datasets import load_shared_dataset
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism, mechanism_conf
 from metrics.kmarginal import KMarginal
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in range(args.seeds):
             ledger = Ledger(budget, args.accountant)
             started = time.perf_counter()
-            out = make_mechanism(name, params).fit_sample(data, budget, ledger,
+            out = make_mechanism(name, params).fit_sample(data, budget, Releaser(ledger),
                                                           np.random.default_rng(seed))
             secs.append(time.perf_counter() - started)
             result = metric.score(data, out)

@@ -36,6 +36,7 @@ import yaml
 
 from harness.data.datasets import load_shared_dataset
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import Releaser
 from harness.run.resources import ResourceMonitor
 from harness.data.sequences import site_columns
 from mechanisms import make_mechanism
@@ -76,7 +77,7 @@ def run(data, eps_list: list[float], trials: int, params: dict, metrics: dict) -
                 ledger = Ledger(budget, unit=data.ledger_unit)
                 with ResourceMonitor() as fit:
                     out = make_mechanism(name, dict(settings)).fit_sample(
-                        data, budget, ledger, np.random.default_rng([0, trial]))
+                        data, budget, Releaser(ledger), np.random.default_rng([0, trial]))
                 problems = data.schema.problems(out)
                 assert not problems, problems
                 rows.append({"epsilon": eps, "mechanism": label, "trial": trial,

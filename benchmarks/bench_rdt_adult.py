@@ -33,6 +33,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset, load_shared_dataset
 from harness.privacy.accounting import Budget, Ledger, laplace_scale
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism
 from metrics.duke_utility import DukeUtility, label_accuracy
 
@@ -40,7 +41,7 @@ PRIVATE = ("sex", "race")
 SHOWN = ("logreg_coef_corr", "joint_prop_corr", "assoc_slope_corr", "assoc_slope_fit")
 
 
-def noisy_marginal_baseline(data: Dataset, budget: Budget, ledger: Ledger,
+def noisy_marginal_baseline(data: Dataset, budget: Budget, release: Releaser,
                             rng: np.random.Generator) -> pd.DataFrame:
     """The public targets with each private attribute drawn from its noisy marginal."""
     out = data.public.reset_index(drop=True).copy()  # type: ignore[union-attr]
@@ -49,8 +50,7 @@ def noisy_marginal_baseline(data: Dataset, budget: Budget, ledger: Ledger,
     for attr in PRIVATE:
         col = data.schema[attr]
         counts = np.bincount(data.private[attr].to_numpy(), minlength=col.size).astype(float)
-        ledger.charge(f"marginal {attr}", "laplace", 1.0, scale)
-        p = np.clip(counts + rng.laplace(0.0, scale, col.size), 0.0, None)
+        p = np.clip(release.laplace(f"marginal {attr}", counts, 1.0, scale), 0.0, None)
         p = p / p.sum() if p.sum() > 0 else np.full(col.size, 1.0 / col.size)
         out[attr] = np.asarray(col.values)[rng.choice(col.size, size=len(out), p=p)]
     return out
@@ -69,9 +69,9 @@ def run(data: Dataset, variants: dict[str, dict], eps_list: list[float],
                 rng = np.random.default_rng([0, trial])
                 started = time.perf_counter()
                 if params is None:
-                    synthetic = noisy_marginal_baseline(data, budget, ledger, rng)
+                    synthetic = noisy_marginal_baseline(data, budget, Releaser(ledger), rng)
                 else:
-                    synthetic = make_mechanism("rdt", params).fit_sample(data, budget, ledger, rng)
+                    synthetic = make_mechanism("rdt", params).fit_sample(data, budget, Releaser(ledger), rng)
                 fit_seconds = time.perf_counter() - started
                 scores = metric.score(data, synthetic).scores
                 row = {"epsilon": eps, "mechanism": label, "trial": trial,

@@ -91,7 +91,7 @@ def one_run(data: Dataset, params: dict | None, eps: float, trial: int,
     release = Releaser(ledger, NumpySampler(np.random.default_rng([1, trial])))
     rng = np.random.default_rng([0, trial])
     if params is None:
-        out = noisy_marginal_baseline(data, budget, ledger, rng)
+        out = noisy_marginal_baseline(data, budget, release, rng)
     else:
         out = make_mechanism("rdt", params).fit_sample(data, budget, release, rng)
     scores = metric.score(data, out).scores

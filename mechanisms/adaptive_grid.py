@@ -91,6 +91,7 @@ post-processing of noisy answers and public data: they spend no budget.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import time
@@ -102,7 +103,8 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger, gaussian_sigma
+from harness.privacy.accounting import Budget, gaussian_sigma
+from harness.privacy.release import Releaser
 
 from . import pgm
 from .base import Mechanism, assign_ids
@@ -308,6 +310,15 @@ class GridQuery:
                                      shape=(parent.n_cells, n))
             blocks.append(self.coef * (parent.matrix() @ marg))
         return sparse.vstack(blocks).tocsr()
+
+
+def query_key(query: GridQuery) -> str:
+    """A name for a grid query that equal queries share (its identity cells, the rest mask
+    and its parents', recursively): the audit pairs releases of the same query by it."""
+    digest = hashlib.sha1(np.asarray(query.ident).tobytes() + np.asarray(query.rest).tobytes())
+    for axis, parent in query.parents:
+        digest.update(f"{axis}:{query_key(parent)}".encode())
+    return digest.hexdigest()[:12]
 
 
 def fold_measurements(measurements: list[pgm.Measurement]) -> list[pgm.Measurement]:
@@ -521,7 +532,7 @@ class AdaptiveGrid(Mechanism):
                               self.person_count_share)
 
     # ----- the run --------------------------------------------------------------------
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         pgm.require_delta("adaptive_grid", budget, "2.5e-5, the challenge's delta")
         schema = data.schema
@@ -531,16 +542,17 @@ class AdaptiveGrid(Mechanism):
         model_attrs = [a for a in schema.attributes if a not in derived]
         model_domain = {a: domain[a] for a in model_attrs}
         codes = schema.encode(data.private)
-        C, sigma, _ = self.calibrate(data, budget, ledger.accountant)
+        C, sigma, _ = self.calibrate(data, budget, release.accountant)
         weights = None
         if data.unit == "user":
             weights = pgm.contribution_weights(data.private, str(data.id_column), C)
         clock = {"start": time.time()}
-        measurements = self.measure(codes, model_domain, cliques, weights, C, sigma, ledger, rng)
+        measurements = self.measure(codes, model_domain, cliques, weights, C, sigma, release)
         people = None
         if self.counts_persons(data):
             people = noisy_person_count(
-                data, self.person_count_sigma(budget, ledger.accountant), ledger, rng)
+                data, self.person_count_sigma(budget, release.accountant), release)
+        release.done()
         clock["measure"] = time.time()
         measurements = fold_measurements(measurements)
         total = pgm.initial_total(measurements, model_domain)
@@ -568,8 +580,8 @@ class AdaptiveGrid(Mechanism):
 
     def measure(self, codes: pd.DataFrame, domain: dict[str, int],
                 cliques: list[tuple[str, ...]], weights: np.ndarray | None, C: float,
-                sigma: float, ledger: Ledger, rng: np.random.Generator) -> list[pgm.Measurement]:
-        """The rounds k = 1.. of adaptive measurements (each charged to the ledger)."""
+                sigma: float, release: Releaser) -> list[pgm.Measurement]:
+        """The rounds k = 1.. of adaptive measurements (each one Gaussian release)."""
         queries: dict[tuple[str, ...], GridQuery] = {}
         plausible: dict[tuple[str, ...], np.ndarray] = {}
         measurements: list[pgm.Measurement] = []
@@ -579,12 +591,13 @@ class AdaptiveGrid(Mechanism):
                 query = queries.get(cl) or self.grid_query(cl, domain, queries, plausible)
                 queries[cl] = query
                 x = pgm.histogram(codes, cl, domain, weights)
-                ledger.charge(f"k={k} marginal {' x '.join(cl)}" + (
-                    f" (copy {len(estimates.get(cl, [])) + 1})" if cl in estimates else ""),
-                    "gaussian", C, sigma,
+                y = release.gaussian(
+                    f"k={k} marginal {' x '.join(cl)}" + (
+                        f" (copy {len(estimates.get(cl, [])) + 1})" if cl in estimates else ""),
+                    query.apply(x), C, sigma,
+                    query=f"grid marginal {' x '.join(cl)} {query_key(query)}",
                     note=f"{query.n_rows} rows ({len(query.ident)} identity) over "
                          f"{query.n_cells} cells")
-                y = pgm.gaussian_release(query.apply(x), sigma, rng)
                 est = np.zeros(query.n_cells)
                 est[query.ident] = y[:len(query.ident)]
                 estimates.setdefault(cl, []).append(est)

@@ -88,9 +88,9 @@ from harness.privacy.accounting import (
     CALIBRATION_HEADROOM,
     Budget,
     Charge,
-    Ledger,
     zcdp_rho,
 )
+from harness.privacy.release import Releaser
 
 from . import pgm
 from .base import Mechanism, finish
@@ -203,7 +203,7 @@ class AIM(Mechanism):
         dropped = self.trimmed_candidates(domain, work)[1]
         return tuple(n for n in (trimmed, dropped) if n)
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         pgm.require_delta("aim", budget)
         start = time.time()
@@ -232,10 +232,10 @@ class AIM(Mechanism):
 
         measurements = []
         for a in attrs:
-            rho_used += ledger.charge(f"1-way marginal {a}", "gaussian", b, sigma,
-                                      note=f"{domain[a]} cells").rho
-            measurements.append(pgm.Measurement((a,), pgm.gaussian_release(
-                answers[(a,)], sigma, rng), sigma))
+            measurements.append(pgm.Measurement((a,), release.gaussian(
+                f"1-way marginal {a}", answers[(a,)], b, sigma, query=f"marginal {a}",
+                note=f"{domain[a]} cells"), sigma))
+            rho_used += release.ledger.charges[-1].rho
         total = pgm.initial_total(measurements, domain)
         model = pgm.estimate(domain, measurements, self.iters, total, tol=self.tol)
         marginals = pgm.TreeMarginals(model)
@@ -255,14 +255,14 @@ class AIM(Mechanism):
             scores = np.array([weights[cl] * (np.abs(answers[cl] - marginals.marginal(cl)).sum()
                                               - _BIAS * sigma * cells[cl]) for cl in candidates])
             sens = b * max(weights[cl] for cl in candidates)
-            pick = candidates[pgm.exponential_mechanism(scores, eps, sens, rng)]
-            rho_used += ledger.charge(f"round {t}: select", "exponential", sens, 2 * sens / eps,
-                                      note=f"{len(candidates)} candidates, size limit "
-                                           f"{limit:.3g} MB").rho
-            rho_used += ledger.charge(f"round {t}: measure {' x '.join(pick)}", "gaussian", b,
-                                      sigma, note=f"{cells[pick]} cells").rho
-            measurements.append(pgm.Measurement(pick, pgm.gaussian_release(
-                answers[pick], sigma, rng), sigma))
+            pick = candidates[release.exponential(
+                f"round {t}: select", scores, sens, eps,
+                note=f"{len(candidates)} candidates, size limit {limit:.3g} MB")]
+            rho_used += release.ledger.charges[-1].rho
+            measurements.append(pgm.Measurement(pick, release.gaussian(
+                f"round {t}: measure {' x '.join(pick)}", answers[pick], b, sigma,
+                query=f"marginal {' x '.join(pick)}", note=f"{cells[pick]} cells"), sigma))
+            rho_used += release.ledger.charges[-1].rho
             before = marginals.marginal(pick)
             total = pgm.initial_total(measurements, domain)
             if last:
@@ -275,6 +275,7 @@ class AIM(Mechanism):
                       pick, len(candidates), sigma, used_fraction([]), time.time() - start)
             if moved <= _BIAS * sigma * cells[pick]:
                 sigma, eps = sigma / 2, eps * 2
+        release.done()
 
         model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=model,
                              tol=self.tol)

@@ -84,7 +84,8 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError, NotApplicable
-from harness.privacy.accounting import Budget, Ledger, gaussian_sigma
+from harness.privacy.accounting import Budget, gaussian_sigma
+from harness.privacy.release import Releaser
 from harness.data.schema import Schema, encode_column
 
 from .base import Mechanism
@@ -358,7 +359,7 @@ class Archetype(Mechanism):
     name: ClassVar[str] = "archetype"
     units: ClassVar[tuple[str, ...]] = ("user",)
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         self._check(data, budget)
         schema, id_column = data.schema, data.id_column
@@ -370,17 +371,17 @@ class Archetype(Mechanism):
             self.gmm_fit_rows)
         fill = fit_conditionals(data.public, sprint3_fill_steps(), self.min_count)
         # Step 1: the two private releases.
-        sigma_a, sigma_c = split_sigmas(budget, ledger.accountant, self.split)
+        sigma_a, sigma_c = split_sigmas(budget, release.accountant, self.split)
         tie_seed = int(rng.integers(2**63 - 1))  # data-independent
         hist_a, hist_c = private_histograms(data.private, model, id_column, schema, tie_seed)
-        ledger.charge("taxis per archetype", "gaussian", 1.0, sigma_a,
-                      note=f"{self.k} bins, share {self.split:g} of the Gaussian budget")
-        noisy_a = np.clip(hist_a + rng.normal(0.0, sigma_a, len(hist_a)), 0, None)
-        del hist_a
-        ledger.charge("taxis per modal company", "gaussian", 1.0, sigma_c,
-                      note=f"{len(hist_c)} bins, share {1 - self.split:g} of the Gaussian budget")
-        noisy_c = np.clip(hist_c + rng.normal(0.0, sigma_c, len(hist_c)), 0, None)
-        del hist_c
+        noisy_a = np.clip(release.gaussian(
+            "taxis per archetype", hist_a, 1.0, sigma_a,
+            note=f"{self.k} bins, share {self.split:g} of the Gaussian budget"), 0, None)
+        noisy_c = np.clip(release.gaussian(
+            "taxis per modal company", hist_c, 1.0, sigma_c,
+            note=f"{len(hist_c)} bins, share {1 - self.split:g} of the Gaussian budget"), 0, None)
+        del hist_a, hist_c
+        release.done()
         # Step 2: post-processing of noisy_a, noisy_c and public data.
         cap = run_cap(data, budget.epsilon, self.max_rows)
         trips = sample_trips(model, schema, id_column, noisy_a, noisy_c, cap,

@@ -2,7 +2,10 @@
 
 A mechanism is a dataclass whose fields are its hyperparameters (set from
 ``conf/mechanism/NAME.yaml`` and sweepable as ``mechanism.FIELD=...``). The runner calls
-``fit_sample(data, budget, ledger, rng)``; every noisy release goes through ``ledger.charge``.
+``fit_sample(data, budget, release, rng)``: every privacy-relevant random draw goes through
+``release`` (:class:`harness.privacy.release.Releaser`: it charges the run's ledger and draws the
+noise in one call), and the mechanism calls ``release.done()`` after its last noisy release.
+``rng`` is for post-processing only (clipping order, sampling from a released model, ids).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError, NotApplicable
-from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.accounting import Budget
+from harness.privacy.release import Releaser
 
 #: Non-private reference points: ``ceiling`` (reads private data, epsilon = inf),
 #: ``public`` (public data only, epsilon = 0), ``floor`` (no data, epsilon = 0).
@@ -35,7 +39,7 @@ class Mechanism(ABC):
     units: ClassVar[tuple[str, ...]] = ("record", "user")
 
     @abstractmethod
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         """Return a synthetic table in ``data.schema`` (all columns, including the id column)."""
 

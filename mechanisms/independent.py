@@ -34,7 +34,8 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger, gaussian_sigma, laplace_scale
+from harness.privacy.accounting import Budget, gaussian_sigma, laplace_scale
+from harness.privacy.release import Releaser
 
 from .base import Mechanism, bounded_private, contribution_bound, finish
 from .row_count import bounded_row_count
@@ -46,14 +47,15 @@ class Independent(Mechanism):
     noise: Literal["auto", "gaussian", "laplace"] = "auto"
     name: ClassVar[str] = "independent"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         schema = data.schema
         bound = contribution_bound(data, self.max_contrib)
         private = bounded_private(data, bound, rng)
         codes = schema.encode(private)
         noisy = measure_one_way(codes, schema.domain(), bound, self._noise_kind(budget),
-                                budget, ledger, rng)
+                                budget, release)
+        release.done()
         n_rows = bounded_row_count(float(np.mean([h.sum() for h in noisy.values()])), data,
                                    budget.epsilon)
         return sample_independent(noisy, n_rows, data, rng)
@@ -71,21 +73,19 @@ class Independent(Mechanism):
 
 
 def measure_one_way(codes: pd.DataFrame, domain: dict[str, int], sensitivity: float,
-                    kind: str, budget: Budget, ledger: Ledger,
-                    rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Noisy histogram of every column of ``codes``, each charged to ``ledger``."""
+                    kind: str, budget: Budget, release: Releaser) -> dict[str, np.ndarray]:
+    """Noisy histogram of every column of ``codes``, each one release (Gaussian or Laplace)."""
     d = len(domain)
     if kind == "gaussian":
-        scale = gaussian_sigma(d, sensitivity, budget, ledger.accountant)
+        scale = gaussian_sigma(d, sensitivity, budget, release.accountant)
     else:
         scale = laplace_scale(budget.epsilon / d, sensitivity)
     noisy = {}
     for col, size in domain.items():
         counts = np.bincount(codes[col].to_numpy(), minlength=size).astype(float)
-        ledger.charge(f"1-way marginal {col}", kind, sensitivity, scale,  # type: ignore[arg-type]
-                      note=f"{size} bins")
-        noise = rng.normal(0, scale, size) if kind == "gaussian" else rng.laplace(0, scale, size)
-        noisy[col] = counts + noise
+        draw = release.gaussian if kind == "gaussian" else release.laplace
+        noisy[col] = draw(f"1-way marginal {col}", counts, sensitivity, scale,
+                          query=f"marginal {col}", note=f"{size} bins")
     return noisy
 
 

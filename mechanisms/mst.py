@@ -66,7 +66,8 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Charge, Ledger
+from harness.privacy.accounting import Budget, Charge
+from harness.privacy.release import Releaser
 
 from . import pgm
 from .base import Mechanism, finish
@@ -109,7 +110,7 @@ class MST(Mechanism):
                 pgm.exponential_charge("select", b, math.sqrt(8 * (s / 3) / (d - 1)), d - 1),
                 pgm.gaussian_charge("2-way", b, b * math.sqrt(3 * (d - 1) / (2 * s)), d - 1)]
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         pgm.require_delta("mst", budget)
         schema = data.schema
@@ -117,16 +118,16 @@ class MST(Mechanism):
         domain = schema.domain()
         attrs = list(domain)
         d = len(attrs)
-        s = pgm.solve_scale(lambda x: self.plan(x, d, b), budget, ledger.accountant)
+        s = pgm.solve_scale(lambda x: self.plan(x, d, b), budget, release.accountant)
         charges = self.plan(s, d, b)
 
         # 1. one-way marginals
         sigma1 = charges[0].scale
         one_way = []
         for a in attrs:
-            ledger.charge(f"1-way marginal {a}", "gaussian", b, sigma1, note=f"{domain[a]} cells")
-            one_way.append(pgm.Measurement((a,), pgm.gaussian_release(
-                pgm.histogram(codes, (a,), domain), sigma1, rng), sigma1))
+            one_way.append(pgm.Measurement((a,), release.gaussian(
+                f"1-way marginal {a}", pgm.histogram(codes, (a,), domain), b, sigma1,
+                query=f"marginal {a}", note=f"{domain[a]} cells"), sigma1))
 
         # 2. domain compression (post-processing of the noisy one-way marginals)
         kept = {m.clique[0]: (m.y >= 3 * sigma1 if self.compress else np.ones(m.y.size, bool))
@@ -143,13 +144,14 @@ class MST(Mechanism):
             model = pgm.estimate(small_domain, measurements, self.select_iters, total,
                                  tol=self.tol)
             edges = self._select(small, small_domain, pgm.TreeMarginals(model), eps_sel, b,
-                                 ledger, rng, self.max_cells)
+                                 release, self.max_cells)
             sigma2 = charges[2].scale
             for edge in edges:
-                ledger.charge(f"2-way marginal {' x '.join(edge)}", "gaussian", b, sigma2,
-                              note=f"{small_domain[edge[0]] * small_domain[edge[1]]} cells")
-                measurements.append(pgm.Measurement(edge, pgm.gaussian_release(
-                    pgm.histogram(small, edge, small_domain), sigma2, rng), sigma2))
+                measurements.append(pgm.Measurement(edge, release.gaussian(
+                    f"2-way marginal {' x '.join(edge)}", pgm.histogram(small, edge, small_domain),
+                    b, sigma2, query=f"marginal {' x '.join(edge)} kept {_kept_key(kept, edge)}",
+                    note=f"{small_domain[edge[0]] * small_domain[edge[1]]} cells"), sigma2))
+        release.done()
 
         # 4. estimate, count, sample, decode
         total = pgm.initial_total(measurements, small_domain)
@@ -165,7 +167,7 @@ class MST(Mechanism):
 
     @staticmethod
     def _select(codes: pd.DataFrame, domain: dict[str, int], model: pgm.TreeMarginals,
-                eps_sel: float, b: float, ledger: Ledger, rng: np.random.Generator,
+                eps_sel: float, b: float, release: Releaser,
                 max_cells: int | None = None) -> list[tuple[str, str]]:
         attrs = list(domain)
         pairs = [p for p in itertools.combinations(attrs, 2)
@@ -189,13 +191,18 @@ class MST(Mechanism):
                             "made (budget left unspent)", max_cells, len(attrs) - i,
                             len(attrs) - 1 - i)
                 break
-            pick = candidates[pgm.exponential_mechanism(
-                np.array([score[p] for p in candidates]), eps_sel, b, rng)]
-            ledger.charge(f"select 2-way marginal #{i + 1}", "exponential", b, 2 * b / eps_sel,
-                          note=f"{len(candidates)} candidates, L1-error score")
+            pick = candidates[release.exponential(
+                f"select 2-way marginal #{i + 1}", [score[p] for p in candidates], b, eps_sel,
+                note=f"{len(candidates)} candidates, L1-error score")]
             comp[find(pick[0])] = find(pick[1])
             edges.append(pick)
         return edges
+
+
+def _kept_key(kept: dict[str, np.ndarray], edge: tuple[str, str]) -> str:
+    """Which values of each attribute of ``edge`` survived compression (the compressed
+    marginal's query depends on it; a function of the noisy 1-way marginals)."""
+    return "; ".join(",".join(map(str, np.flatnonzero(kept[a]))) for a in edge)
 
 
 def _compression_map(kept: np.ndarray) -> np.ndarray:

@@ -34,22 +34,21 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.privacy.accounting import Ledger
+from harness.privacy.release import Releaser
 
 from .base import assign_ids, fresh_ids
 
 
-def noisy_person_count(data: Dataset, sigma: float, ledger: Ledger,
-                       rng: np.random.Generator) -> float:
-    """The number of distinct persons in ``data.private`` plus ``N(0, sigma^2)``, charged to
-    ``ledger`` as a Gaussian release of L2 sensitivity 1 (one person changes the count by 1)."""
+def noisy_person_count(data: Dataset, sigma: float, release: Releaser) -> float:
+    """The number of distinct persons in ``data.private`` plus ``N(0, sigma^2)``: one Gaussian
+    release of L2 sensitivity 1 (one person changes the count by 1)."""
     if data.unit != "user" or data.id_column is None:
         raise ConfigError("a person count needs user-level data with an id column",
                           "use it only when the dataset's unit is user")
-    ledger.charge("person count", "gaussian", 1.0, sigma,
-                  note="distinct persons; sensitivity 1 under adding or removing one person")
     true_count = data.private[data.id_column].nunique()
-    return float(true_count + rng.normal(0.0, sigma))
+    return float(release.gaussian(
+        "person count", [true_count], 1.0, sigma, query="person count",
+        note="distinct persons; sensitivity 1 under adding or removing one person")[0])
 
 
 def apportion(weights: np.ndarray, total: int, cap: int | None,

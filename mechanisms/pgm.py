@@ -1,7 +1,7 @@
 """Shared Private-PGM (``mbi``) glue for ``mst``, ``aim`` and ``adaptive_grid``.
 
-Everything here is either a noisy release helper (the caller charges the ledger) or
-post-processing of noisy releases:
+Everything here is post-processing of noisy releases or planning from public facts (the
+noise itself is drawn by :class:`harness.privacy.release.Releaser`):
 
 - JAX configuration (64-bit floats, no persistent compilation cache) before ``mbi`` is
   imported, with ``mbi``'s import warnings silenced;
@@ -17,8 +17,7 @@ post-processing of noisy releases:
   noisy measurements only (never read from the private data);
 - :func:`sample_codes` (seeded sampling of records from the model; the codes then go to
   :func:`mechanisms.base.finish`, shared with ``independent``);
-- :func:`exponential_mechanism` and :func:`solve_scale` (calibrating a parameterised release
-  plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
+- :func:`solve_scale` (calibrating a parameterised release plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
 - :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap);
   :func:`smallest_pairs_forest` / :func:`sized_pairs`: pairs chosen by domain size only.
 """
@@ -121,12 +120,6 @@ class Measurement:
                 raise TypeError("structured queries are evaluated by structured_loss")
         return LinearMeasurement(np.asarray(self.y, dtype=float), tuple(self.clique),
                                  stddev=float(self.sigma), query=self._mbi_query)
-
-
-def gaussian_release(x: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """``x + N(0, sigma^2 I)``: the only place the PGM mechanisms add noise to private counts
-    (the caller charges the ledger with the same sigma)."""
-    return np.asarray(x, dtype=float) + rng.normal(0.0, sigma, size=np.shape(x))
 
 
 # ----- estimation -------------------------------------------------------------------------
@@ -563,15 +556,6 @@ def sample_codes(model, n_rows: int, rng: np.random.Generator,
 
 
 # ----- selection and calibration ----------------------------------------------------------
-def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float,
-                          rng: np.random.Generator) -> int:
-    """Index drawn with probability proportional to ``exp(eps * score / (2 * sensitivity))``
-    (Gumbel-max sampling, exact and overflow-free). ``epsilon``-DP."""
-    scores = np.asarray(scores, dtype=float)
-    logits = 0.5 * epsilon / sensitivity * (scores - scores.max())
-    return int(np.argmax(logits + rng.gumbel(size=logits.size)))
-
-
 #: How far below the budget a whole release plan is calibrated (relative): far above float
 #: rounding (~1e-15), far below anything a reader of ``epsilon_spent`` cares about (1e-9).
 PLAN_HEADROOM = 1e-12

@@ -123,6 +123,7 @@ from harness.data.datasets import Dataset
 from harness.data.schema import Schema, decode_column, encode_column
 from harness.errors import BudgetExceededError, ConfigError, NotApplicable
 from harness.privacy.accounting import Budget, Ledger, laplace_scale
+from harness.privacy.release import Releaser
 
 from .base import Mechanism, bounded_private, contribution_bound
 from .rdt_attributes import (  # noqa: F401  (re-exported: mechanisms.rdt's public helpers)
@@ -246,13 +247,14 @@ def leaf_label_counts(tree: TreeStructure, leaves: np.ndarray, labels: np.ndarra
     return flat.reshape(tree.n_nodes, n_labels).astype(float)
 
 
-def add_laplace_noise(counts: np.ndarray, tree: TreeStructure, scale: float,
-                      rng: np.random.Generator) -> np.ndarray:
-    """Laplace(``scale``) noise on every leaf's every label count; internal rows set to 0.
-    The number of draws depends on the tree's shape only."""
+def add_laplace_noise(counts: np.ndarray, tree: TreeStructure, scale: float, bound: float,
+                      release: Releaser, name: str, note: str = "") -> np.ndarray:
+    """Laplace(``scale``) noise on every leaf's every label count (one release of L1
+    sensitivity ``bound``); internal rows set to 0. The number of draws depends on the tree's
+    shape only."""
     noisy = np.zeros_like(counts, dtype=float)
     leaves = tree.is_leaf
-    noisy[leaves] = counts[leaves] + rng.laplace(0.0, scale, size=(tree.n_leaves, counts.shape[1]))
+    noisy[leaves] = release.laplace(name, counts[leaves], bound, scale, note=note)
     return noisy
 
 
@@ -410,9 +412,9 @@ class RDT(Mechanism):
     max_contrib: int | None = None
     name: ClassVar[str] = "rdt"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        return self.fit(data, budget, ledger, rng).synthetic
+        return self.fit(data, budget, release, rng).synthetic
 
     # -- checks ---------------------------------------------------------------------------
     def check_applicable(self, data: Dataset) -> None:
@@ -491,7 +493,7 @@ class RDT(Mechanism):
         return base
 
     # -- the run --------------------------------------------------------------------------
-    def fit(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit(self, data: Dataset, budget: Budget, release: Releaser,
             rng: np.random.Generator) -> RDTFit:
         """Run the mechanism and keep the forests (for inspection and tests)."""
         plan = self.check_settings(data)
@@ -499,13 +501,13 @@ class RDT(Mechanism):
         schema = data.schema
         # Independent streams, drawn before any data is read: the structure stream never
         # depends on AD, and the noise stream's draws depend on the trees' shapes only.
-        structure_rng, clip_rng, noise_rng, sample_rng, base_rng, chain_rng = rng.spawn(6)
+        structure_rng, clip_rng, _unused, sample_rng, base_rng, chain_rng = rng.spawn(6)
 
         if plan.base is None:
             targets = data.public.reset_index(drop=True)  # type: ignore[union-attr]
         else:
             base_out = plan.base.fit_sample(data, budget.split(self.base_share),
-                                                       ledger, base_rng)
+                                                       release, base_rng)
             targets = schema.validate(base_out, where=f"output of base mechanism {self.base!r}")
             targets = targets[schema.names].reset_index(drop=True)
         sd = targets if self.structure == "base" \
@@ -513,7 +515,7 @@ class RDT(Mechanism):
 
         bound = contribution_bound(data, self.max_contrib)
         ad = bounded_private(data, bound, clip_rng)
-        eps_trees = tree_epsilon(ledger, shares, self.m)
+        eps_trees = tree_epsilon(release.ledger, shares, self.m)
 
         node_attrs_all = predictors + private
         sizes = {a: schema[a].size for a in node_attrs_all}
@@ -552,11 +554,10 @@ class RDT(Mechanism):
             for t, tree in enumerate(trees):
                 counts = leaf_label_counts(tree, route_to_leaves(tree, ad_codes[:, cols]),
                                            ad_labels[:, j], n_labels)
-                ledger.charge(f"rdt {attr}: tree {t + 1}/{self.m} leaf label counts", "laplace",
-                              float(bound), scale,
-                              note=f"{tree.n_leaves} leaves x {n_labels} labels, "
-                                   f"epsilon {eps_tree:.6g}")
-                noisy = add_laplace_noise(counts, tree, scale, noise_rng)
+                noisy = add_laplace_noise(
+                    counts, tree, scale, float(bound), release,
+                    f"rdt {attr}: tree {t + 1}/{self.m} leaf label counts",
+                    f"{tree.n_leaves} leaves x {n_labels} labels, epsilon {eps_tree:.6g}")
                 del counts  # nothing below reads raw counts
                 noisy_all.append(noisy)
                 props_all.append(node_proportions(tree, noisy, scale, prior, self.shrinkage,
@@ -572,6 +573,7 @@ class RDT(Mechanism):
             target_codes[:, len(predictors) + j] = collapse[attr][labels]
             forests[attr] = ForestFit(attr, node_attrs, trees, noisy_all, props_all, scale,
                                       shares[j] * eps_trees)
+        release.done()
 
         out = targets[schema.names].copy()
         for j, attr in enumerate(private):

@@ -21,7 +21,8 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import NotApplicable
-from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.accounting import Budget
+from harness.privacy.release import Releaser
 
 from .base import Mechanism, Reference, assign_ids
 
@@ -36,7 +37,7 @@ class Resample(Mechanism):
     name: ClassVar[str] = "resample"
     reference: ClassVar[Reference | None] = "ceiling"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         n = self.n_rows or len(data.private)
         if data.unit == "record":
@@ -86,7 +87,7 @@ class PublicOnly(Mechanism):
                                 "has none", "set dataset.public_fraction (e.g. 0.5) or "
                                 "dataset.public_path, or drop public_only from the sweep")
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         self.check_applicable(data)
         assert data.public is not None
@@ -108,7 +109,7 @@ class Uniform(Mechanism):
             return int(self.n_rows)
         return len(data.public) if data.public is not None else len(data.private)
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         n = self.row_count(data)
         schema = data.schema

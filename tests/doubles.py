@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.accounting import Budget
+from harness.privacy.release import Releaser
 from mechanisms import MECHANISMS
 from mechanisms.base import Mechanism
 from mechanisms.reference import Uniform
@@ -23,7 +24,7 @@ class AlwaysFails(Mechanism):
 
     name: ClassVar[str] = "test_fails"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         raise RuntimeError("deliberate failure from the test double")
 
@@ -35,10 +36,10 @@ class Sleeper(Mechanism):
     seconds: float = 60.0
     name: ClassVar[str] = "test_sleeper"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         time.sleep(self.seconds)
-        return Uniform().fit_sample(data, budget, ledger, rng)
+        return Uniform().fit_sample(data, budget, release, rng)
 
 
 @dataclass
@@ -49,30 +50,30 @@ class MemoryHog(Mechanism):
     hold_s: float = 5.0
     name: ClassVar[str] = "test_memory_hog"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         block = np.ones(self.mb * 2**20 // 8)
         time.sleep(self.hold_s)
         del block
-        return Uniform().fit_sample(data, budget, ledger, rng)
+        return Uniform().fit_sample(data, budget, release, rng)
 
 
 @dataclass
 class NoiseEcho(Mechanism):
-    """Draws ``n`` standard normals from the run's generator, charges them as Gaussian noise of
-    scale 1e6 (a negligible, valid charge), writes the raw draws to ``echo_path`` (a side channel
-    only tests read) and releases uniform data: lets a test see a run's noise."""
+    """Releases ``n`` zeros with Gaussian (Laplace when delta = 0) noise of scale 1e6 through
+    the run's releaser (a negligible, valid charge), writes the noise divided by the scale to
+    ``echo_path`` (a side channel only tests read) and releases uniform data: lets a test see a
+    run's privacy noise."""
 
     echo_path: str = ""
     n: int = 2000
     name: ClassVar[str] = "test_noise_echo"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        draws = rng.standard_normal(self.n)
-        ledger.charge("echo", "gaussian" if budget.delta > 0 else "laplace", 1.0, 1e6)
-        np.save(self.echo_path, draws)
-        return Uniform().fit_sample(data, budget, ledger, rng)
+        draw = release.gaussian if budget.delta > 0 else release.laplace
+        np.save(self.echo_path, draw("echo", np.zeros(self.n), 1.0, 1e6) / 1e6)
+        return Uniform().fit_sample(data, budget, release, rng)
 
 
 MECHANISMS.update({
@@ -85,18 +86,19 @@ MECHANISMS.update({
 
 @dataclass
 class LeakyIndependent(Mechanism):
-    """``independent`` that lies: it charges the run's ledger as if its noise were calibrated to
-    the budget's epsilon, but adds the (smaller) noise calibrated to ``factor`` x epsilon, so
-    its true epsilon is about ``factor`` times the claimed one. The privacy audit must catch
-    it (tests/test_audit.py)."""
+    """``independent`` that lies: it tells the releaser its histograms have ``1/factor`` of
+    their true sensitivity, so the noise (calibrated to the stated sensitivity) is ``factor``
+    times too small and its true epsilon about ``factor`` times the claimed one, while every
+    charge looks in order. ``factor=2`` is "clipping skipped" (half the true sensitivity),
+    ``factor=4`` "noise for 4x the epsilon". The privacy audit must catch it
+    (tests/test_audit.py)."""
 
     factor: float = 4.0
     max_contrib: int | None = None
     name: ClassVar[str] = "test_leaky_independent"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        from harness.privacy.accounting import gaussian_sigma, laplace_scale
         from mechanisms.base import bounded_private, contribution_bound
         from mechanisms.independent import measure_one_way, sample_independent
 
@@ -104,16 +106,35 @@ class LeakyIndependent(Mechanism):
         bound = contribution_bound(data, self.max_contrib)
         codes = schema.encode(bounded_private(data, bound, rng))
         kind = "gaussian" if budget.delta > 0 else "laplace"
-        under = Budget(budget.epsilon * self.factor, budget.delta)
-        noisy = measure_one_way(codes, schema.domain(), bound, kind, under,
-                                Ledger(under, ledger.accountant, unit=ledger.unit), rng)
-        d = len(noisy)
-        claimed = (gaussian_sigma(d, bound, budget, ledger.accountant) if kind == "gaussian"
-                   else laplace_scale(budget.epsilon / d, bound))
-        for col in noisy:  # the lie: the honest scale is charged, a smaller one was added
-            ledger.charge(f"1-way marginal {col}", kind, bound, claimed)  # type: ignore[arg-type]
+        noisy = measure_one_way(codes, schema.domain(), bound / self.factor, kind, budget, release)
+        release.done()
         n_rows = max(1, int(np.rint(np.mean([h.sum() for h in noisy.values()]))))
         return sample_independent(noisy, n_rows, data, rng)
 
 
+@dataclass
+class BypassIndependent(Mechanism):
+    """``independent`` that charges the ledger honestly but draws its noise from the run's
+    post-processing generator, outside the release API: the conformance suite must fail it
+    (tests/test_mechanism_conformance.py)."""
+
+    name: ClassVar[str] = "test_bypass_independent"
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        from harness.privacy.accounting import laplace_scale
+        from mechanisms.independent import sample_independent
+
+        codes = data.schema.encode(data.private)
+        domain = data.schema.domain()
+        scale = laplace_scale(budget.epsilon / len(domain), 1.0)
+        noisy = {}
+        for col, size in domain.items():
+            release.ledger.charge(f"1-way marginal {col}", "laplace", 1.0, scale)
+            counts = np.bincount(codes[col].to_numpy(), minlength=size).astype(float)
+            noisy[col] = counts + rng.laplace(0.0, scale, size)
+        return sample_independent(noisy, max(1, len(data.private)), data, rng)
+
+
 MECHANISMS["test_leaky_independent"] = "tests.doubles:LeakyIndependent"
+MECHANISMS["test_bypass_independent"] = "tests.doubles:BypassIndependent"

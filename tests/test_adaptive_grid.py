@@ -13,6 +13,7 @@ from autodp import mechanism_zoo, transformer_zoo
 from harness.data.datasets import Dataset, load_taxi_sim
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
 from mechanisms.adaptive_grid import (
     TAXI_OUTER,
@@ -21,6 +22,7 @@ from mechanisms.adaptive_grid import (
     chow_liu_pairs,
     fold_measurements,
 )
+from tests.seeding import seeded
 
 DELTA = 2.5e-5
 
@@ -33,7 +35,7 @@ def taxi() -> Dataset:
 def run(data, params, budget, accountant="gdp", seed=0):
     mech = make_mechanism("adaptive_grid", params)
     ledger = Ledger(budget, accountant, unit=data.ledger_unit)
-    out = mech.fit_sample(data, budget, ledger, np.random.default_rng(seed))
+    out = mech.fit_sample(data, budget, seeded(ledger, seed), np.random.default_rng(seed))
     return mech, ledger, out
 
 
@@ -106,8 +108,8 @@ def taxi_measurements(taxi, mech, budget, weights=None):
     domain = {a: n for a, n in taxi.schema.domain().items() if a not in derived}
     codes = taxi.schema.encode(taxi.private)
     C, sigma, _ = mech.calibrate(taxi, budget, "gdp")
-    ms = mech.measure(codes, domain, cliques, weights, C, sigma, Ledger(budget),
-                      np.random.default_rng(0))
+    ms = mech.measure(codes, domain, cliques, weights, C, sigma,
+                      Releaser(Ledger(budget), NumpySampler(np.random.default_rng(0))))
     return ms, domain
 
 
@@ -330,7 +332,7 @@ def test_bad_marginals_for_the_data(small_dataset):
         run(small_dataset, {}, Budget(1.0, 0.0))
     ledger = Ledger(Budget(1.0, 1e-6))
     with pytest.raises(ConfigError, match="profile names unknown attributes"):
-        AdaptiveGrid(profile=["weight"]).fit_sample(small_dataset, Budget(1.0, 1e-6), ledger,
+        AdaptiveGrid(profile=["weight"]).fit_sample(small_dataset, Budget(1.0, 1e-6), Releaser(ledger),
                                                     np.random.default_rng(0))
     assert ledger.charges == []  # refused before any measurement
 
@@ -381,7 +383,7 @@ def test_too_large_marginals_are_refused_before_anything_is_measured():
     ledger = Ledger(Budget(1.0, DELTA), "gdp")
     mech = AdaptiveGrid(marginals=[["c0", "c1", "c2"]])
     with pytest.raises(ConfigError, match="max_model_mb"):
-        mech.fit_sample(data, Budget(1.0, DELTA), ledger, np.random.default_rng(0))
+        mech.fit_sample(data, Budget(1.0, DELTA), Releaser(ledger), np.random.default_rng(0))
     assert ledger.charges == []
 
 

@@ -11,8 +11,10 @@ import pytest
 from harness.data.datasets import load_shared_dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_rho
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
 from mechanisms.aim import AIM, trimmed_workload
+from tests.seeding import seeded
 
 from .test_mst import recomputed_epsilon
 
@@ -21,7 +23,7 @@ FAST = {"rounds": 6, "iters": 30, "final_iters": 30, "workload_degree": 2}
 
 def run(data, budget, accountant="gdp", seed=0, **params):
     ledger = Ledger(budget, accountant, unit=data.ledger_unit)
-    out = make_mechanism("aim", {**FAST, **params}).fit_sample(data, budget, ledger,
+    out = make_mechanism("aim", {**FAST, **params}).fit_sample(data, budget, seeded(ledger, seed),
                                                              np.random.default_rng(seed))
     return ledger, out
 

@@ -11,9 +11,11 @@ from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, gdp_mu, zcdp_rho
 from harness.data.sprint3 import DELTA
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism
 from mechanisms.archetype import (count_taxis_by_mode, fit_public_archetypes, modal_values,
                                   private_histograms, split_sigmas, tie_break_jitter)
+from tests.seeding import seeded
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +26,7 @@ def taxi() -> Dataset:
 def run(data, eps, accountant="gdp", seed=0, **params):
     budget = Budget(eps, DELTA)
     ledger = Ledger(budget, accountant, unit=data.ledger_unit)
-    out = make_mechanism("archetype", params).fit_sample(data, budget, ledger,
+    out = make_mechanism("archetype", params).fit_sample(data, budget, seeded(ledger, seed),
                                                          np.random.default_rng(seed))
     return out, ledger
 
@@ -172,7 +174,7 @@ def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
         with pytest.raises(ConfigError, match=match):
             run(taxi, 1.0, **bad)
     with pytest.raises(ConfigError, match="delta"):
-        make_mechanism("archetype", {}).fit_sample(taxi, Budget(1.0, 0.0), Ledger(Budget(1.0)),
+        make_mechanism("archetype", {}).fit_sample(taxi, Budget(1.0, 0.0), Releaser(Ledger(Budget(1.0))),
                                                    np.random.default_rng(0))
     no_public = Dataset(taxi.name, taxi.schema, taxi.private, None, "user", "taxi_id")
     with pytest.raises(ConfigError, match="public"):

@@ -14,6 +14,7 @@ from harness.data.datasets import Dataset, load_shared_dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.data.schema import Column, Schema
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism
 from metrics import make_metric
 from metrics.duke_utility import (
@@ -231,9 +232,9 @@ def test_adult_public_sample_scores_high_and_independent_low(shared_data):
     budget = Budget(1.0)
     metric = DukeUtility(figures=False)
     same_population = make_mechanism("public_only", {}).fit_sample(
-        data, budget, Ledger(budget), np.random.default_rng(0))
+        data, budget, Releaser(Ledger(budget)), np.random.default_rng(0))
     independent = make_mechanism("independent", {}).fit_sample(
-        data, budget, Ledger(budget), np.random.default_rng(0))
+        data, budget, Releaser(Ledger(budget)), np.random.default_rng(0))
     good, bad = metric.score(data, same_population).scores, metric.score(data, independent).scores
     assert good["logreg_coef_corr"] > 0.85 and bad["logreg_coef_corr"] < 0.3
     assert good["assoc_slope_corr"] > 0.9 and abs(bad["assoc_slope_fit"]) < 0.2

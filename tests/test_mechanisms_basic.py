@@ -6,6 +6,7 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism
 from mechanisms.base import assign_ids, clip_contributions
 from mechanisms.independent import measure_one_way
@@ -16,7 +17,7 @@ from mechanisms.independent import measure_one_way
 def test_independent_spends_exactly_its_budget(small_dataset, delta, accountant, kind):
     budget = Budget(2.0, delta)
     ledger = Ledger(budget, accountant)
-    out = make_mechanism("independent", {}).fit_sample(small_dataset, budget, ledger,
+    out = make_mechanism("independent", {}).fit_sample(small_dataset, budget, Releaser(ledger),
                                                        np.random.default_rng(0))
     assert small_dataset.schema.problems(out) == []
     assert [c.kind for c in ledger.charges] == [kind] * 3  # one release per attribute
@@ -26,7 +27,7 @@ def test_independent_spends_exactly_its_budget(small_dataset, delta, accountant,
 
 def test_independent_row_count_is_noisy_not_private(small_dataset):
     sizes = {len(make_mechanism("independent", {}).fit_sample(
-        small_dataset, Budget(1.0, 1e-6), Ledger(Budget(1.0, 1e-6)), np.random.default_rng(s)))
+        small_dataset, Budget(1.0, 1e-6), Releaser(Ledger(Budget(1.0, 1e-6))), np.random.default_rng(s)))
         for s in range(5)}
     assert len(sizes) > 1  # different noise -> different counts
     clipped = len(clip_contributions(small_dataset.private, "pid", 5, np.random.default_rng(0)))
@@ -43,8 +44,8 @@ def test_released_noise_has_the_charged_scale(small_dataset):
         noise, scale = [], None
         for seed in range(400):
             ledger = Ledger(budget)
-            noisy = measure_one_way(codes, domain, 5.0, kind, budget, ledger,
-                                    np.random.default_rng(seed))
+            noisy = measure_one_way(codes, domain, 5.0, kind, budget, Releaser(
+                ledger, NumpySampler(np.random.default_rng(seed))))
             noise.append(noisy["size"] - true)
             scale = ledger.charges[0].scale
         # Gaussian: std = sigma; Laplace: mean |noise| = b. 1600 draws -> ~2.5% sampling error.
@@ -69,7 +70,7 @@ def test_assign_ids_follow_public_group_sizes(small_dataset):
 def test_reference_mechanisms(small_dataset):
     budget, rng = Budget(1.0, 1e-6), np.random.default_rng(0)
     priv = small_dataset.private
-    res = make_mechanism("resample", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
+    res = make_mechanism("resample", {}).fit_sample(small_dataset, budget, Releaser(Ledger(budget)), rng)
     assert len(res) == len(priv)
     attrs = ["color", "size", "amount"]
     assert len(res[attrs].merge(priv[attrs].drop_duplicates(), how="inner")) == len(res)
@@ -83,11 +84,11 @@ def test_reference_mechanisms(small_dataset):
             continue
         assert tuple(sorted(map(tuple, g[attrs].to_numpy().tolist()))) in private_people
     assert res["pid"].between(1, 10_000).all()
-    pub = make_mechanism("public_only", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
+    pub = make_mechanism("public_only", {}).fit_sample(small_dataset, budget, Releaser(Ledger(budget)), rng)
     pd.testing.assert_frame_equal(pub.sort_values(list(pub.columns)).reset_index(drop=True),
                                   small_dataset.public.sort_values(list(pub.columns))
                                   .reset_index(drop=True))
-    uni = make_mechanism("uniform", {}).fit_sample(small_dataset, budget, Ledger(budget), rng)
+    uni = make_mechanism("uniform", {}).fit_sample(small_dataset, budget, Releaser(Ledger(budget)), rng)
     assert small_dataset.schema.problems(uni) == []
     shares = uni["size"].value_counts(normalize=True)
     assert np.allclose(shares.sort_index().to_numpy(), 0.25, atol=0.03)
@@ -96,7 +97,7 @@ def test_reference_mechanisms(small_dataset):
 def test_public_only_without_public_data(small_dataset):
     small_dataset.public = None
     with pytest.raises(ConfigError, match="needs a public part"):
-        make_mechanism("public_only", {}).fit_sample(small_dataset, Budget(1.0), Ledger(Budget(1.0)),
+        make_mechanism("public_only", {}).fit_sample(small_dataset, Budget(1.0), Releaser(Ledger(Budget(1.0))),
                                                      np.random.default_rng(0))
 
 

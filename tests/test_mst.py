@@ -11,15 +11,17 @@ from autodp import mechanism_zoo, transformer_zoo
 from harness.data.datasets import load_shared_dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
 from mechanisms.mst import MST, _compress_measurement, _compression_map, _expand
+from tests.seeding import seeded
 
 FAST = {"iters": 50, "select_iters": 30}
 
 
 def run(data, budget, accountant="gdp", seed=0, **params):
     ledger = Ledger(budget, accountant, unit=data.ledger_unit)
-    out = make_mechanism("mst", {**FAST, **params}).fit_sample(data, budget, ledger,
+    out = make_mechanism("mst", {**FAST, **params}).fit_sample(data, budget, seeded(ledger, seed),
                                                              np.random.default_rng(seed))
     return ledger, out
 
@@ -121,7 +123,7 @@ def test_adult_three_way_tvd(shared_data):
     budget = Budget(1.0, 1e-9)
     ledger = Ledger(budget, "zcdp")
     out = make_mechanism("mst", {"iters": 3000, "select_iters": 1000}).fit_sample(
-        data, budget, ledger, np.random.default_rng(0))
+        data, budget, Releaser(ledger), np.random.default_rng(0))
     tvd = KMarginal(k=3, max_marginals=1000).score(data, out).scores["mean_tvd"]
     assert tvd <= 0.12
 
@@ -168,7 +170,7 @@ def test_epsilon_1e6_output_respects_the_row_bound(mechanism):
     for seed in range(3):
         ledger = Ledger(budget, "zcdp", unit=data.ledger_unit)
         params = FAST if mechanism == "mst" else {}
-        out = make_mechanism(mechanism, params).fit_sample(data, budget, ledger,
+        out = make_mechanism(mechanism, params).fit_sample(data, budget, Releaser(ledger),
                                                            np.random.default_rng(seed))
         assert 1000 <= len(out) <= 2500
         assert data.schema.problems(out) == []

@@ -8,6 +8,7 @@ import pytest
 from harness.data.datasets import Dataset, load_taxi_sim
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms.base import assign_ids
 from mechanisms.person_ids import (
     apportion,
@@ -28,7 +29,7 @@ def taxi() -> Dataset:
 # ----- the noisy count ----------------------------------------------------------------------
 def test_noisy_person_count_is_true_count_plus_the_charged_gaussian(taxi):
     ledger = Ledger(Budget(10.0, 1e-6), unit=taxi.ledger_unit)
-    noisy = noisy_person_count(taxi, 3.5, ledger, np.random.default_rng(7))
+    noisy = noisy_person_count(taxi, 3.5, Releaser(ledger, NumpySampler(np.random.default_rng(7))))
     true = taxi.private["taxi_id"].nunique()
     assert noisy == true + np.random.default_rng(7).normal(0.0, 3.5)
     [charge] = ledger.charges
@@ -39,7 +40,8 @@ def test_noisy_person_count_is_true_count_plus_the_charged_gaussian(taxi):
 def test_noisy_person_count_noise_has_the_charged_scale(taxi):
     true = taxi.private["taxi_id"].nunique()
     rng = np.random.default_rng(0)
-    draws = np.array([noisy_person_count(taxi, 10.0, Ledger(Budget(1.0, 1e-6)), rng) - true
+    draws = np.array([noisy_person_count(taxi, 10.0, Releaser(Ledger(Budget(1.0, 1e-6)),
+                                                              NumpySampler(rng))) - true
                       for _ in range(2000)])
     # mean within 4 standard errors of 0, sd within 7% of sigma (2000 draws: se of sd ~1.6%)
     assert abs(draws.mean()) < 4 * 10.0 / np.sqrt(2000)
@@ -52,16 +54,15 @@ def test_person_count_sensitivity_is_one_on_neighbours(taxi):
     for drop in (None, taxi.private["taxi_id"].iloc[0]):
         private = taxi.private if drop is None else taxi.private[taxi.private["taxi_id"] != drop]
         data = Dataset("n", taxi.schema, private, taxi.public, "user", "taxi_id", 200)
-        counts.append(noisy_person_count(data, 1.0, Ledger(Budget(10.0, 1e-6)),
-                                         np.random.default_rng(3)))
+        counts.append(noisy_person_count(data, 1.0, Releaser(
+            Ledger(Budget(10.0, 1e-6)), NumpySampler(np.random.default_rng(3)))))
     assert counts[0] - counts[1] == pytest.approx(1.0, abs=1e-9)
 
 
 def test_noisy_person_count_refuses_record_level_data(small_dataset):
     small_dataset.unit = "record"
     with pytest.raises(ConfigError, match="user-level"):
-        noisy_person_count(small_dataset, 1.0, Ledger(Budget(1.0, 1e-6)),
-                           np.random.default_rng(0))
+        noisy_person_count(small_dataset, 1.0, Releaser(Ledger(Budget(1.0, 1e-6))))
 
 
 # ----- apportioning -------------------------------------------------------------------------

@@ -23,8 +23,9 @@ def fitted():
     e = (d + rng.integers(0, 2, n)) % 3
     codes = pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "e": e})
     cliques = [("a",), ("b",), ("c",), ("d",), ("e",), ("a", "b"), ("b", "c"), ("d", "e")]
-    ms = [pgm.Measurement(cl, pgm.gaussian_release(pgm.histogram(codes, cl, domain), 5.0, rng),
-                          5.0) for cl in cliques]
+    hists = [pgm.histogram(codes, cl, domain) for cl in cliques]
+    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
+          for cl, h in zip(cliques, hists)]
     model = pgm.estimate(domain, ms, 300, pgm.initial_total(ms, domain))
     return domain, codes, ms, model
 
@@ -56,16 +57,6 @@ def test_sampling_is_seeded_and_leaves_global_state(fitted):
     np.testing.assert_array_equal(np.random.get_state()[1], before)
     pd.testing.assert_frame_equal(a, b)
     assert all(a[c].between(0, n - 1).all() for c, n in domain.items())
-
-
-def test_exponential_mechanism_distribution():
-    scores = np.array([0.0, 1.0, 3.0])
-    eps, sens = 2.0, 1.5
-    rng = np.random.default_rng(0)
-    draws = np.bincount([pgm.exponential_mechanism(scores, eps, sens, rng) for _ in range(20000)],
-                        minlength=3) / 20000
-    expected = np.exp(eps * scores / (2 * sens))
-    np.testing.assert_allclose(draws, expected / expected.sum(), atol=0.015)
 
 
 @pytest.mark.parametrize("accountant", ["gdp", "zcdp"])

@@ -17,12 +17,14 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.data.schema import Schema
 from harness.data.sequences import SequenceSpec, sequence_view, sequences_from_lists
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism
 from mechanisms.prefix_tree import (Release, block_taxonomy, build_noisy_tree, consistent_counts,
                                     empty_rank_to_child, generalized_share, laplace_threshold,
                                     level_budgets, load_taxonomy_file, noisy_children,
                                     project_families, resolve_taxonomy, taxi_frame,
                                     taxonomy_from_groups, truncated_symbols)
+from tests.seeding import seeded
 
 #: The paper's example database (Table 1) and taxonomy.
 PAPER_SEQUENCES = [["L1", "L2", "L3"], ["L1", "L2"], ["L3", "L2", "L1"], ["L1", "L2", "L4"],
@@ -46,7 +48,7 @@ def paper_dataset() -> Dataset:
 def run(data: Dataset, eps: float, seed: int = 0, delta: float = 0.0, **params):
     budget = Budget(eps, delta)
     ledger = Ledger(budget, unit=data.ledger_unit)
-    out = make_mechanism("prefix_tree", params).fit_sample(data, budget, ledger,
+    out = make_mechanism("prefix_tree", params).fit_sample(data, budget, seeded(ledger, seed),
                                                            np.random.default_rng(seed))
     return out, ledger
 
@@ -135,6 +137,8 @@ def test_empty_child_shortcut_matches_brute_force_in_distribution():
         return bits, val[empty], nonempty_val
 
     fast = summary(*noisy_children(family_sizes, family, child, counts, scale, threshold,
+                                   Releaser(Ledger(Budget(1e9)),
+                                            NumpySampler(np.random.default_rng(4))),
                                    np.random.default_rng(1)))
     slow = summary(*brute_force_children(family_sizes, family, child, counts, scale, threshold,
                                          np.random.default_rng(2)))
@@ -158,7 +162,8 @@ def test_shortcut_output_is_sorted_and_never_duplicates_a_child():
     sizes = np.array([3, 50, 1, 7, 0])
     fam, ch, cnt = np.array([0, 1, 1, 3]), np.array([2, 0, 49, 6]), np.array([5, 1, 9, 4])
     for _ in range(50):
-        f, c, v = noisy_children(sizes, fam, ch, cnt, 1.0, 0.1, rng)
+        f, c, v = noisy_children(sizes, fam, ch, cnt, 1.0, 0.1,
+                                 Releaser(Ledger(Budget(1e9)), NumpySampler(rng)), rng)
         pairs = list(zip(f.tolist(), c.tolist()))
         assert pairs == sorted(set(pairs))
         assert np.all(c < sizes[f]) and np.all(v >= 0.1)
@@ -224,7 +229,8 @@ def noisy_test_tree(eps: float, seed: int):
     levels = level_budgets(eps, h, "uniform")
     ledger = Ledger(Budget(eps))
     return build_noisy_tree(truncated_symbols(view, h, taxonomy.end_code), taxonomy,
-                            levels * 0.3, levels * 0.7, 1.0, 1.0, ledger,
+                            levels * 0.3, levels * 0.7, 1.0, 1.0,
+                            Releaser(ledger, NumpySampler(np.random.default_rng([seed, 1]))),
                             np.random.default_rng(seed))
 
 

@@ -16,6 +16,7 @@ from harness.data.datasets import Dataset, load_shared_dataset
 from harness.data.schema import Column, Schema
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, rdt
 from mechanisms.rdt import (
     TreeStructure,
@@ -66,7 +67,8 @@ def fit(data: Dataset, eps: float = 1.0, seed: int = 0, delta: float = 0.0,
         accountant: str = "gdp", **params):
     budget = Budget(eps, delta)
     ledger = Ledger(budget, accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
-    result = make_mechanism("rdt", params).fit(data, budget, ledger, np.random.default_rng(seed))
+    release = Releaser(ledger, NumpySampler(np.random.default_rng([seed, 1])))
+    result = make_mechanism("rdt", params).fit(data, budget, release, np.random.default_rng(seed))
     return result, ledger
 
 
@@ -143,7 +145,7 @@ def test_adult_on_mst_spends_exactly_the_budget(shared_data, accountant):
     data = load_shared_dataset("adult", data_dir=str(shared_data))
     budget = Budget(1.0, 1e-9)
     ledger = Ledger(budget, accountant)  # type: ignore[arg-type]
-    out = make_mechanism("rdt", {"base": "mst"}).fit_sample(data, budget, ledger,
+    out = make_mechanism("rdt", {"base": "mst"}).fit_sample(data, budget, Releaser(ledger),
                                                            np.random.default_rng(0))
     eps, _ = ledger.spent()
     assert 1.0 - 1e-9 <= eps <= 1.0
@@ -287,7 +289,7 @@ def test_fallbacks_read_no_raw_private_counts(monkeypatch):
     """With the noisy release replaced by all-zero counts (every leaf empty), the output must
     not depend on the private data at all: it is the SD proportions, whatever AD holds."""
     monkeypatch.setattr(rdt, "add_laplace_noise",
-                        lambda counts, tree, scale, rng: np.zeros_like(counts, dtype=float))
+                        lambda counts, *args, **kwargs: np.zeros_like(counts, dtype=float))
     data_a = people_dataset(private_seed=1)
     data_b = people_dataset(private=people(1000, seed=5, sex_from_job=False).assign(sex=1))
     a, _ = fit(data_a, seed=2, m=3, n_B=40)
@@ -339,7 +341,7 @@ def test_user_level_data_clips_contributions(small_dataset):
     budget = Budget(1.0)
     ledger = Ledger(budget, unit=small_dataset.ledger_unit)
     out = make_mechanism("rdt", {"private_attributes": ["color"], "m": 2, "n_B": 100}).fit_sample(
-        small_dataset, budget, ledger, np.random.default_rng(0))
+        small_dataset, budget, Releaser(ledger), np.random.default_rng(0))
     assert small_dataset.schema.problems(out) == []
     assert {c.sensitivity for c in ledger.charges} == {5.0}  # max 5 rows per person
     assert set(out["pid"]) <= set(small_dataset.public["pid"])
@@ -418,12 +420,12 @@ def test_adult_beats_the_noisy_marginal(shared_data):
     data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
     budget = Budget(1.0)
     ledger = Ledger(budget)
-    out = make_mechanism("rdt", {}).fit_sample(data, budget, ledger, np.random.default_rng(0))
+    out = make_mechanism("rdt", {}).fit_sample(data, budget, Releaser(ledger), np.random.default_rng(0))
     assert data.schema.problems(out) == []
     assert len(ledger.charges) == 2 * 3 and 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
     stump_ledger = Ledger(budget)
     stump = make_mechanism("rdt", {"m": 1, "max_depth": 0, "shrinkage": 0}).fit_sample(
-        data, budget, stump_ledger, np.random.default_rng(0))  # = noisy marginals, ignores X
+        data, budget, Releaser(stump_ledger), np.random.default_rng(0))  # = noisy marginals, ignores X
     metric = DukeUtility(figures=False)
     trees, marginal = metric.score(data, out).scores, metric.score(data, stump).scores
     assert trees["logreg_coef_corr"] > marginal["logreg_coef_corr"] + 0.3
@@ -559,7 +561,7 @@ def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
     data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
     budget = Budget(0.4, 1e-9)
     ledger = Ledger(budget, accountant)  # type: ignore[arg-type]
-    out = make_mechanism("rdt", preset).fit_sample(data, budget, ledger,
+    out = make_mechanism("rdt", preset).fit_sample(data, budget, Releaser(ledger),
                                                    np.random.default_rng(0))
     eps, delta = ledger.spent()
     assert 0.4 - 1e-9 <= eps <= 0.4 and delta <= 1e-9

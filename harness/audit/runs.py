@@ -37,6 +37,7 @@ from harness.data.datasets import Dataset
 from harness.errors import DPArenaError
 from harness.privacy.accounting import Ledger
 from harness.privacy.noise import fresh_rng
+from harness.privacy.release import Releaser, make_sampler
 from harness.run.isolation import call_isolated, can_fork
 from harness.run.runner import RunConfig, check_synthetic, spent_budget
 from harness.run.settings import Limits
@@ -75,9 +76,10 @@ def check_ledger(mechanism: Mechanism, ledger: Ledger, rc: RunConfig) -> None:
 def audit_run(mechanism: Mechanism, data: Dataset, rc: RunConfig, canary: dict[str, int],
               statistic: str) -> np.ndarray:
     """One run on one world with fresh noise: the statistic's features of its release."""
-    rng = fresh_rng()
+    noise, rng = fresh_rng().spawn(2)
     ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
-    synthetic = mechanism.fit_sample(data, rc.budget, ledger, rng)
+    synthetic = mechanism.fit_sample(data, rc.budget,
+                                     Releaser(ledger, make_sampler(rc.sampler, noise)), rng)
     synthetic = check_synthetic(synthetic, data, rc)
     check_ledger(mechanism, ledger, rc)
     return features(synthetic, data.schema, canary, statistic)

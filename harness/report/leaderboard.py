@@ -56,19 +56,19 @@ from harness.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
 POOL = ["dataset_id", "privacy_unit", "delta", "metric_setting"]
 #: One board row per distinct value of these; epsilon first, the rest is the setting.
 GROUP = ["epsilon", *POOL, "dataset", "accountant", "mechanism", "hyperparameters", "tuning",
-         "noise", "large_delta", "private_tables"]
+         "noise", "sampler", "large_delta", "private_tables"]
 SETTING = GROUP[1:]
 #: Tag columns and their value on older runs that lack the tag.
 TAG_DEFAULTS = (("tuning", ""), ("private", "true"), ("reference", ""), ("failure_reason", ""),
                 ("tuning_chosen", ""), ("delta", ""), ("accountant", ""), ("privacy_unit", ""),
                 ("dataset", ""), ("dataset_id", ""), ("noise", "secret"),
-                ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""))
+                ("sampler", "numpy"), ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""))
 METRIC_KEY_PREFIX = "metric_key:"  # run frame column of the tag ``metric_key/<name>``
 METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)
 #: Distinguishing columns shown in Markdown/HTML when they vary: (column, header).
 #: (The noise mode needs no column: replayable rows carry a mark.)
 VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("privacy_unit", "unit"),
-           ("delta", "delta"), ("metric_setting", "metric settings"))
+           ("delta", "delta"), ("metric_setting", "metric settings"), ("sampler", "sampler"))
 MARK_REPLAYABLE = "replayable (not DP to key holders)"
 MARK_LARGE_DELTA = "large delta (delta >= 1/n allowed)"
 MARK_PRIVATE_TABLES = "private tables logged"

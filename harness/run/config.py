@@ -21,6 +21,7 @@ from harness.errors import ConfigError
 from harness.params import structured
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
 from harness.privacy.noise import NoiseMode, check_noise_mode
+from harness.privacy.release import accountant_for, check_sampler
 from harness.run.settings import Limits, RunSettings, Tuning
 from harness.run.tuning import candidates, parse_space
 from mechanisms import Mechanism, make_mechanism
@@ -54,6 +55,8 @@ class RunConfig:
     plugins: tuple[str, ...] = ()
     competition: str = ""
     noise: NoiseMode = "secret"
+    #: the noise backend (``numpy`` or ``opendp``, :mod:`harness.privacy.release`)
+    sampler: str = "numpy"
     log_private_tables: bool = False
     allow_large_delta: bool = False
     #: The sweep's parent run per experiment (set by the sweep; runs are its children).
@@ -82,6 +85,11 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
     budget = Budget(privacy.epsilon, privacy.delta)
     check_accountant(privacy.accountant)
     check_noise_mode(privacy.noise)
+    check_sampler(privacy.sampler)
+    if privacy.sampler == "opendp" and privacy.noise == "replayable":
+        raise ConfigError("privacy.sampler=opendp draws from the operating system's entropy and "
+                          "cannot replay noise (privacy.noise=replayable)",
+                          "drop privacy.noise=replayable, or use privacy.sampler=numpy")
     metrics_cfg = {k: dict(v or {}) for k, v in settings.metrics.items() if v is not False}
     if not metrics_cfg:
         raise ConfigError("no metrics configured", "use metrics=default")
@@ -92,7 +100,8 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
     tuning = replace(settings.tuning, final_trials=tuple(settings.tuning.final_trials))
     tuning.check()
     tracking = settings.tracking
-    return RunConfig(name, mech, budget, privacy.accountant, settings.trial, settings.seed,
+    accountant = accountant_for(privacy.sampler, privacy.accountant)  # type: ignore[arg-type]
+    return RunConfig(name, mech, budget, accountant, settings.trial, settings.seed,
                      dict(settings.dataset), metrics_cfg, tracking.experiment or "",
                      tracking.uri, tracking.log_private_synthetic,
                      str(cfg.get("sweep", "")), cfg,
@@ -100,6 +109,7 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
                      plugins=tuple(settings.plugins),
                      competition=settings.competition.name if settings.competition else "",
                      noise=privacy.noise,  # type: ignore[arg-type]
+                     sampler=privacy.sampler,
                      log_private_tables=tracking.log_private_tables,
                      allow_large_delta=privacy.allow_large_delta,
                      parent_runs=dict(cfg.get("parent_runs") or {}),

@@ -190,6 +190,7 @@ def content_key(rc: RunConfig) -> str:
                        "budget": [rc.budget.epsilon, rc.budget.delta],
                        "accountant": rc.accountant, "dataset": rc.dataset, "seed": rc.seed,
                        "trial": rc.trial, "metrics": rc.metrics, "noise": rc.noise,
+                       "sampler": rc.sampler,
                        "tuning": rc.raw.get("tuning"), "experiment": rc.experiment,
                        "competition": rc.competition, "uri": rc.tracking_uri},
                       sort_keys=True, default=str)

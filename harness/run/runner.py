@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.privacy.release import Releaser, make_sampler
 from mechanisms import Mechanism, hyperparameter_label, make_mechanism
 from metrics import Metric, MetricResult
 
@@ -105,7 +106,7 @@ def run_key(rc: RunConfig, fingerprint: str, code: str | None = None) -> str:
         "mechanism": rc.mechanism, "params": rc.mechanism_params,
         "epsilon": rc.budget.epsilon, "delta": rc.budget.delta, "accountant": rc.accountant,
         "dataset": rc.dataset, "fingerprint": fingerprint, "seed": rc.seed, "trial": rc.trial,
-        "metrics": rc.metrics, "code": code, "noise": rc.noise,
+        "metrics": rc.metrics, "code": code, "noise": rc.noise, "sampler": rc.sampler,
         "tuning": {"mode": rc.tuning.mode, "stage": rc.tuning.stage, "view": rc.tuning.view,
                    "public_fraction": rc.tuning.public_fraction,
                    "split_seed": rc.tuning.split_seed,
@@ -294,14 +295,15 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     artifacts into ``out``. Touches no MLflow store. The noise comes from
     :func:`harness.privacy.noise.noise_rng` (fresh OS entropy unless ``privacy.noise=replayable``);
     the child draws it, so no two runs share a stream."""
-    rng = noise_rng(rc.noise, key)
+    noise, rng = noise_rng(rc.noise, key).spawn(2)  # the releaser's noise; post-processing
     ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
+    release = Releaser(ledger, make_sampler(rc.sampler, noise))
     extra_tags: dict[str, str] = {}
     budget = rc.budget
     with ResourceMonitor() as fit:
         if rc.tuning.mode == "dp_select":
             selection = dp_select(rc.mechanism, rc.mechanism_params, parse_space(rc.tuning.space),
-                                  data, rc.budget, ledger, rng, rc.tuning)
+                                  data, rc.budget, release, rng, rc.tuning)
             mechanism = make_mechanism(rc.mechanism, {**rc.mechanism_params, **selection.chosen})
             budget = selection.final_budget
             extra_tags = {"tuning_chosen": setting_label(selection.chosen),
@@ -314,7 +316,7 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
                 "final_budget": {"epsilon": selection.final_budget.epsilon,
                                  "delta": selection.final_budget.delta},
                 "reason": selection.reason}), indent=1))
-        synthetic = mechanism.fit_sample(data, budget, ledger, rng)
+        synthetic = mechanism.fit_sample(data, budget, release, rng)
     synthetic = check_synthetic(synthetic, data, rc)
     with ResourceMonitor() as scoring:
         results = {name: metric.score(data, synthetic) for name, metric in metrics.items()}
@@ -400,6 +402,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         "metrics_key": short_hash(rc.metrics),
         **{f"metric_key/{name}": short_hash(settings) for name, settings in rc.metrics.items()},
         "noise": rc.noise,
+        "sampler": rc.sampler,
         "private_tables": "true" if rc.log_private_tables else "false",
     }
     if rc.noise == "replayable":

@@ -120,12 +120,14 @@ class Tuning:
 
 @dataclass
 class PrivacySettings:
-    """The ``privacy`` group (conf/privacy/): the budget, accountant and noise source."""
+    """The ``privacy`` group (conf/privacy/): the budget, accountant, noise source and the
+    sampler backend that draws the noise (:mod:`harness.privacy.release`)."""
 
     epsilon: float = MISSING  # type: ignore[assignment]
     delta: float = 0.0
     accountant: str = DEFAULT_ACCOUNTANT
     noise: str = "secret"
+    sampler: str = "numpy"
     allow_large_delta: bool = False
 
 

@@ -58,6 +58,7 @@ from harness.privacy.accounting import (
     zcdp_epsilon,
     zcdp_rho,
 )
+from harness.privacy.release import NumpySampler, Releaser
 from harness.run.settings import Tuning
 
 SELECT_MARGINALS = 30
@@ -164,15 +165,6 @@ def selection_utility(private_codes: pd.DataFrame, synthetic_codes: pd.DataFrame
     return 1000.0 * (1.0 - float(np.mean(tvs)))
 
 
-def exponential_mechanism(utilities: np.ndarray, epsilon: float, sensitivity: float,
-                          rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    """Index drawn with probability proportional to ``exp(eps u / (2 Delta))``."""
-    logits = epsilon * np.asarray(utilities, dtype=float) / (2.0 * sensitivity)
-    probs = np.exp(logits - logits.max())
-    probs /= probs.sum()
-    return int(rng.choice(len(probs), p=probs)), probs
-
-
 @dataclass
 class Selection:
     """What dp_select decided (only public or DP-released facts)."""
@@ -187,10 +179,12 @@ class Selection:
 
 
 def dp_select(mechanism_name: str, base_params: dict[str, Any], space: dict[str, list[Any]],
-              data: Dataset, budget: Budget, ledger: Ledger, rng: np.random.Generator,
+              data: Dataset, budget: Budget, release: Releaser, rng: np.random.Generator,
               tuning: Tuning) -> Selection:
-    """Choose a setting with the exponential mechanism (module docstring, steps 1-4) and
-    charge it to ``ledger``; the caller runs the chosen setting with ``final_budget``."""
+    """Choose a setting with the exponential mechanism (module docstring, steps 1-4), one
+    release through ``release``; the caller runs the chosen setting with ``final_budget``.
+    ``rng`` is for post-processing (the candidates' runs on the public view, clipping)."""
+    ledger = release.ledger
     from mechanisms import make_mechanism
     from mechanisms.base import clip_contributions, contribution_bound
     from metrics.kmarginal import choose_marginals, marginal_tvd
@@ -214,7 +208,8 @@ def dp_select(mechanism_name: str, base_params: dict[str, Any], space: dict[str,
     utilities, public_scores = [], []
     for setting in grid:
         mechanism = make_mechanism(mechanism_name, {**base_params, **setting})
-        scratch = Ledger(final, ledger.accountant, unit=ledger.unit)
+        scratch = Releaser(Ledger(final, ledger.accountant, unit=ledger.unit),
+                           NumpySampler(np.random.default_rng(rng.integers(2**63))))
         synthetic = mechanism.fit_sample(view, final, scratch, np.random.default_rng(
             rng.integers(2**63)))
         codes = schema.encode(synthetic)
@@ -222,12 +217,11 @@ def dp_select(mechanism_name: str, base_params: dict[str, Any], space: dict[str,
         public_scores.append(1000.0 * (1.0 - float(np.mean(
             [marginal_tvd(view_codes, codes, cols, domain) for cols in pairs]))))
     sensitivity = utility_sensitivity(bound, n_public)
-    index, _probs = exponential_mechanism(np.array(utilities), eps_select, sensitivity, rng)
-    ledger.charge(f"dp_select: exponential mechanism over {len(grid)} candidate settings",
-                  "exponential", sensitivity, 2.0 * sensitivity / eps_select,
-                  note="utility: 2-way marginal fit of each candidate's public-view output to "
-                       "the private data, counts clipped to C rows per person, normalised by "
-                       "the public row count")
+    index = release.exponential(
+        f"dp_select: exponential mechanism over {len(grid)} candidate settings", utilities,
+        sensitivity, eps_select, query="dp_select utilities",
+        note="utility: 2-way marginal fit of each candidate's public-view output to the private "
+             "data, counts clipped to C rows per person, normalised by the public row count")
     chosen = grid[index]
     reason = (f"exponential mechanism (epsilon {eps_select:.4g}, utility sensitivity "
               f"{sensitivity:.4g} = 1000 x {bound} / (2 x {n_public})) over {len(grid)} "

@@ -129,7 +129,8 @@ import pandas as pd
 from harness.data.datasets import Dataset
 from harness.data.sequences import SequenceSpec, detect_sequence_kind, sequence_view, site_columns
 from harness.errors import ConfigError, NotApplicable
-from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.accounting import Budget
+from harness.privacy.release import Releaser
 from mechanisms.base import Mechanism
 from mechanisms.prefix_tree.consistency import consistent_counts
 from mechanisms.prefix_tree.release import ENDS, columns_frame, release_from_tree
@@ -165,7 +166,7 @@ class PrefixTree(Mechanism):
     location: str = "pickup"
     name: ClassVar[str] = "prefix_tree"
 
-    def fit_sample(self, data: Dataset, budget: Budget, ledger: Ledger,
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         kind = self._check(data)
         spec = SequenceSpec(kind=kind, location=self.location)
@@ -179,13 +180,14 @@ class PrefixTree(Mechanism):
         symbols = truncated_symbols(view, self.h, taxonomy.end_code)
         del view
         tree = build_noisy_tree(symbols, taxonomy, eps1, eps2, self.threshold_g_sd,
-                                self.threshold_ng_sd, ledger, rng)
+                                self.threshold_ng_sd, release, rng)
+        release.done()
         del symbols
-        release = release_from_tree(tree, consistent_counts(tree), self.ends, rng)
+        released = release_from_tree(tree, consistent_counts(tree), self.ends, rng)
         if kind == "trips":
-            return taxi_frame(release, alphabet, data, self.location, self.h, rng)
+            return taxi_frame(released, alphabet, data, self.location, self.h, rng)
         columns = site_columns(data.schema.names)
-        return columns_frame(release, alphabet, columns, spec.end_value, data.schema,
+        return columns_frame(released, alphabet, columns, spec.end_value, data.schema,
                              data.public, rng)
 
     def check_applicable(self, data: Dataset) -> None:

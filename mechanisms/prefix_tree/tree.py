@@ -13,7 +13,8 @@ import numpy as np
 
 from harness.data.sequences import FILL, SequenceView
 from harness.errors import ConfigError
-from harness.privacy.accounting import Ledger, laplace_scale
+from harness.privacy.accounting import laplace_scale
+from harness.privacy.release import Releaser
 from mechanisms.conditional_fill import sorted_lookup
 from mechanisms.prefix_tree.taxonomy import Taxonomy
 
@@ -65,17 +66,11 @@ def laplace_threshold(multiplier: float, scale: float) -> float:
     return float(multiplier) * SQRT2 * scale
 
 
-def laplace_tail_probability(threshold: float, scale: float) -> float:
-    """``P(Lap(0, b) >= threshold)`` for ``threshold >= 0``: ``exp(-threshold / b) / 2``."""
-    if threshold < 0:
-        raise ValueError("the empty-child shortcut needs a threshold >= 0")
-    return 0.5 * math.exp(-threshold / scale)
-
-
 # ===== noisy children (with the empty-child shortcut) =====================================
 def noisy_children(family_sizes: np.ndarray, family: np.ndarray, child: np.ndarray,
-                   counts: np.ndarray, scale: float, threshold: float,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   counts: np.ndarray, scale: float, threshold: float, release: Releaser,
+                   rng: np.random.Generator, name: str = "noisy children", note: str = ""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Threshold-tested Laplace counts of every child of every family; returns the kept ones
     as ``(family, child, noisy count)`` sorted by (family, child).
 
@@ -101,15 +96,18 @@ def noisy_children(family_sizes: np.ndarray, family: np.ndarray, child: np.ndarr
     children passed. The shortcut draws exactly (1), (2), (3), and families are independent,
     so the released (set, values) has the same distribution. (``theta < 0`` is refused: the
     tail above a negative threshold is not exponential.)
+
+    The noise of (1) and (3) and the Laplace noise of the non-empty children are drawn by
+    ``release`` (:meth:`harness.privacy.release.Releaser.laplace_above`, one charge of L1
+    sensitivity 1 for all children); ``rng`` only picks which empty children (2).
     """
     family_sizes = np.asarray(family_sizes, dtype=np.int64)
     family, child = np.asarray(family, dtype=np.int64), np.asarray(child, dtype=np.int64)
-    noisy = np.asarray(counts, dtype=float) + rng.laplace(0.0, scale, len(counts))
-    keep = noisy >= threshold
     n_empty = family_sizes - np.bincount(family, minlength=len(family_sizes))
-    k = rng.binomial(n_empty, laplace_tail_probability(threshold, scale))
+    noisy, k, e_value = release.laplace_above(name, np.asarray(counts, dtype=float), n_empty,
+                                              1.0, scale, threshold, note=note)
+    keep = noisy >= threshold
     e_family, e_child = choose_empty_children(k, n_empty, family, child, rng)
-    e_value = threshold + rng.exponential(scale, len(e_family))
     out_f = np.concatenate([family[keep], e_family])
     out_c = np.concatenate([child[keep], e_child])
     out_v = np.concatenate([noisy[keep], e_value])
@@ -201,9 +199,9 @@ def truncated_symbols(view: SequenceView, h: int, end_code: int) -> np.ndarray:
 
 def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
                      eps2: np.ndarray, threshold_g_sd: float, threshold_ng_sd: float,
-                     ledger: Ledger, rng: np.random.Generator) -> NoisyTree:
-    """Step 1 of the module docstring: the ``2 h`` Laplace releases, each charged to ``ledger``
-    before it is drawn (sensitivity 1, scale ``1 / eps1[i]`` or ``1 / eps2[i]``)."""
+                     release: Releaser, rng: np.random.Generator) -> NoisyTree:
+    """Step 1 of the module docstring: the ``2 h`` Laplace releases, each through ``release``
+    (sensitivity 1, scale ``1 / eps1[i]`` or ``1 / eps2[i]``)."""
     n, h = symbols.shape
     n_children = taxonomy.n_groups + 1  # generalized children per frontier node
     width = taxonomy.max_group_size
@@ -218,26 +216,28 @@ def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
         symbol = column[active].astype(np.int64)
         # (a) generalized sub-level
         b1 = laplace_scale(float(eps1[d - 1]), 1.0)
-        ledger.charge(f"prefix tree level {d}/{h}: generalized nodes", "laplace", 1.0, b1,
-                      note=f"{int(expandable.sum())} frontier nodes x {n_children} groups, "
-                           f"eps {eps1[d - 1]:.6g}")
         gkey = node[active] * n_children + taxonomy.group_of[symbol]
         keys, counts = np.unique(gkey, return_counts=True)
         g_parent, g_group, g_noisy = noisy_children(
             np.where(expandable, n_children, 0), keys // n_children, keys % n_children, counts,
-            b1, laplace_threshold(threshold_g_sd, b1), rng)
+            b1, laplace_threshold(threshold_g_sd, b1), release, rng,
+            f"prefix tree level {d}/{h}: generalized nodes",
+            f"{int(expandable.sum())} frontier nodes x {n_children} groups, eps {eps1[d - 1]:.6g}")
         # (b) specific sub-level, under the kept generalized nodes
         b2 = laplace_scale(float(eps2[d - 1]), 1.0)
-        if len(g_group):  # else there is no candidate: nothing released, nothing charged
-            ledger.charge(f"prefix tree level {d}/{h}: specific nodes", "laplace", 1.0, b2,
-                          note=f"{len(g_group)} generalized nodes kept, eps {eps2[d - 1]:.6g}")
         g_index = sorted_lookup(g_parent * n_children + g_group, gkey)
         inside = g_index >= 0
         skey = g_index[inside] * width + taxonomy.position[symbol[inside]]
         keys, counts = np.unique(skey, return_counts=True)
-        s_gen, s_place, s_noisy = noisy_children(
-            taxonomy.group_sizes[g_group], keys // width, keys % width, counts,
-            b2, laplace_threshold(threshold_ng_sd, b2), rng)
+        if len(g_group):  # else there is no candidate: nothing released, nothing charged
+            s_gen, s_place, s_noisy = noisy_children(
+                taxonomy.group_sizes[g_group], keys // width, keys % width, counts,
+                b2, laplace_threshold(threshold_ng_sd, b2), release, rng,
+                f"prefix tree level {d}/{h}: specific nodes",
+                f"{len(g_group)} generalized nodes kept, eps {eps2[d - 1]:.6g}")
+        else:
+            s_gen = s_place = np.zeros(0, dtype=np.int64)
+            s_noisy = np.zeros(0)
         s_code = taxonomy.member_table[g_group[s_gen], s_place]
         levels.append(Level(g_parent, g_group, g_noisy, 2.0 * b1**2,
                             s_gen, s_code, s_noisy, 2.0 * b2**2))

@@ -1,0 +1,341 @@
+"""The release API: every privacy-relevant random draw of a mechanism, charged and drawn in one call.
+
+A mechanism never draws privacy noise itself. It receives a :class:`Releaser` and asks it for
+noisy answers; the releaser (1) asks its sampler backend what the draw certifiably costs,
+(2) charges that cost to the run's :class:`~harness.privacy.accounting.Ledger` (which refuses
+anything over the budget, before any noise is drawn), (3) draws the noise, (4) reports the
+release to an optional observer (the audit's release view; nothing is logged by default) and
+returns the noisy values. The draw and the charge therefore cannot disagree.
+
+Releases
+--------
+:meth:`Releaser.gaussian`
+    ``values + N(0, sigma^2)`` per entry; ``sensitivity`` is the L2 sensitivity of the whole
+    vector; charged as one Gaussian release (``mu = Delta_2 / sigma``, ``rho = mu^2 / 2``).
+:meth:`Releaser.laplace`
+    ``values + Laplace(b)`` per entry; ``sensitivity`` is the L1 sensitivity of the vector;
+    charged as one ``Delta_1 / b``-DP release.
+:meth:`Releaser.exponential`
+    The exponential mechanism (report-noisy-max with Gumbel noise, McSherry & Talwar 2007):
+    index ``i`` with probability proportional to ``exp(epsilon * scores[i] / (2 Delta))``,
+    ``Delta`` the scores' sensitivity (L-infinity); charged as an ``epsilon``-DP release,
+    ``epsilon^2 / 8``-zCDP (bounded range, Cesar & Rogers 2021). The one implementation of it
+    in dp-arena (MST, AIM and ``tuning=dp_select`` use it).
+:meth:`Releaser.done`
+    A mechanism calls it after its last noisy release; what follows is post-processing. In an
+    audit of the releases (``stop_after_releases``) it ends the run there
+    (:class:`ReleasesComplete`), so estimation and sampling are skipped.
+
+Samplers (``privacy.sampler``)
+------------------------------
+``numpy`` (default)
+    numpy's float samplers on a generator that only the releaser holds (the mechanism's own
+    ``rng`` is for post-processing: clipping order, sampling rows from a released model).
+    Fast; textbook floating-point Laplace and Gaussian sampling is open to the attacks of
+    Mironov (2012) and Jin et al. (2022) in principle.
+``opendp``
+    OpenDP's vetted samplers, which are floating-point safe: integer-valued queries (counts)
+    with integer sensitivity get the exact discrete Gaussian / discrete Laplace (Canonne,
+    Kamath & Steinke 2020), other values OpenDP's float mechanisms (exact sampling on a
+    lattice, rounded); the exponential mechanism is OpenDP's Gumbel report-noisy-max. The
+    ledger is charged with the privacy OpenDP's own map certifies for the draw (never less
+    than the nominal cost). OpenDP certifies Gaussian noise in zCDP only, so runs with this
+    sampler account in zCDP (:func:`accountant_for`). OpenDP draws from the operating
+    system's entropy and cannot be seeded: ``privacy.noise=replayable`` is refused with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+from harness.errors import ConfigError, DPArenaError
+
+from .accounting import Accountant, Budget, Ledger, NoiseKind
+
+SamplerName = Literal["numpy", "opendp"]
+SAMPLERS: tuple[str, ...] = ("numpy", "opendp")
+
+
+class ReleasesComplete(DPArenaError):
+    """Raised by :meth:`Releaser.done` when the releaser was told to stop after the last
+    noisy release (the audit's release view): the rest of the run is post-processing."""
+
+    def __init__(self) -> None:
+        super().__init__("the mechanism's releases are complete", "")
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """What an observer sees of one release (never logged by default).
+
+    ``true`` holds the noise-free values (for the exponential mechanism: the scores) and
+    ``noisy`` the released values (for the exponential mechanism: the chosen index). ``query``
+    names the query independently of the run (e.g. ``marginal A x B``): two releases with the
+    same query key answer the same question of the data."""
+
+    name: str
+    kind: NoiseKind
+    query: str
+    sensitivity: float
+    scale: float
+    true: np.ndarray
+    noisy: np.ndarray
+
+
+Observer = Callable[[ReleaseRecord], None]
+
+
+class Sampler(Protocol):
+    """A noise backend: it says what a draw certifiably costs, then draws it."""
+
+    name: str
+
+    def gaussian_cost(self, values: np.ndarray, sensitivity: float, sigma: float) -> float:
+        """Certified L2 sensitivity to charge (>= ``sensitivity``)."""
+
+    def gaussian(self, values: np.ndarray, sensitivity: float, sigma: float) -> np.ndarray: ...
+
+    def laplace_cost(self, values: np.ndarray, sensitivity: float, scale: float) -> float:
+        """Certified L1 sensitivity to charge (>= ``sensitivity``)."""
+
+    def laplace(self, values: np.ndarray, sensitivity: float, scale: float) -> np.ndarray: ...
+
+    def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int: ...
+
+
+@dataclass
+class NumpySampler:
+    """numpy's float samplers on a generator private to the releaser."""
+
+    rng: np.random.Generator
+    name: str = "numpy"
+
+    def gaussian_cost(self, values: np.ndarray, sensitivity: float, sigma: float) -> float:
+        return sensitivity
+
+    def gaussian(self, values: np.ndarray, sensitivity: float, sigma: float) -> np.ndarray:
+        return values + self.rng.normal(0.0, sigma, size=values.shape)
+
+    def laplace_cost(self, values: np.ndarray, sensitivity: float, scale: float) -> float:
+        return sensitivity
+
+    def laplace(self, values: np.ndarray, sensitivity: float, scale: float) -> np.ndarray:
+        return values + self.rng.laplace(0.0, scale, size=values.shape)
+
+    def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int:
+        return int(np.argmax(scores / scale + self.rng.gumbel(size=scores.size)))
+
+
+def _integral(x: np.ndarray | float) -> bool:
+    arr = np.asarray(x, dtype=float)
+    return bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
+                and np.all(np.abs(arr) < 2**52))
+
+
+@dataclass
+class OpenDPSampler:
+    """OpenDP's floating-point-safe samplers (see the module docstring). Each draw builds
+    the OpenDP measurement for its scale, charges what the measurement's privacy map
+    certifies and invokes it."""
+
+    name: str = "opendp"
+    _dp: object = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            import opendp.prelude as dp
+        except ImportError as exc:  # pragma: no cover - opendp is a dependency
+            raise ConfigError("privacy.sampler=opendp needs the opendp package",
+                              "pip install opendp (it is a dependency of dp-arena)") from exc
+        dp.enable_features("contrib")
+        self._dp = dp
+
+    def _vector(self, integer: bool):
+        dp = self._dp
+        return dp.vector_domain(dp.atom_domain(T=int) if integer  # type: ignore[attr-defined]
+                                else dp.atom_domain(T=float, nan=False))  # type: ignore[attr-defined]
+
+    def _gaussian_measurement(self, values: np.ndarray, sensitivity: float, sigma: float):
+        dp = self._dp
+        integer = _integral(values) and _integral(sensitivity)
+        metric = dp.l2_distance(T=int if integer else float)  # type: ignore[attr-defined]
+        meas = dp.m.make_gaussian(self._vector(integer), metric, scale=float(sigma))  # type: ignore[attr-defined]
+        return meas, integer
+
+    def gaussian_cost(self, values: np.ndarray, sensitivity: float, sigma: float) -> float:
+        meas, integer = self._gaussian_measurement(values, sensitivity, sigma)
+        rho = float(meas.map(int(sensitivity) if integer else float(sensitivity)))
+        return max(sensitivity, sigma * math.sqrt(2.0 * rho))
+
+    def gaussian(self, values: np.ndarray, sensitivity: float, sigma: float) -> np.ndarray:
+        meas, integer = self._gaussian_measurement(values, sensitivity, sigma)
+        out = meas([int(v) for v in values.ravel()] if integer else values.ravel().tolist())
+        return np.asarray(out, dtype=float).reshape(values.shape)
+
+    def _laplace_measurement(self, values: np.ndarray, sensitivity: float, scale: float):
+        dp = self._dp
+        integer = _integral(values) and _integral(sensitivity)
+        metric = dp.l1_distance(T=int if integer else float)  # type: ignore[attr-defined]
+        meas = dp.m.make_laplace(self._vector(integer), metric, scale=float(scale))  # type: ignore[attr-defined]
+        return meas, integer
+
+    def laplace_cost(self, values: np.ndarray, sensitivity: float, scale: float) -> float:
+        meas, integer = self._laplace_measurement(values, sensitivity, scale)
+        eps = float(meas.map(int(sensitivity) if integer else float(sensitivity)))
+        return max(sensitivity, eps * scale)
+
+    def laplace(self, values: np.ndarray, sensitivity: float, scale: float) -> np.ndarray:
+        meas, integer = self._laplace_measurement(values, sensitivity, scale)
+        out = meas([int(v) for v in values.ravel()] if integer else values.ravel().tolist())
+        return np.asarray(out, dtype=float).reshape(values.shape)
+
+    def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int:
+        dp = self._dp
+        meas = dp.m.make_noisy_max(  # type: ignore[attr-defined]
+            self._vector(False), dp.linf_distance(T=float),  # type: ignore[attr-defined]
+            output_measure=dp.zero_concentrated_divergence(),  # type: ignore[attr-defined]
+            scale=float(scale))
+        rho = float(meas.map(float(sensitivity)))
+        if rho > (sensitivity / scale) ** 2 / 2.0 * (1 + 1e-9):  # eps^2/8 with eps = 2 Delta / scale
+            raise DPArenaError(f"OpenDP certifies rho={rho:g} for a noisy max that dp-arena "
+                               "charges as an exponential mechanism", "report this as a bug")
+        return int(meas(scores.astype(float).tolist()))
+
+
+def check_sampler(name: str) -> None:
+    if name not in SAMPLERS:
+        raise ConfigError(f"privacy.sampler must be one of {list(SAMPLERS)} (got {name!r})",
+                          "use privacy.sampler=numpy (fast, the default) or "
+                          "privacy.sampler=opendp (floating-point safe)")
+
+
+def accountant_for(sampler: str, accountant: Accountant) -> Accountant:
+    """The accountant a run with ``sampler`` uses: OpenDP certifies Gaussian noise in zCDP
+    only, so the ``opendp`` sampler accounts in zCDP (pure-DP runs are unaffected: both
+    accountants report pure charges as their sum)."""
+    return "zcdp" if sampler == "opendp" else accountant
+
+
+def make_sampler(name: str, rng: np.random.Generator) -> Sampler:
+    check_sampler(name)
+    return OpenDPSampler() if name == "opendp" else NumpySampler(rng)
+
+
+def _as_array(values) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise DPArenaError("a release's values must be finite",
+                           "the mechanism must clip or impute before releasing")
+    return arr
+
+
+@dataclass
+class Releaser:
+    """The one door through which a run's noisy answers leave the private data.
+
+    ``ledger`` accounts every release; ``sampler`` draws the noise (its generator is not the
+    mechanism's); ``observer`` (optional) sees every :class:`ReleaseRecord`;
+    ``stop_after_releases`` makes :meth:`done` end the run (audits of the releases)."""
+
+    ledger: Ledger
+    sampler: Sampler = field(default_factory=lambda: NumpySampler(np.random.default_rng(
+        np.random.SeedSequence())))
+    observer: Observer | None = None
+    stop_after_releases: bool = False
+    _tail_rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(
+        np.random.SeedSequence()), repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sampler, NumpySampler):  # one stream for all of the run's noise
+            self._tail_rng = self.sampler.rng
+
+    @classmethod
+    def for_budget(cls, budget: Budget, accountant: Accountant = "gdp", unit: str = "record",
+                   **kwargs) -> Releaser:
+        """A releaser with a fresh ledger (fresh OS entropy for the numpy sampler)."""
+        return cls(Ledger(budget, accountant, unit=unit), **kwargs)
+
+    @property
+    def accountant(self) -> Accountant:
+        return self.ledger.accountant
+
+    def _observe(self, name: str, kind: NoiseKind, query: str | None, sensitivity: float,
+                 scale: float, true: np.ndarray, noisy: np.ndarray) -> None:
+        if self.observer is not None:
+            self.observer(ReleaseRecord(name, kind, query or name, float(sensitivity),
+                                        float(scale), np.array(true, copy=True),
+                                        np.array(noisy, copy=True)))
+
+    def gaussian(self, name: str, values, sensitivity: float, sigma: float, *,
+                 query: str | None = None, note: str = "") -> np.ndarray:
+        """``values`` plus Gaussian noise of ``sigma``, charged as one release of L2
+        sensitivity ``sensitivity`` (the whole vector's)."""
+        true = _as_array(values)
+        cost = self.sampler.gaussian_cost(true, sensitivity, sigma)
+        self.ledger.charge(name, "gaussian", cost, sigma, note=note)
+        noisy = self.sampler.gaussian(true, sensitivity, sigma)
+        self._observe(name, "gaussian", query, sensitivity, sigma, true, noisy)
+        return noisy
+
+    def laplace(self, name: str, values, sensitivity: float, scale: float, *,
+                query: str | None = None, note: str = "") -> np.ndarray:
+        """``values`` plus Laplace noise of scale ``scale``, charged as one release of L1
+        sensitivity ``sensitivity`` (the whole vector's)."""
+        true = _as_array(values)
+        cost = self.sampler.laplace_cost(true, sensitivity, scale)
+        self.ledger.charge(name, "laplace", cost, scale, note=note)
+        noisy = self.sampler.laplace(true, sensitivity, scale)
+        self._observe(name, "laplace", query, sensitivity, scale, true, noisy)
+        return noisy
+
+    def exponential(self, name: str, scores, sensitivity: float, epsilon: float, *,
+                    query: str | None = None, note: str = "") -> int:
+        """The index chosen by the ``epsilon``-DP exponential mechanism on ``scores`` of
+        sensitivity ``sensitivity`` (higher is better)."""
+        true = _as_array(scores)
+        if true.ndim != 1 or true.size == 0:
+            raise DPArenaError("the exponential mechanism needs a non-empty vector of scores",
+                               "pass one score per candidate")
+        scale = 2.0 * sensitivity / epsilon
+        self.ledger.charge(name, "exponential", sensitivity, scale, note=note)
+        index = self.sampler.argmax_gumbel(true, sensitivity, scale)
+        self._observe(name, "exponential", query, sensitivity, scale, true, np.array(index))
+        return index
+
+    def laplace_above(self, name: str, counts, n_empty, sensitivity: float, scale: float,
+                      threshold: float, *, query: str | None = None, note: str = ""
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Laplace counts of a histogram given sparsely, of which only those at or above
+        ``threshold`` are kept (Chen et al.'s prefix-tree releases): ``counts`` are the true
+        counts of the non-empty cells, ``n_empty[g]`` the number of empty cells in group ``g``.
+        One release of L1 sensitivity ``sensitivity`` over all cells, empty ones included.
+
+        Returns the noisy counts of the non-empty cells (the caller keeps those
+        ``>= threshold``), ``k[g]``: how many empty cells of group ``g`` passed, and their
+        values. Empty cells are not noised one by one: ``k[g] ~ Binomial(n_empty[g], p)``
+        with ``p = P(Lap(b) >= threshold)``, each value ``threshold + Exp(b)``, which has the
+        distribution of noising each and keeping those that pass (for ``threshold >= 0``; the
+        proof is in :func:`mechanisms.prefix_tree.tree.noisy_children`). Those draws come from
+        numpy under either sampler: they depend only on public ``threshold`` and ``b`` and on
+        how many cells are empty, so their floating-point pattern reveals no count."""
+        if threshold < 0:
+            raise ValueError("the empty-cell shortcut needs a threshold >= 0")
+        true = _as_array(counts)
+        sizes = np.asarray(n_empty, dtype=np.int64)
+        cost = self.sampler.laplace_cost(true, sensitivity, scale)
+        self.ledger.charge(name, "laplace", cost, scale, note=note)
+        noisy = self.sampler.laplace(true, sensitivity, scale) if true.size else true.copy()
+        k = self._tail_rng.binomial(sizes, 0.5 * math.exp(-threshold / scale))
+        values = threshold + self._tail_rng.exponential(scale, int(k.sum()))
+        self._observe(name, "laplace", query, sensitivity, scale, true, noisy)
+        return noisy, k, values
+
+    def done(self) -> None:
+        """Say that every noisy release of the run is made (the rest is post-processing)."""
+        if self.stop_after_releases:
+            raise ReleasesComplete()

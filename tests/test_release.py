@@ -1,0 +1,128 @@
+"""harness.privacy.release: one call charges the ledger and draws the noise; samplers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from harness.errors import BudgetExceededError, ConfigError
+from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import (
+    NumpySampler,
+    OpenDPSampler,
+    Releaser,
+    ReleasesComplete,
+    accountant_for,
+    check_sampler,
+)
+from harness.run.config import parse_run_config
+
+
+def releaser(budget=Budget(10.0, 1e-6), accountant="gdp", sampler=None, **kw) -> Releaser:
+    sampler = sampler or NumpySampler(np.random.default_rng(0))
+    return Releaser(Ledger(budget, accountant), sampler, **kw)
+
+
+def test_gaussian_release_charges_and_draws_with_the_same_scale():
+    seen = []
+    r = releaser(observer=seen.append)
+    values = np.arange(20000, dtype=float)
+    noisy = r.gaussian("hist", values, 2.0, 3.0, query="q")
+    charge = r.ledger.charges[-1]
+    assert (charge.kind, charge.sensitivity, charge.scale) == ("gaussian", 2.0, 3.0)
+    noise = noisy - values
+    assert stats.kstest(noise / 3.0, "norm").pvalue > 1e-3
+    rec = seen[-1]
+    assert rec.query == "q" and rec.scale == 3.0 and np.array_equal(rec.true, values)
+    assert np.array_equal(rec.noisy, noisy)
+
+
+def test_laplace_release_matches_its_scale():
+    r = releaser(Budget(1000.0))
+    noisy = r.laplace("hist", np.zeros(20000), 1.0, 0.5)
+    assert r.ledger.charges[-1].pure_epsilon == pytest.approx(2.0)
+    assert stats.kstest(noisy, "laplace", args=(0, 0.5)).pvalue > 1e-3
+
+
+def test_exponential_mechanism_distribution():
+    """P(i) proportional to exp(eps * score_i / (2 Delta)); charged as eps-DP."""
+    scores = np.array([0.0, 1.0, 3.0])
+    eps, sens = 2.0, 1.5
+    r = releaser(Budget(1e6))
+    draws = np.bincount([r.exponential("pick", scores, sens, eps) for _ in range(20000)],
+                        minlength=3) / 20000
+    expected = np.exp(eps * scores / (2 * sens))
+    np.testing.assert_allclose(draws, expected / expected.sum(), atol=0.015)
+    assert r.ledger.charges[-1].pure_epsilon == pytest.approx(eps)
+    assert r.ledger.charges[-1].rho == pytest.approx(eps**2 / 8)
+
+
+def test_an_over_budget_release_is_refused_before_any_noise_is_drawn():
+    class Counting(NumpySampler):
+        draws = 0
+
+        def gaussian(self, values, sensitivity, sigma):
+            Counting.draws += 1
+            return super().gaussian(values, sensitivity, sigma)
+
+    r = releaser(Budget(0.1, 1e-6), sampler=Counting(np.random.default_rng(0)))
+    with pytest.raises(BudgetExceededError):
+        r.gaussian("too much", np.zeros(3), 1.0, 0.01)
+    assert Counting.draws == 0 and r.ledger.charges == []
+
+
+def test_non_finite_values_are_refused():
+    with pytest.raises(Exception, match="finite"):
+        releaser().gaussian("bad", [1.0, math.nan], 1.0, 1.0)
+
+
+def test_laplace_above_thresholds_and_counts_the_empty_cells():
+    """Empty cells pass with probability exp(-t/b)/2, at t + Exp(b)."""
+    r = releaser(Budget(1e9))
+    noisy, k, values = r.laplace_above("tree", np.array([50.0, 60.0]), np.array([40000, 0]),
+                                       1.0, 1.0, 2.0)
+    assert noisy.shape == (2,) and k.shape == (2,) and k[1] == 0
+    p = 0.5 * math.exp(-2.0)
+    assert abs(k[0] - 40000 * p) < 5 * math.sqrt(40000 * p)
+    assert values.min() >= 2.0
+    assert stats.kstest(values - 2.0, "expon").pvalue > 1e-3
+    assert len(r.ledger.charges) == 1
+
+
+def test_done_ends_a_run_only_when_asked():
+    releaser().done()
+    with pytest.raises(ReleasesComplete):
+        releaser(stop_after_releases=True).done()
+
+
+def test_opendp_sampler_charges_what_opendp_certifies():
+    """Integer counts get the discrete Gaussian; the ledger is charged OpenDP's own rho."""
+    r = releaser(Budget(1e6, 1e-6), "zcdp", sampler=OpenDPSampler())
+    noisy = r.gaussian("counts", np.full(4000, 7.0), 1.0, 2.0)
+    assert np.all(noisy == np.round(noisy))  # discrete Gaussian on integers
+    assert abs(np.mean(noisy) - 7.0) < 0.2 and abs(np.std(noisy) - 2.0) < 0.15
+    assert r.ledger.charges[-1].rho == pytest.approx(1 / 8)
+    lap = r.laplace("floats", np.full(4000, 0.5), 1.0, 1.5)
+    assert abs(np.mean(lap) - 0.5) < 0.2 and abs(np.std(lap) - 1.5 * math.sqrt(2)) < 0.2
+    picks = np.bincount([r.exponential("pick", [0.0, 3.0], 1.0, 2.0) for _ in range(2000)],
+                        minlength=2) / 2000
+    assert picks[1] == pytest.approx(math.exp(3) / (1 + math.exp(3)), abs=0.03)
+
+
+def test_sampler_settings():
+    check_sampler("numpy")
+    with pytest.raises(ConfigError, match="privacy.sampler"):
+        check_sampler("bogus")
+    assert accountant_for("opendp", "gdp") == "zcdp"
+    assert accountant_for("numpy", "gdp") == "gdp"
+    base = {"dataset": {"name": "titanic"}, "mechanism": {"name": "independent"},
+            "metrics": {"kmarginal": {}}}
+    rc = parse_run_config({**base, "privacy": {"epsilon": 1.0, "delta": 1e-6,
+                                                 "sampler": "opendp"}})
+    assert (rc.sampler, rc.accountant) == ("opendp", "zcdp")
+    with pytest.raises(ConfigError, match="replayable"):
+        parse_run_config({**base, "privacy": {"epsilon": 1.0, "sampler": "opendp",
+                                              "noise": "replayable"}})
