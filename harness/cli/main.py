@@ -93,6 +93,7 @@ def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None,
                 multirun: bool = True) -> dict[str, Any]:
     """Run one config and return its outcome record (:func:`report_job` prints it)."""
     from harness.run.runner import run_one  # imported here so `--help` stays fast
+    from harness.redact import scrubbed_reason
 
     label = describe(plain)
     base = {"label": label, "setting": setting or {}, "objective": None,
@@ -110,7 +111,7 @@ def execute_job(plain: dict[str, Any], setting: dict[str, Any] | None = None,
         return {**base, **run, "status": "FAILED", "message": str(exc), "user_error": True}
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
         record = {**base, **getattr(exc, "dp_arena_run", {}), "status": "FAILED",
-                  "message": f"{type(exc).__name__}: {exc}"}
+                  "message": scrubbed_reason(exc)}
         if os.environ.get("DP_ARENA_DEBUG"):
             traceback.print_exc()
             print(getattr(exc, "child_traceback", ""), file=sys.stderr)

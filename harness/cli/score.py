@@ -27,6 +27,7 @@ import pandas as pd
 from harness.data.schema import Schema
 from harness.data.sprint3 import taxi_schema
 from harness.errors import DPArenaError, SchemaError
+from harness.redact import read_problem
 
 EPSILON = "epsilon"
 #: Exit status when an input is invalid (argparse uses 2 for usage errors too).
@@ -90,7 +91,7 @@ def read_csv(path: Path, what: str) -> pd.DataFrame:
     try:
         return pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DPArenaError(f"cannot read the {what} {path} as CSV ({exc})",
+        raise DPArenaError(f"cannot read the {what} {path} as CSV: {read_problem(exc)}",
                            "pass a comma-separated file with a header row") from None
 
 

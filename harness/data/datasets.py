@@ -19,6 +19,7 @@ from harness.data.conform import SchemaSource, conform, read_source
 from harness.data.schema import RunSpec, Schema, coerce_dtypes
 from harness.errors import ConfigError, DPArenaError
 from harness.params import refuse_unknown_keys
+from harness.redact import read_problem
 
 Unit = Literal["record", "user"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -234,7 +235,7 @@ def read_table(path: Path | str, schema: Schema, what: str) -> pd.DataFrame:
     try:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DPArenaError(f"{what}: cannot read {path} as CSV ({exc})",
+        raise DPArenaError(f"{what}: cannot read {path} as CSV: {read_problem(exc)}",
                            "pass a comma-separated file with a header row") from None
     schema.validate(df, where=f"{what} ({path})")
     return coerce_dtypes(schema, df)
@@ -284,7 +285,7 @@ def read_csv_file(path: Path, what: str) -> pd.DataFrame:
     try:
         return pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DPArenaError(f"{what}: cannot read {path} as CSV ({exc})",
+        raise DPArenaError(f"{what}: cannot read {path} as CSV: {read_problem(exc)}",
                            "pass a comma-separated file with a header row") from None
 
 

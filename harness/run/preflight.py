@@ -29,6 +29,7 @@ from metrics import Metric
 from harness.data.datasets import Dataset, load_dataset
 from harness.data.guards import dataset_warnings
 from harness.errors import ConfigError, DPArenaError, NotApplicable
+from harness.redact import scrubbed_reason
 from harness.run.config import RunConfig, build_components, label_preset, parse_run_config
 from harness.run.tuning import public_view
 
@@ -151,7 +152,7 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
             jobs.append(JobPlan(index, "invalid", label, str(exc)))
             continue
         except Exception as exc:  # noqa: BLE001 - a bug or library error: still one message
-            jobs.append(JobPlan(index, "invalid", label, f"{type(exc).__name__}: {exc}"))
+            jobs.append(JobPlan(index, "invalid", label, scrubbed_reason(exc)))
             continue
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
         for warning in dataset_warnings(data):  # once per sweep (a dict key), not per job

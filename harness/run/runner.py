@@ -51,6 +51,7 @@ from metrics import Metric, MetricResult
 from harness.data.conform import schema_numbers, schema_tags
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
+from harness.redact import scrubbed_reason
 from harness.run.config import (RunConfig, build_components, label_preset, parse_run_config,
                                 run_label)
 from harness.run.isolation import call_isolated
@@ -161,14 +162,14 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
             execute(rc, mechanism, checked.metrics, checked.view, client, run_id, outcome, key)
         outcome.status = STATUS_OK
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised
-        outcome.message = failure_message(rc.mechanism, exc)
+        outcome.message = failure_message(rc.mechanism, exc, tuple(data.schema.names))
         client.set_tag(run_id, "failure_reason", outcome.message[:5000])
         client.set_terminated(run_id, STATUS_FAILED)
         exc.dp_arena_run = {"run_id": run_id, "experiment": experiment,  # type: ignore[attr-defined]
                             "tracking_uri": client.tracking_uri}
         raise
     except BaseException as exc:  # a stop signal or Ctrl-C: the run ends KILLED, with why
-        mark_killed(client, run_id, f"stopped: {type(exc).__name__} {exc}".strip())
+        mark_killed(client, run_id, f"stopped: {type(exc).__name__}")
         raise
     client.set_terminated(run_id, STATUS_OK)
     return outcome
@@ -543,7 +544,10 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
-def failure_message(mechanism: str, exc: BaseException) -> str:
+def failure_message(mechanism: str, exc: BaseException, public: tuple[str, ...] = ()) -> str:
+    """The failure reason a run records: dp-arena's own errors as they are (they name the
+    column, the count and the fix), any other exception's text scrubbed of data-derived
+    values (:func:`harness.redact.scrubbed`; ``public``: names that may stay, the columns)."""
     if isinstance(exc, DPArenaError):
         return str(exc)
-    return f"mechanism {mechanism!r} run failed: {type(exc).__name__}: {exc}"
+    return f"mechanism {mechanism!r} run failed: {scrubbed_reason(exc, public)}"
