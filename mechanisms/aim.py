@@ -66,8 +66,11 @@ via a Renyi filter") applied at every order; Whitehouse, Ramdas, Rogers & Wu (IC
 The AIM paper relies on the same argument. Hence the run is
 ``(eps, delta)``-DP. Every release is also charged to the ledger when it is made: under
 ``privacy.accountant=zcdp`` the ledger reports ``eps`` (to ``1e-9``, never above); under
-``gdp`` it reports the smaller of its two valid bounds, at most ``eps`` (the filter is never
-evaluated on that min-of-two-bounds, for which no filter theorem is known).
+``gdp`` it composes to the smaller of its two bounds, at most ``eps``, but that composition
+assumes scales fixed in advance, and no filter theorem is known for the min-of-two-bounds.
+So the run reports what it can prove, the filter's full budget ``(eps, delta)``, as
+``epsilon_spent`` under every accountant (``filter_bound``); ``ledger.json`` keeps the
+per-release charges.
 """
 
 from __future__ import annotations
@@ -133,6 +136,8 @@ class AIM(Mechanism):
     final_iters: int = 1000
     tol: float | None = 1e-7
     name: ClassVar[str] = "aim"
+    #: the zCDP filter over the whole budget is AIM's proven bound (see the module docstring)
+    filter_bound: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         for key in ("workload_degree", "iters", "final_iters"):

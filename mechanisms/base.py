@@ -37,6 +37,10 @@ class Mechanism(ABC):
     reference: ClassVar[Reference | None] = None
     #: Privacy units the mechanism supports.
     units: ClassVar[tuple[str, ...]] = ("record", "user")
+    #: True when the mechanism's proven bound is its privacy filter over the whole budget
+    #: (adaptively chosen noise scales, as AIM's), not the ledger's composition of its
+    #: charges: the run then reports the budget as spent, under every accountant.
+    filter_bound: ClassVar[bool] = False
 
     @abstractmethod
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,

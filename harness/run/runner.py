@@ -361,8 +361,13 @@ def max_records(data: Dataset, epsilon: float) -> int | None:
 
 
 def spent_budget(mechanism: Mechanism, ledger: Ledger) -> tuple[float, float]:
+    """The (epsilon, delta) the run can prove it spent: infinity for ``resample``, the whole
+    budget for a mechanism whose bound is a privacy filter (``filter_bound``: AIM), else the
+    ledger's composition of the charges."""
     if mechanism.reference == "ceiling":
         return math.inf, 0.0
+    if mechanism.filter_bound and ledger.charges:
+        return ledger.budget.epsilon, ledger.budget.delta
     return ledger.spent()
 
 
