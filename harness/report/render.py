@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,9 @@ from harness.report.tracking import INF_THRESHOLD
 
 #: CSV cells starting with these are read as formulas by spreadsheets (OWASP CSV injection).
 CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A formula character right after a separator a spreadsheet may split a cell on (comma,
+#: semicolon, pipe, tab, CR, LF): ``x;=1+1`` is evaluated when the file is opened with ``;``.
+CSV_FORMULA_INSIDE = re.compile(r"([,;|\t\r\n])(?=[=+\-@\t\r])")
 #: Characters escaped in Markdown cells.
 MD_SPECIAL = "\\|*_`<>[]~&"
 #: Longest hyperparameters label in the Markdown board (printed on a terminal; the CSV and
@@ -232,11 +236,14 @@ def md_escape(text: object) -> str:
 
 
 def csv_cell(value: object) -> object:
-    """A text cell a spreadsheet would read as a formula (starts with = + - @ tab or CR) gets
-    a leading ``'``; numbers, and the board's bare placeholder ``-``, are left alone."""
-    if isinstance(value, str) and value.startswith(CSV_FORMULA_STARTS) and value != "-":
-        return "'" + value
-    return value
+    """A text cell a spreadsheet would read as a formula gets a ``'`` before every place one
+    could start: at the start (= + - @ tab or CR) and after each separator a spreadsheet may
+    split on (``x;=1`` -> ``x;'=1``). Numbers, and the board's bare placeholder ``-``, are left
+    alone."""
+    if not isinstance(value, str) or value == "-":
+        return value
+    guarded = CSV_FORMULA_INSIDE.sub(r"\1'", value)
+    return "'" + guarded if guarded.startswith(CSV_FORMULA_STARTS) else guarded
 
 
 def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
