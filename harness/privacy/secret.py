@@ -10,7 +10,8 @@ Two things need a secret that readers of the MLflow store do not have:
 
 Where the key lives: ``$DP_ARENA_SECRET_FILE`` if set, else ``~/.config/dp-arena/secret.key``.
 It is 32 bytes from the OS's entropy source, created on first use with mode 0600 (owner read and
-write only) in a folder of mode 0700. It is never logged, never put in a param, tag, artifact or
+write only) in a folder of mode 0700; an existing key file that its group or others may read
+is refused with the fix (``chmod 600``). It is never logged, never put in a param, tag, artifact or
 error message. Who may read it: exactly the people who may read the private data (anyone with
 the key and the store can replay ``replayable`` runs' noise and so undo their privacy). On a
 cluster every worker must read the same key file (same path or ``DP_ARENA_SECRET_FILE``),
@@ -47,6 +48,7 @@ def local_secret(path: Path | None = None) -> bytes:
     path = path or secret_path()
     if not path.exists():
         _create_secret(path)
+    refuse_shared_key(path)
     try:
         key = path.read_bytes()
     except OSError as exc:
@@ -59,6 +61,20 @@ def local_secret(path: Path | None = None) -> bytes:
                            "restore the original key file, or move it away to start a new key "
                            "(earlier fingerprints then no longer match)")
     return key
+
+
+def refuse_shared_key(path: Path) -> None:
+    """A key file that its group or others may read (or write) is refused, with the fix:
+    anyone who can read it can link fingerprints and undo replayable noise. (POSIX modes
+    only; a file whose mode cannot be read is left to :func:`local_secret`.)"""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if os.name == "posix" and mode & 0o077:
+        raise DPArenaError(f"the dp-arena secret key {path} is readable or writable by its "
+                           f"group or others (mode {mode & 0o777:o})",
+                           f"restrict it to its owner: chmod 600 {path}")
 
 
 def _create_secret(path: Path) -> None:
