@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from harness.cli.main import OUTCOME_FILE, RANKING_PREFERENCE
 from harness.errors import DPArenaError
+from harness.redact import without_credentials
 
 
 class SweepSummary(Callback):
@@ -222,7 +223,7 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     print(render_markdown(board, title=f"Leaderboard: {experiment} (this sweep)"))
     out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
     print(f"\nwritten: {', '.join(str(p) for p in out)}")
-    uri = tracking_uri or ""
+    uri = without_credentials(tracking_uri or "")
     browse = ("mlflow ui --backend-store-uri sqlite:///mlflow.db" if not uri
               or uri.startswith("sqlite:") else uri)
     print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"

@@ -32,6 +32,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from harness.params import config_problem
+from harness.redact import command_without_credentials
 
 PLAN_FILE = "plan.json"
 OUTCOME_FILE = "outcome.json"
@@ -226,7 +227,8 @@ def start_parent_runs(plan: dict[str, Any], sweep_dir: Path, command: list[str])
         run = client.create_run(exp_id, run_name=f"sweep {sweep_dir.name}",
                                 tags={"kind": "sweep", "sweep": str(sweep_dir),
                                       **source_tags()})
-        client.log_param(run.info.run_id, "command", " ".join(command)[:6000] or "(defaults)")
+        shown = " ".join(command_without_credentials(command))  # tracking.uri=https://u:pw@..
+        client.log_param(run.info.run_id, "command", shown[:6000] or "(defaults)")
         client.log_param(run.info.run_id, "runs", str(plan["total"]))
         parents[experiment] = run.info.run_id
     return parents

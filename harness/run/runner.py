@@ -51,7 +51,7 @@ from metrics import Metric, MetricResult
 from harness.data.conform import schema_numbers, schema_tags
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
-from harness.redact import scrubbed_reason
+from harness.redact import command_without_credentials, scrubbed_reason
 from harness.run.config import (RunConfig, build_components, label_preset, parse_run_config,
                                 run_label)
 from harness.run.isolation import call_isolated
@@ -477,7 +477,9 @@ def log_params(client, run_id: str, rc: RunConfig) -> None:
     from mlflow.entities import Param
 
     params = flatten({k: v for k, v in rc.raw.items() if k != "hydra"})
-    items = [Param(k, v[:6000]) for k, v in sorted(params.items())]
+    # a URI (tracking.uri, a dataset path) may carry a user name, password or token
+    items = [Param(k, command_without_credentials([v])[0][:6000])
+             for k, v in sorted(params.items())]
     for start in range(0, len(items), 100):
         client.log_batch(run_id, params=items[start:start + 100])
 
