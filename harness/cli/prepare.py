@@ -6,7 +6,8 @@ reads a City of Chicago "Taxi Trips" export (data portal or BigQuery column name
 it as the NIST Sprint 3 challenge did (:mod:`harness.data.chicago`: taxi-weeks, shifts,
 community areas, coded companies, at most 200 trips per taxi-week, whole-unit integers) and
 writes ``OUT/trips.csv``, ``OUT/parameters.json`` and ``OUT/companies.json`` (the company
-name -> code map, derived from the private data: keep it with the data). Then
+name -> code map, derived from the private data: keep it with the data), each with mode 0600
+(owner only). Then
 
     dp-arena dataset=csv dataset.path=OUT/trips.csv dataset.schema=OUT/parameters.json
 
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.cli.exits import run_or_explain
@@ -40,15 +42,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+#: Mode of the files written: owner read/write only (the trips and the company map are private
+#: data; the schema is written the same way, since its domain was read from the export).
+PRIVATE_MODE = 0o600
+
+
+def write_private(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(path)`` into a file created with mode 0600 (whatever the umask), replacing it."""
+    path.unlink(missing_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE))
+    os.chmod(path, PRIVATE_MODE)
+    write(path)
+
+
 def write_outputs(out: Path, prepared: Prepared) -> dict[str, Path]:
-    """Write the table, its schema and the company map into ``out``."""
+    """Write the table, its schema and the company map into ``out``, each readable by its
+    owner only (mode 0600)."""
     paths = {"trips": out / "trips.csv", "schema": out / "parameters.json",
              "companies": out / "companies.json"}
     try:
         out.mkdir(parents=True, exist_ok=True)
-        prepared.trips.to_csv(paths["trips"], index=False)
-        prepared.schema.save(paths["schema"])
-        paths["companies"].write_text(json.dumps(prepared.companies, indent=1))
+        write_private(paths["trips"], lambda p: prepared.trips.to_csv(p, index=False))
+        write_private(paths["schema"], prepared.schema.save)
+        write_private(paths["companies"],
+                      lambda p: p.write_text(json.dumps(prepared.companies, indent=1)))
     except OSError as exc:
         raise DPArenaError(f"cannot write to output folder {out} ({exc.strerror or exc})",
                            "pass an output folder you can write to") from None
