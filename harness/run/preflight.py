@@ -4,7 +4,9 @@ launching process, before any job folder or MLflow run exists).
 - :func:`check_run`: what a run needs beyond its config: the data view the mechanism sees
   (the public view for ``tuning.view=public``), the mechanism applies to it
   (:meth:`Mechanism.check_applicable`: privacy unit, public part, data shape), which metrics
-  apply (the others are ``n/a`` with a reason), and a delta below 1/(number of persons).
+  apply (the others are ``n/a`` with a reason), and a delta below 1/(number of persons);
+- :func:`check_data_size`: a data file larger than ``limits.memory_limit_mb`` is refused
+  before it is loaded (the launcher and the worker load the data outside the run's child).
 - :func:`plan_sweep`: every job of a sweep through :func:`parse_run_config`,
   :func:`build_components` and :func:`check_run`, loading each distinct dataset once. Each job
   gets a verdict: ``run``, ``n/a`` (the mechanism does not apply to the dataset: listed with the
@@ -20,7 +22,9 @@ the one bit of the delta check (documented at :func:`check_delta`).
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from mechanisms import Mechanism, hyperparameter_label
@@ -67,6 +71,40 @@ def check_delta(rc: RunConfig, data: Dataset) -> None:
             f"{data.name!r}): a mechanism could publish one person's data outright",
             "use a delta well below 1/n, e.g. privacy.delta=1e-9 (or set "
             "privacy.allow_large_delta=true to run anyway; such runs are labelled and unranked)")
+
+
+def data_files(dataset: dict[str, Any]) -> dict[str, Path]:
+    """The files a dataset config reads (``dataset.path`` / ``public_path`` of ``csv``)."""
+    if dataset.get("name") != "csv":
+        return {}
+    return {f"dataset.{key}": Path(str(dataset[key])).expanduser()
+            for key in ("path", "public_path") if dataset.get(key)}
+
+
+def loaded_bytes_at_least(path: Path) -> int:
+    """A lower bound on the memory a table file takes once loaded: its (uncompressed) size.
+    Every value of a CSV becomes at least as many bytes in pandas as its text (a one-digit
+    number and its comma become an 8-byte integer)."""
+    if path.suffix == ".zip" and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    return path.stat().st_size
+
+
+def check_data_size(rc: RunConfig) -> None:
+    """Refuse, before loading, a data file that cannot fit in ``limits.memory_limit_mb``: the
+    launcher and the worker load the data outside the run's child process, so a file larger
+    than the limit would exceed it there. Reveals one bit (whether the file is larger than the
+    limit), to the operator's console; the message states no size."""
+    limit = rc.limits.memory_limit_mb
+    if not limit:
+        return
+    for key, path in data_files(rc.dataset).items():
+        if path.is_file() and loaded_bytes_at_least(path) > limit * 2**20:
+            raise ConfigError(f"{key}: the file is larger than limits.memory_limit_mb="
+                              f"{limit:g} MB, so loading it would exceed the memory limit",
+                              "raise limits.memory_limit_mb (at least a few times the file's "
+                              "size), or use a smaller file")
 
 
 def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
@@ -142,6 +180,7 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
         try:
             rc = parse_run_config(cfg)
             mechanism, metrics = build_components(rc)
+            check_data_size(rc)
             data = cached_dataset(datasets, rc.dataset)
             checked = check_run(rc, mechanism, metrics, data)
         except NotApplicable as exc:

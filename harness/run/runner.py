@@ -55,7 +55,7 @@ from harness.redact import command_without_credentials, scrubbed_reason
 from harness.run.config import (RunConfig, build_components, label_preset, parse_run_config,
                                 run_label)
 from harness.run.isolation import call_isolated
-from harness.run.preflight import check_run
+from harness.run.preflight import check_data_size, check_run
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
 from harness.privacy.noise import noise_rng
 from harness.privacy.secret import keyed_digest
@@ -132,6 +132,7 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
     ``resume=false``): the outcome is the earlier run's."""
     rc = parse_run_config(cfg)
     mechanism, metrics = build_components(rc)
+    check_data_size(rc)
     data = load_dataset(rc.dataset)
     checked = check_run(rc, mechanism, metrics, data)
     client = client_for(rc.tracking_uri)
