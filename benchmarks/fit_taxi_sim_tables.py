@@ -7,7 +7,9 @@ Reads ``../shared/data/chicago-taxi-sample.csv`` (15,002 public City of Chicago 
 aggregated, rounded tables: pickup x dropoff counts, day x hour counts, payment counts, tip
 rates and tip shares, the recorded-zero miles share, median speed by hour, quantiles of miles,
 seconds and fare by distance class (``taxi_sim.distance_class``) and the Gaussian-copula
-correlations linking them (within-class normal scores).
+correlations linking them (within-class normal scores); company classes per pickup zone and
+8-hour block, the number of small companies, and the cash log-odds offsets by zone and
+company class (a logistic regression; ``harness/data/taxi_sim_mix.py``).
 No trip-level row is written. Without ``--out`` the module is printed.
 """
 
@@ -145,6 +147,92 @@ def miles_seconds_copula(raw: pd.DataFrame) -> float:
     return round(float(np.corrcoef(np.concatenate(zm), np.concatenate(zs))[0, 1]), 3)
 
 
+def company_classes(raw: pd.DataFrame) -> np.ndarray:
+    """Company class per trip (``taxi_sim_mix``): 0 = no company recorded, 1..R = the named
+    companies with at least ``MIN_NAMED_TRIPS`` trips by trips, R + 1 = the other (small)."""
+    from harness.data.taxi_sim_mix import MIN_NAMED_TRIPS
+
+    names = raw["company"].astype("string").str.strip()
+    names = names.mask(names == "")
+    counts = names.value_counts()
+    named = [n for n, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+             if c >= MIN_NAMED_TRIPS]
+    lookup = {name: k for k, name in enumerate(named, start=1)}
+    classes = names.map(lookup).fillna(len(named) + 1).to_numpy(dtype=np.int64)
+    return np.where(names.isna().to_numpy(), 0, classes)
+
+
+def zones_blocks(raw: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Pickup zone (``taxi_sim_mix.pickup_zone``) and 8-hour block of each trip."""
+    from harness.data.taxi_sim_mix import pickup_zone
+
+    zone = pickup_zone(area_code(raw["pickup_community_area"]))
+    return zone, raw["trip_start_hour"].to_numpy(dtype=np.int64) // 8
+
+
+def company_counts(raw: pd.DataFrame) -> tuple[list[int], dict[tuple[int, int], list[int]]]:
+    """(trips per company class city-wide, trips per class per (zone, block))."""
+    from harness.data.taxi_sim_mix import N_BLOCKS, ZONE_NAMES
+
+    classes = company_classes(raw)
+    n_classes = int(classes.max()) + 1
+    zone, block = zones_blocks(raw)
+    city = np.bincount(classes, minlength=n_classes).tolist()
+    table = {}
+    for z in range(len(ZONE_NAMES)):
+        for b in range(N_BLOCKS):
+            here = (zone == z) & (block == b)
+            table[(z, b)] = np.bincount(classes[here], minlength=n_classes).tolist()
+    return city, table
+
+
+def small_company_codes(raw: pd.DataFrame) -> int:
+    """Number K of equally likely small companies whose expected number of distinct ones
+    among the sample's small-company trips, ``K (1 - (1 - 1/K)^m)``, is the number seen."""
+    classes = company_classes(raw)
+    small = classes == classes.max()
+    m = int(small.sum())
+    seen = int(raw.loc[small, "company"].nunique())
+    k = seen
+    while k < 1000 and k * (1 - (1 - 1 / k) ** m) < seen:
+        k += 1
+    return k
+
+
+def logistic_fit(design: np.ndarray, y: np.ndarray, steps: int = 50) -> np.ndarray:
+    """Maximum-likelihood logistic regression coefficients (Newton / IRLS)."""
+    beta = np.zeros(design.shape[1])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        hessian = design.T @ (design * (p * (1 - p))[:, None])
+        beta += np.linalg.solve(hessian, design.T @ (y - p))
+    return beta
+
+
+def cash_offsets(raw: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """(zone offsets, company-class offsets) of a logistic regression of paying cash on
+    pickup zone and company class (reference: zone 0, class 0; classes with fewer than
+    ``MIN_CASH_CLASS_TRIPS`` trips share one offset)."""
+    from harness.data.taxi_sim_mix import MIN_CASH_CLASS_TRIPS, ZONE_NAMES
+
+    classes = company_classes(raw)
+    zone, _ = zones_blocks(raw)
+    counts = np.bincount(classes)
+    own = [c for c in range(1, len(counts)) if counts[c] >= MIN_CASH_CLASS_TRIPS]
+    pooled = [c for c in range(1, len(counts)) if c not in own]
+    columns = [np.ones(len(raw))]
+    columns += [(zone == z).astype(float) for z in range(1, len(ZONE_NAMES))]
+    columns += [(classes == c).astype(float) for c in own]
+    columns += [np.isin(classes, pooled).astype(float)]
+    y = (raw["payment_type"] == "Cash").to_numpy(dtype=float)
+    beta = logistic_fit(np.column_stack(columns), y)
+    zone_offsets = [0.0, *beta[1:len(ZONE_NAMES)]]
+    by_class = dict(zip(own, beta[len(ZONE_NAMES):len(ZONE_NAMES) + len(own)]))
+    class_offsets = [0.0] + [by_class.get(c, beta[-1]) for c in range(1, len(counts))]
+    return ([round(float(v), 3) for v in zone_offsets],
+            [round(float(v), 3) for v in class_offsets])
+
+
 def shares(raw: pd.DataFrame) -> dict[str, float]:
     """Shares of recorded-zero miles and of unknown seconds."""
     return {
@@ -212,8 +300,29 @@ def render(raw: pd.DataFrame) -> str:
         "#: Median speed (mph) by start hour.\nHOURLY_MPH: tuple[float, ...] = (\n"
         + wrap(", ".join(map(str, mph))) + ",\n)\n",
         "".join(f"{k} = {v}\n" for k, v in shares(raw).items()),
+        *company_tables(raw),
     ]
     return "\n".join(parts)
+
+
+def company_tables(raw: pd.DataFrame) -> list[str]:
+    """The text of the company and cash tables (``taxi_sim_mix``)."""
+    city, table = company_counts(raw)
+    zone_offsets, class_offsets = cash_offsets(raw)
+    return [
+        "#: Real trips per company class (0 = none recorded, 1..R named companies with at least\n"
+        "#: 10 trips by trips, R + 1 = the small companies pooled), city-wide.\n"
+        f"COMPANY_CLASS_TRIPS: tuple[int, ...] = {tuple(city)!r}\n",
+        "#: Real trips per company class by (pickup zone, 8-hour block) (``taxi_sim_mix``).\n"
+        "COMPANY_COUNTS_BY_ZONE_BLOCK: dict[tuple[int, int], tuple[int, ...]] = {\n"
+        + "".join(f"    {k}: {tuple(v)!r},\n" for k, v in table.items()) + "}\n",
+        "#: Equally likely small companies giving the sample's count of distinct ones.\n"
+        f"N_SMALL_COMPANIES = {small_company_codes(raw)}\n",
+        "#: Log-odds offsets of paying cash by pickup zone and by company class (logistic fit).\n"
+        f"CASH_ZONE_OFFSETS: tuple[float, ...] = {tuple(zone_offsets)!r}\n"
+        "CASH_CLASS_OFFSETS: tuple[float, ...] = (\n"
+        + wrap(", ".join(map(str, class_offsets))) + ",\n)\n",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -342,3 +342,116 @@ def test_cli_unwritable_output_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot write to output folder" in err
     assert "Traceback" not in err
+
+
+# ----- within-trip structure by place and time (issue 29) ---------------------------------
+STRUCTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "structure_taxi_sim.py"
+
+
+def test_shrinkage_hand_computed():
+    """200 pseudo-trips of the prior: counts (300, 100) with prior (0.5, 0.5) ->
+    (400, 200) / 600."""
+    from harness.data.taxi_sim_mix import shrunk
+
+    got = shrunk(np.array([300.0, 100.0]), np.array([0.5, 0.5]))
+    assert got == pytest.approx([400 / 600, 200 / 600])
+
+
+def test_company_codes_round_trip_and_small_companies():
+    from harness.data import taxi_sim_tables as T
+    from harness.data.taxi_sim_mix import company_class_of_code, company_codes
+
+    n_classes = len(T.COMPANY_CLASS_TRIPS)
+    classes = np.repeat(np.arange(n_classes), 2000)
+    codes = company_codes(classes, np.random.default_rng(0))
+    assert codes.min() >= 0 and codes.max() <= 100
+    assert (codes[classes == 0] == 0).all()
+    np.testing.assert_array_equal(company_class_of_code(codes), classes)
+    # named classes are one code each; the small companies spread over N_SMALL_COMPANIES codes
+    for c in range(1, n_classes - 1):
+        assert len(np.unique(codes[classes == c])) == 1
+    assert len(np.unique(codes[classes == n_classes - 1])) == T.N_SMALL_COMPANIES
+
+
+def test_solve_base_meets_the_share():
+    """The solved base gives the target mean share over a known offset mix (checked by a
+    Monte Carlo draw of the random effect)."""
+    from harness.data.taxi_sim_mix import solve_base
+
+    offsets = np.repeat([-1.0, 0.0, 0.6], [100, 500, 400])
+    base = solve_base(0.4, offsets, 1.2)
+    rng = np.random.default_rng(0)
+    effect = rng.normal(0.0, 1.2, size=(200, len(offsets)))
+    share = float((1 / (1 + np.exp(-(base + offsets + effect)))).mean())
+    assert share == pytest.approx(0.4, abs=0.005)
+
+
+def test_companies_concentrated_as_in_the_real_sample(private):
+    """A few companies hold most trips: the real sample's unknown company and its largest
+    affiliation hold 69% of trips; 11 codes hold more than 95%."""
+    from harness.data import taxi_sim_tables as T
+
+    shares = private["company_id"].value_counts(normalize=True)
+    real = np.sort(np.asarray(T.COMPANY_CLASS_TRIPS[:-1]) / T.N_REAL_TRIPS)[::-1]
+    assert abs(shares.iloc[:2].sum() - real[:2].sum()) < 0.05
+    assert shares.iloc[:11].sum() > 0.95
+    # a tail of small companies (fewer distinct ones than 30,000 independent trips would show:
+    # a small company is a few loyal taxis)
+    assert private["company_id"].nunique() > 20
+
+
+def test_cash_follows_place_as_in_the_real_sample(private):
+    """Airport pickups pay cash far less often than pickups in the rest of the city (real
+    sample: 41% vs 77%)."""
+    from harness.data.taxi_sim_mix import pickup_zone
+
+    zone = pickup_zone(private["pickup_community_area"].to_numpy())
+    cash = (private["payment_type"] == 0).to_numpy()
+    assert cash[zone == 2].mean() < cash[zone == 3].mean() - 0.2
+
+
+def structure_module():
+    spec = importlib.util.spec_from_file_location("structure_taxi_sim", STRUCTURE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_structure_cells_hand_computed():
+    """Two groups; company x dropoff cells: (g0, 1, 5) x2 and (g1, 2, 6) -> 2 cells, one of
+    them a singleton."""
+    structure = structure_module()
+    df = pd.DataFrame({"pickup_community_area": [8, 8, 32], "shift": [0, 0, 0],
+                       "company_id": [1, 1, 2], "dropoff_community_area": [5, 5, 6],
+                       "payment_type": [0, 0, 0], "fare": [5, 5, 5], "tips": [0, 0, 0],
+                       "trip_total": [5, 5, 5], "trip_seconds": [60, 60, 60],
+                       "trip_miles": [1, 1, 1]})
+    counts = structure.cell_counts(df)
+    assert sorted(counts[("company_id", "dropoff_community_area")]) == [1, 2]
+    assert sorted(counts[("payment_type", "fare")]) == [1, 2]
+    cells, singleton_share = structure.cell_summary(df)
+    assert set(cells.values()) == {2} and singleton_share == pytest.approx(0.5)
+
+
+def test_subsample_of_everything_scores_1000():
+    structure = structure_module()
+    df = simulate_trips(2000, np.random.default_rng(0), "private")
+    value, _ = structure.subsample_scores(structure.comparable(df), 1.0, 1,
+                                          np.random.default_rng(0))
+    assert value == pytest.approx(1000.0)
+
+
+@pytest.mark.realdata
+def test_within_group_structure_matches_the_real_sample(shared_data):
+    """At the real sample's size: cells per column pair within 10% of the real sample's and
+    the half-vs-whole k-marginal within 15 points (issue 29; fixed seed)."""
+    structure = structure_module()
+    if not (shared_data / "chicago-taxi-sample.csv").exists():
+        pytest.skip("real Chicago sample not available")
+    real = structure.load_real()
+    figures = structure.structure(structure.simulated(len(real), 0), real, 20, 0)
+    ratio = np.mean(list(figures["sim_cells"].values())) / np.mean(
+        list(figures["real_cells"].values()))
+    assert abs(ratio - 1) <= 0.10, f"cells per pair ratio {ratio:.2f}"
+    gap = figures["sim_half"][0] - figures["real_half"][0]
+    assert abs(gap) <= 15, f"half-vs-whole gap {gap:+.0f}"

@@ -23,10 +23,12 @@ latent traits**, so taxis form a continuum, not a few kinds:
   *hour tilt* ~ Beta(1.5, 4): with probability = tilt a trip's hour is
   ``floor(centre + Normal(0, 1.2)) mod 24``, else it keeps the city's day x hour draw;
 - a *length trait* ~ Normal(0, 1) tilting its trips toward long or short ones (below);
-- a *cash propensity*: a Normal(0, 1.2) random effect on the log-odds of paying cash, the base
-  log-odds solved (Gauss-Hermite) so the year's mean cash share is met;
-- a *home company* (0..100, heavy-tailed popularity over a fixed ranking) it drives for on
-  :data:`HOME_COMPANY_SHARE` of its trips (company loyalty).
+- a *cash propensity*: a Normal(0, 1.2) random effect on the log-odds of paying cash;
+- a *home company* drawn from the real company mix of its home area's zone and its shift
+  centre's 8-hour block (:mod:`harness.data.taxi_sim_mix`: a few affiliations and "no company
+  recorded" hold most trips, then a tail of small companies), which it drives for on
+  :data:`HOME_COMPANY_SHARE` of its trips (company loyalty); its other trips take a company
+  from the mix of the trip's own zone and block.
 
 Trips (vectorised over all trips):
 
@@ -45,7 +47,10 @@ Trips (vectorised over all trips):
   real marginals hold. Recorded miles are 0 on
   :data:`~harness.data.taxi_sim_tables.MILES_ZERO_SHARE` of trips (27% of the real trips record
   0 miles), seconds unknown (-1) on a real share;
-- payment: cash by the taxi's propensity, else the real non-cash mix; tips: tipped at the real
+- payment: cash with log-odds = the year's base (solved so the year's cash share is met) + the
+  real sample's offsets of the pickup zone (airports pay cash least, outer areas most) and of
+  the company class (logistic fit) + the taxi's propensity; else the real non-cash mix;
+  tips: tipped at the real
   rate of the payment type (about 95% of card trips, almost no cash trips: cash tips are not
   recorded), tip = fare * a draw from the real tip / fare quantiles, at least $1;
 - ``trip_total`` = fare + tips + extras (random extras, an airport pickup surcharge, rare
@@ -93,6 +98,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
+from harness.data import taxi_sim_mix as M
 from harness.data import taxi_sim_tables as T
 from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
 from harness.errors import ConfigError
@@ -127,12 +133,7 @@ AREA_XY: dict[int, tuple[float, float]] = {
     75: (-2.0, -14.3), 76: (-13.5, 10.5), 77: (-0.8, 8.3),
 }
 
-# ----- companies --------------------------------------------------------------------------
-N_COMPANIES = 101
-#: Company ids in order of (private-year) popularity: a fixed permutation of 0..100.
-COMPANY_RANKING: tuple[int, ...] = tuple((17 * r + 3) % N_COMPANIES for r in range(N_COMPANIES))
-COMPANY_POWER = 1.1  # popularity of rank r ~ (r + 2) ** -COMPANY_POWER
-N_UNUSED_COMPANIES = 14  # the least popular ids never appear in either year
+# ----- companies (mix by zone and block: harness.data.taxi_sim_mix) ----------------------
 HOME_COMPANY_SHARE = 0.95
 
 # ----- traits, payments, money ------------------------------------------------------------
@@ -167,7 +168,7 @@ class YearParams:
     cash_share: float | None  # None: the real sample's share
     airport_share: float | None  # share of trips touching O'Hare or Midway (None: real)
     downtown_share: float | None  # share of pickups in the Loop or Near North (None: real)
-    company_growth: dict[int, float]  # company *rank* -> popularity multiplier (0 = absent)
+    company_growth: dict[int, float]  # company *class* -> weight multiplier (0 = absent)
     id_range: tuple[int, int]  # inclusive taxi_id range
 
 
@@ -185,8 +186,8 @@ YEAR_PARAMS: dict[str, YearParams] = {
         trips_median=8.0, trips_sigma=1.15, cash_share=PUBLIC_YEAR_TRENDS["cash"],
         airport_share=PUBLIC_YEAR_TRENDS["airport"],
         downtown_share=PUBLIC_YEAR_TRENDS["downtown"],
-        company_growth={**{r: 0.0 for r in range(62, N_COMPANIES)},
-                        0: 1.5, 1: 1.5, 2: 1.4, 3: 1.3, 4: 1.3},
+        company_growth={**{c: 0.0 for c in (8, 9, 10)}, 11: 0.5,
+                        1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3},
         id_range=(1_000_000, 5_499_999),
     ),
 }
@@ -265,29 +266,21 @@ def with_shares(joint: np.ndarray, params: YearParams, sweeps: int = 50) -> np.n
     return out / out.sum()
 
 
-def company_popularity(year: Year) -> np.ndarray:
-    """(101,) company shares of the year: power law over :data:`COMPANY_RANKING`."""
-    ranks = np.arange(N_COMPANIES, dtype=float)
-    by_rank = (ranks + 2.0) ** -COMPANY_POWER
-    by_rank[N_COMPANIES - N_UNUSED_COMPANIES:] = 0.0
-    for rank, factor in YEAR_PARAMS[year].company_growth.items():
-        by_rank[rank] *= factor
-    out = np.zeros(N_COMPANIES)
-    out[np.asarray(COMPANY_RANKING)] = by_rank
-    return out / out.sum()
+def year_company_mix(year: Year) -> np.ndarray:
+    """(zones, blocks, classes) company-class mix of the year: the real mix by pickup zone and
+    8-hour block (:func:`harness.data.taxi_sim_mix.company_mix`) with the year's growth."""
+    factor = np.ones(len(T.COMPANY_CLASS_TRIPS))
+    for company_class, growth in YEAR_PARAMS[year].company_growth.items():
+        factor[company_class] *= growth
+    return M.company_mix(factor)
 
 
-def cash_base_log_odds(share: float, effect_sd: float) -> float:
-    """Base log-odds ``b`` with ``E[sigmoid(b + e)] = share`` for ``e ~ Normal(0, effect_sd)``
-    (Gauss-Hermite quadrature, bisection)."""
-    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
-    weights = weights / weights.sum()
-    lo, hi = -20.0, 20.0
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        mean = float(weights @ (1.0 / (1.0 + np.exp(-(mid + effect_sd * nodes)))))
-        lo, hi = (mid, hi) if mean < share else (lo, mid)
-    return 0.5 * (lo + hi)
+def draw_company_classes(zone: np.ndarray, block: np.ndarray, year: Year,
+                         rng: np.random.Generator) -> np.ndarray:
+    """One company class per (zone, block) entry, from the year's mix."""
+    mix = year_company_mix(year)
+    rows = zone * M.N_BLOCKS + block
+    return sample_rows(row_cdfs(mix.reshape(-1, mix.shape[-1])), mix.shape[-1], rows, rng)
 
 
 # ----- vectorised sampling helpers --------------------------------------------------------
@@ -403,13 +396,18 @@ def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
     params = YEAR_PARAMS[year]
     trips = draw_trip_counts(n_trips, params, rng)
     n = len(trips)
+    taxi_id = draw_taxi_ids(n, params, rng)
+    home_area = sample_categorical(pair_distribution(year).sum(axis=1), n, rng)
+    shift_centre = sample_categorical(hour_profile(), n, rng) + rng.random(n)
+    classes = draw_company_classes(M.pickup_zone(home_area),
+                                   shift_centre.astype(np.int64) // 8, year, rng)
     return Taxis(
-        taxi_id=draw_taxi_ids(n, params, rng),
+        taxi_id=taxi_id,
         trips=trips,
-        home_company=sample_categorical(company_popularity(year), n, rng),
-        home_area=sample_categorical(pair_distribution(year).sum(axis=1), n, rng),
+        home_company=M.company_codes(classes, rng),
+        home_area=home_area,
         home_tilt=rng.beta(*HOME_TILT_BETA, size=n),
-        shift_centre=sample_categorical(hour_profile(), n, rng) + rng.random(n),
+        shift_centre=shift_centre,
         hour_tilt=rng.beta(*HOUR_TILT_BETA, size=n),
         length_z=rng.standard_normal(n),
         cash_effect=rng.normal(0.0, CASH_EFFECT_SD, size=n),
@@ -434,10 +432,12 @@ def shift_index(day: np.ndarray, hour: np.ndarray) -> np.ndarray:
     return day * 3 + hour // 8
 
 
-def draw_companies(taxis: Taxis, taxi: np.ndarray, year: Year,
-                   rng: np.random.Generator) -> np.ndarray:
-    """The taxi's home company on most trips, otherwise any company of the year."""
-    other = sample_categorical(company_popularity(year), len(taxi), rng)
+def draw_companies(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, hour: np.ndarray,
+                   year: Year, rng: np.random.Generator) -> np.ndarray:
+    """The taxi's home company on :data:`HOME_COMPANY_SHARE` of its trips, otherwise a company
+    from the year's mix of the trip's pickup zone and 8-hour block."""
+    other = M.company_codes(draw_company_classes(M.pickup_zone(pickup), hour // 8, year, rng),
+                            rng)
     return np.where(rng.random(len(taxi)) < HOME_COMPANY_SHARE,
                     taxis.home_company[taxi], other).astype(np.int64)
 
@@ -480,13 +480,15 @@ def draw_distance_time_fare(pickup: np.ndarray, dropoff: np.ndarray, hour: np.nd
     return miles, seconds, fare
 
 
-def draw_payments(taxis: Taxis, taxi: np.ndarray, year: Year,
-                  rng: np.random.Generator) -> np.ndarray:
-    """Payment type per trip: cash with the taxi's propensity, else the real non-cash mix."""
+def draw_payments(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, company: np.ndarray,
+                  year: Year, rng: np.random.Generator) -> np.ndarray:
+    """Payment type per trip: cash with log-odds = the year's base + the real offsets of the
+    pickup zone and company class + the taxi's propensity (:mod:`harness.data.taxi_sim_mix`),
+    else the real non-cash mix."""
     params = YEAR_PARAMS[year]
     share = real_cash_share() if params.cash_share is None else params.cash_share
-    base = cash_base_log_odds(share, CASH_EFFECT_SD)
-    log_odds = base + taxis.cash_effect[taxi]
+    offsets = M.cash_offsets(M.pickup_zone(pickup), M.company_class_of_code(company))
+    log_odds = M.solve_base(share, offsets, CASH_EFFECT_SD) + offsets + taxis.cash_effect[taxi]
     is_cash = rng.random(len(taxi)) < 1.0 / (1.0 + np.exp(-log_odds))
     types = np.array([t for t in T.PAYMENT_COUNTS if t != CASH])
     mix = np.array([T.PAYMENT_COUNTS[t] for t in types], dtype=float)
@@ -553,12 +555,13 @@ def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.Dat
     out["trip_day_of_week"][:], out["trip_hour_of_day"][:] = day, hour
     out["shift"][:] = shift_index(day, hour)
     del day
-    out["company_id"][:] = draw_companies(taxis, taxi, year, rng)
     pickup, dropoff = draw_areas(taxis, taxi, year, rng)
     out["pickup_community_area"][:] = area_code_to_value(pickup)
     out["dropoff_community_area"][:] = area_code_to_value(dropoff)
+    company = out["company_id"]
+    company[:] = draw_companies(taxis, taxi, pickup, hour, year, rng)
     payment = out["payment_type"]
-    payment[:] = draw_payments(taxis, taxi, year, rng)
+    payment[:] = draw_payments(taxis, taxi, pickup, company, year, rng)
 
     miles, seconds, fare_value = draw_distance_time_fare(pickup, dropoff, hour,
                                                          taxis.length_z[taxi], rng)

@@ -286,3 +286,32 @@ HOURLY_MPH: tuple[float, ...] = (
 
 MILES_ZERO_SHARE = 0.2727
 SECONDS_UNKNOWN_SHARE = 0.0004
+
+#: Real trips per company class (0 = none recorded, 1..R named companies with at least
+#: 10 trips by trips, R + 1 = the small companies pooled), city-wide.
+COMPANY_CLASS_TRIPS: tuple[int, ...] = (5140, 5176, 1636, 1090, 872, 551, 246, 132, 26, 22, 17, 94)
+
+#: Real trips per company class by (pickup zone, 8-hour block) (``taxi_sim_mix``).
+COMPANY_COUNTS_BY_ZONE_BLOCK: dict[tuple[int, int], tuple[int, ...]] = {
+    (0, 0): (366, 395, 156, 99, 58, 36, 24, 14, 0, 1, 1, 4),
+    (0, 1): (1140, 1021, 332, 223, 173, 117, 49, 27, 3, 2, 3, 16),
+    (0, 2): (1333, 1330, 407, 279, 271, 174, 71, 43, 4, 7, 3, 29),
+    (1, 0): (329, 381, 148, 88, 56, 45, 12, 7, 2, 1, 1, 3),
+    (1, 1): (459, 514, 154, 95, 67, 51, 12, 10, 2, 7, 3, 15),
+    (1, 2): (667, 612, 159, 151, 89, 61, 32, 12, 2, 1, 3, 13),
+    (2, 0): (29, 50, 18, 4, 4, 5, 4, 1, 2, 1, 0, 0),
+    (2, 1): (178, 122, 39, 22, 34, 18, 12, 1, 1, 1, 0, 5),
+    (2, 2): (196, 190, 73, 38, 63, 15, 12, 8, 0, 1, 0, 3),
+    (3, 0): (122, 125, 40, 31, 8, 11, 1, 5, 2, 0, 1, 1),
+    (3, 1): (129, 225, 44, 29, 23, 7, 10, 2, 2, 0, 0, 2),
+    (3, 2): (192, 211, 66, 31, 26, 11, 7, 2, 6, 0, 2, 3),
+}
+
+#: Equally likely small companies giving the sample's count of distinct ones.
+N_SMALL_COMPANIES = 68
+
+#: Log-odds offsets of paying cash by pickup zone and by company class (logistic fit).
+CASH_ZONE_OFFSETS: tuple[float, ...] = (0.0, 0.182, -1.0, 0.562)
+CASH_CLASS_OFFSETS: tuple[float, ...] = (
+    0.0, -0.03, -0.192, -0.038, -0.212, -0.23, -0.014, -0.014, -0.014, -0.014, -0.014, -0.014,
+)
