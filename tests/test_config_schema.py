@@ -106,10 +106,11 @@ def test_unknown_dataset_mechanism_and_metric_settings_name_the_closest_key():
     cases = [
         (lambda: load_dataset({"name": "taxi_sim", "n_privte": 5000}),
          "unknown setting dataset.n_privte (did you mean dataset.n_private?)",
-         "valid settings of dataset are n_private, n_public, seed, unit"),
+         "valid settings of dataset are n_private, n_public, scoring_year, seed, unit"),
         (lambda: make_mechanism("independent", {"max_contirb": 5}),
-         "unknown setting mechanism.max_contirb (did you mean mechanism.max_contrib?)",
-         "valid settings of mechanism are max_contrib, noise"),
+         "unknown setting mechanism.max_contirb (did you mean mechanism.max_contrib?) "
+         "(mechanism 'independent' has no such setting)",
+         "the settings of mechanism 'independent' are max_contrib, noise"),
         (lambda: make_metric("kmarginal", {"kk": 3, "zz": 1}),
          "unknown settings metrics.kmarginal.kk (did you mean metrics.kmarginal.k?), "
          "metrics.kmarginal.zz", "valid settings of metrics.kmarginal are k, max_marginals, seed"),

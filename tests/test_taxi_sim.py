@@ -455,3 +455,42 @@ def test_within_group_structure_matches_the_real_sample(shared_data):
     assert abs(ratio - 1) <= 0.10, f"cells per pair ratio {ratio:.2f}"
     gap = figures["sim_half"][0] - figures["real_half"][0]
     assert abs(gap) <= 15, f"half-vs-whole gap {gap:+.0f}"
+
+
+# ----- scoring years (issue 29) -----------------------------------------------------------
+def test_scoring_year_2020_drifts_sharply_as_documented():
+    """2020 against the public 2019 year: airport share up by the passenger / trip ratio,
+    fewer downtown pickups, fewer night trips, fewer trips per taxi-week, more card."""
+    from harness.data.taxi_sim import YEAR_2020_ASSUMPTIONS
+
+    y2020, y2019 = simulate_years(30_000, 30_000, seed=3, scoring_year="2020")
+    assert YEAR_2020_ASSUMPTIONS["airport"] == pytest.approx(
+        0.161 * (39.8 / 105.4) / (3.89 / 16.5), abs=0.001)
+
+    def airport(df):
+        return float((df["pickup_community_area"].isin(AIRPORTS)
+                      | df["dropoff_community_area"].isin(AIRPORTS)).mean())
+
+    def night(df):
+        return float(df["trip_hour_of_day"].isin([22, 23, 0, 1, 2, 3, 4]).mean())
+
+    assert abs(airport(y2020) - YEAR_2020_ASSUMPTIONS["airport"]) < 0.015
+    assert airport(y2020) > airport(y2019) + 0.07
+    assert y2020["pickup_community_area"].isin(DOWNTOWN).mean() < \
+        y2019["pickup_community_area"].isin(DOWNTOWN).mean() - 0.07
+    assert night(y2020) < 0.8 * night(y2019)
+    assert abs((y2020["payment_type"] == 0).mean() - YEAR_2020_ASSUMPTIONS["cash"]) < 0.03
+    assert trips_per_taxi(y2020).median() < trips_per_taxi(y2019).median()
+    taxi_schema().validate(y2020)
+
+
+def test_scoring_year_default_is_2016_and_unknown_year_is_one_error():
+    from harness.data.datasets import load_taxi_sim
+    from harness.errors import DPArenaError
+
+    a, _ = simulate_years(3000, 1000, seed=1)
+    b, _ = simulate_years(3000, 1000, seed=1, scoring_year="2016")
+    pd.testing.assert_frame_equal(a, b)
+    assert load_taxi_sim(2000, 2000, scoring_year=2020).name == "taxi_sim_2020"
+    with pytest.raises(DPArenaError, match="unknown scoring year"):
+        simulate_years(3000, 1000, seed=1, scoring_year="2021")

@@ -104,17 +104,21 @@ def dataset_loader(name: Any) -> Callable[..., Dataset]:
 
 
 def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0,
-                  unit: Unit = "user") -> Dataset:
-    """The embedded simulated Chicago taxi data (public year + private year)."""
+                  unit: Unit = "user", scoring_year: str | int = "2016") -> Dataset:
+    """The embedded simulated Chicago taxi data (public year 2019 + the private scoring year,
+    a preset of :data:`harness.data.taxi_sim.SCORING_YEARS`; the dataset is named
+    ``taxi_sim`` for 2016, ``taxi_sim_<year>`` otherwise, so boards never mix years)."""
     from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-    from harness.data.taxi_sim import simulate_years
+    from harness.data.taxi_sim import DEFAULT_SCORING_YEAR, simulate_years
 
     for key, n in (("n_private", n_private), ("n_public", n_public)):
         if not isinstance(n, int) or n < 1000:
             raise ConfigError(f"dataset.{key} must be an integer >= 1000 (got {n!r})",
                               f"set dataset.{key} to e.g. 50000")
-    private, public = simulate_years(n_private=n_private, n_public=n_public, seed=seed)
-    return Dataset("taxi_sim", taxi_schema(), private, public, unit=unit, id_column="taxi_id",
+    private, public = simulate_years(n_private=n_private, n_public=n_public, seed=seed,
+                                     scoring_year=str(scoring_year))
+    name = "taxi_sim" if str(scoring_year) == DEFAULT_SCORING_YEAR else f"taxi_sim_{scoring_year}"
+    return Dataset(name, taxi_schema(), private, public, unit=unit, id_column="taxi_id",
                    max_records_per_individual=MAX_TRIPS_PER_TAXI)
 
 

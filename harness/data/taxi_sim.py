@@ -86,6 +86,27 @@ the smallest affiliations left (the private year's 25 least popular companies le
 largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins).
 Taxi ids of the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``,
 private ones ``[5_500_000, 9_999_999]``.
+
+Scoring years (presets of the private year, ``dataset.scoring_year``; the public year is 2019)
+-------------------------------------------------------------------------------------------
+- ``2016`` (default; ``private`` is an alias): the year calibrated to the real 2013-2016
+  sample. Its drift from 2019 is the sample's own trend above, run backwards.
+- ``2020``: a year of sharp change against 2019, as the challenge scored a 2020 set of about
+  3.6M trips against a 2019 public year of about 14.8M. Facts (sources): all Chicago taxi
+  trips 16.5M (2019) -> 3.89M (2020) (City of Chicago Taxi Trips data, yearly totals as
+  tabulated at spatiotemporal-data.github.io/Chicago-mobility/taxi-data); airport passengers
+  O'Hare 84.6M -> 30.9M and Midway 20.8M -> 8.9M (Chicago Department of Aviation, press
+  release of 5 March 2021). Labelled assumptions (:data:`YEAR_2020_ASSUMPTIONS`): trips
+  touching an airport fell like airport passengers (-62%) while all trips fell 76%, so their
+  share rises 16.1% -> 25.8%; downtown pickups 61% -> 50% (offices and hotels emptied; the
+  direction is reported by Chinthala et al. 2021, "Impact of Covid-19 on Taxi Industry and
+  Travel Behavior: A Case Study on Chicago", the size is assumed); trips starting 22:00-04:59
+  x 0.6 (bars and restaurants closed or curfewed for much of the year; assumed); cash 34% ->
+  27% (the sample's card trend one more year; assumed not reversed); trips per taxi-week median
+  8 -> 5 (during the stay-at-home order operating taxis fell 85% and rides 95%, Northwestern
+  University Transportation Center, 2020; over the year assumed about 40% fewer trips per
+  taxi-week); the small companies' share quartered and the five largest affiliations grow as
+  in 2019 (assumed). Not modelled: longer distances and shorter times reported for 2020.
 """
 
 from __future__ import annotations
@@ -103,8 +124,11 @@ from harness.data import taxi_sim_tables as T
 from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
 from harness.errors import ConfigError
 
-Year = Literal["public", "private"]
-YEARS: tuple[str, ...] = ("public", "private")
+Year = Literal["public", "private", "2016", "2020"]
+#: ``private`` is the default scoring year, ``2016``.
+YEARS: tuple[str, ...] = ("public", "private", "2016", "2020")
+SCORING_YEARS: tuple[str, ...] = ("2016", "2020")
+DEFAULT_SCORING_YEAR = "2016"
 
 # ----- geography --------------------------------------------------------------------------
 O_HARE, MIDWAY = 76, 56
@@ -170,6 +194,7 @@ class YearParams:
     downtown_share: float | None  # share of pickups in the Loop or Near North (None: real)
     company_growth: dict[int, float]  # company *class* -> weight multiplier (0 = absent)
     id_range: tuple[int, int]  # inclusive taxi_id range
+    hour_factor: tuple[float, ...] = (1.0,) * 24  # multiplies the real trips per start hour
 
 
 def real_cash_share() -> float:
@@ -177,10 +202,35 @@ def real_cash_share() -> float:
     return T.PAYMENT_COUNTS[CASH] / sum(T.PAYMENT_COUNTS.values())
 
 
+#: 2020 against 2019 (sources in the module docstring): all taxi trips 16.5M -> 3.89M, airport
+#: passengers O'Hare + Midway 105.4M -> 39.8M (-62%).
+TAXI_TRIPS_2019, TAXI_TRIPS_2020 = 16.5e6, 3.89e6
+AIRPORT_PASSENGERS_2019, AIRPORT_PASSENGERS_2020 = 84.6e6 + 20.8e6, 30.9e6 + 8.9e6
+#: Labelled assumptions of the 2020 preset (see the module docstring).
+YEAR_2020_ASSUMPTIONS: dict[str, float] = {
+    "cash": 0.27, "downtown": 0.50, "night_factor": 0.6, "trips_median": 5.0,
+    "airport": round(PUBLIC_YEAR_TRENDS["airport"] * (AIRPORT_PASSENGERS_2020
+                                                      / AIRPORT_PASSENGERS_2019)
+                     / (TAXI_TRIPS_2020 / TAXI_TRIPS_2019), 3),
+}
+NIGHT_HOURS: tuple[int, ...] = (22, 23, 0, 1, 2, 3, 4)
+_SCORING_2016 = YearParams(
+    trips_median=12.0, trips_sigma=1.15, cash_share=None, airport_share=None,
+    downtown_share=None, company_growth={}, id_range=(5_500_000, 9_999_999),
+)
 YEAR_PARAMS: dict[str, YearParams] = {
-    "private": YearParams(
-        trips_median=12.0, trips_sigma=1.15, cash_share=None, airport_share=None,
-        downtown_share=None, company_growth={}, id_range=(5_500_000, 9_999_999),
+    "private": _SCORING_2016,
+    "2016": _SCORING_2016,
+    "2020": YearParams(
+        trips_median=YEAR_2020_ASSUMPTIONS["trips_median"], trips_sigma=1.15,
+        cash_share=YEAR_2020_ASSUMPTIONS["cash"],
+        airport_share=YEAR_2020_ASSUMPTIONS["airport"],
+        downtown_share=YEAR_2020_ASSUMPTIONS["downtown"],
+        company_growth={**{c: 0.0 for c in (8, 9, 10)}, 11: 0.25,
+                        1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3},
+        id_range=(5_500_000, 9_999_999),
+        hour_factor=tuple(YEAR_2020_ASSUMPTIONS["night_factor"] if h in NIGHT_HOURS else 1.0
+                          for h in range(24)),
     ),
     "public": YearParams(
         trips_median=8.0, trips_sigma=1.15, cash_share=PUBLIC_YEAR_TRENDS["cash"],
@@ -385,10 +435,16 @@ def draw_taxi_ids(n_taxis: int, params: YearParams, rng: np.random.Generator) ->
     return rng.choice(hi - lo + 1, size=n_taxis, replace=False).astype(np.int64) + lo
 
 
-def hour_profile() -> np.ndarray:
-    """(24,) the real share of trips by start hour."""
-    counts = np.asarray(T.DAY_HOUR_COUNTS, dtype=float).sum(axis=0)
+def hour_profile(year: Year = "private") -> np.ndarray:
+    """(24,) share of trips by start hour: the real one times the year's hour factor."""
+    counts = day_hour_weights(year).sum(axis=0)
     return counts / counts.sum()
+
+
+def day_hour_weights(year: Year) -> np.ndarray:
+    """(7, 24) real trips per (day, hour) times the year's hour factor."""
+    return np.asarray(T.DAY_HOUR_COUNTS, dtype=float) * np.asarray(
+        YEAR_PARAMS[year].hour_factor)[None, :]
 
 
 def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
@@ -398,7 +454,7 @@ def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
     n = len(trips)
     taxi_id = draw_taxi_ids(n, params, rng)
     home_area = sample_categorical(pair_distribution(year).sum(axis=1), n, rng)
-    shift_centre = sample_categorical(hour_profile(), n, rng) + rng.random(n)
+    shift_centre = sample_categorical(hour_profile(year), n, rng) + rng.random(n)
     classes = draw_company_classes(M.pickup_zone(home_area),
                                    shift_centre.astype(np.int64) // 8, year, rng)
     return Taxis(
@@ -415,12 +471,12 @@ def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
 
 
 # ----- trips ------------------------------------------------------------------------------
-def draw_times(taxis: Taxis, taxi: np.ndarray,
+def draw_times(taxis: Taxis, taxi: np.ndarray, year: Year,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(day of week, hour) per trip: the real day x hour table, the hour replaced by one
-    near the taxi's shift centre with probability = its hour tilt."""
+    """(day of week, hour) per trip: the real day x hour table (times the year's hour factor),
+    the hour replaced by one near the taxi's shift centre with probability = its hour tilt."""
     n = len(taxi)
-    slot = sample_categorical(np.asarray(T.DAY_HOUR_COUNTS, dtype=float).ravel(), n, rng)
+    slot = sample_categorical(day_hour_weights(year).ravel(), n, rng)
     day, hour = slot // 24, slot % 24
     own = np.floor(taxis.shift_centre[taxi] + rng.normal(0.0, SHIFT_SPREAD_HOURS, size=n))
     use_own = rng.random(n) < taxis.hour_tilt[taxi]
@@ -551,7 +607,7 @@ def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.Dat
     out = dict(zip(names, table))
     out["taxi_id"][:] = taxis.taxi_id[taxi]
 
-    day, hour = draw_times(taxis, taxi, rng)
+    day, hour = draw_times(taxis, taxi, year, rng)
     out["trip_day_of_week"][:], out["trip_hour_of_day"][:] = day, hour
     out["shift"][:] = shift_index(day, hour)
     del day
@@ -581,10 +637,17 @@ def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.Dat
     return pd.DataFrame(table.T, columns=names, copy=False)
 
 
-def simulate_years(n_private: int, n_public: int,
-                   seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(private, public) years; each year draws from its own child of ``SeedSequence(seed)``."""
+def simulate_years(n_private: int, n_public: int, seed: int,
+                   scoring_year: str = DEFAULT_SCORING_YEAR
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(private, public) years: the private year is the scoring-year preset
+    (:data:`SCORING_YEARS`), the public one 2019; each year draws from its own child of
+    ``SeedSequence(seed)``."""
+    scoring_year = str(scoring_year)
+    if scoring_year not in SCORING_YEARS:
+        raise ConfigError(f"taxi_sim: unknown scoring year {scoring_year!r}",
+                          f"use one of {list(SCORING_YEARS)} (dataset.scoring_year)")
     public_seed, private_seed = np.random.SeedSequence(seed).spawn(2)
-    private = simulate_trips(n_private, np.random.default_rng(private_seed), "private")
+    private = simulate_trips(n_private, np.random.default_rng(private_seed), scoring_year)
     public = simulate_trips(n_public, np.random.default_rng(public_seed), "public")
     return private, public
