@@ -261,3 +261,34 @@ def test_guards_each_warn_once_with_the_fix():
     assert len(skew) == 1 and "'x'" in skew[0] and "quantile" in skew[0]
     huge = dataset_warnings(small(500, rng.uniform(0, 1000, 500), size=20_000))
     assert len(huge) == 1 and "'c'" in huge[0] and "coarsen" in huge[0]
+
+
+# ----- a refused sweep leaves nothing behind -------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["unknown column", "invalid schema", "unparsable datetime"])
+def test_a_sweep_refused_for_its_schema_or_columns_leaves_nothing_behind(tmp_path, case):
+    from tests.sweep_support import dp_arena
+
+    df = raw_table(n=200)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    schema = propose(df, ProposalSettings("public")).schema.to_parameters()
+    overrides = ["dataset=csv", "dataset.path=d.csv", "dataset.schema=p.json",
+                 "mechanism=independent,uniform", "privacy.delta=1e-6", "metrics=kmarginal"]
+    if case == "unknown column":
+        overrides.append("dataset.columns=[day,fare,nope]")
+        words = "dataset.columns: ['nope'] not among the CSV's 4 columns"
+    elif case == "invalid schema":
+        schema["schema"]["day"]["resolution"] = "fortnight"
+        words = "datetime column 'day' has resolution 'fortnight'"
+    else:
+        df.loc[:9, "day"] = "secret-day"
+        df.to_csv(tmp_path / "d.csv", index=False)
+        words = "day: 10 value(s) do not parse as dates with format '%Y-%m-%d'"
+    (tmp_path / "p.json").write_text(json.dumps(schema))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    proc = dp_arena(tmp_path, *overrides, timeout=180)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 2, text
+    assert "the sweep was not started" in text and text.count(words) == 1, text
+    assert "Traceback" not in text and "secret" not in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "something was left behind"

@@ -280,6 +280,20 @@ def _text(col: str) -> Callable[[pd.Series], str]:
     return lambda r: "" if _missing(r.get(col)) else str(r.get(col))
 
 
+#: Headers of the schema proposal's spend and the run's total (shown when some row has them).
+SCHEMA_EPS = "eps schema"
+TOTAL_EPS = "eps schema + mechanism (basic)"
+SCHEMA_EPS_LEGEND = ("epsilon of the schema proposal (dp-arena-schema --epsilon; ∞ when read "
+                     "from the private file); eps schema + mechanism (basic): the two added, "
+                     "basic sequential composition (deltas likewise: delta_total in the CSV)")
+
+
+def has_schema_spend(board: pd.DataFrame) -> bool:
+    """Whether some row's runs used a proposed schema that spent budget (``schema_epsilon``)."""
+    return "schema_epsilon" in board and bool(pd.to_numeric(board["schema_epsilon"],
+                                                            errors="coerce").notna().any())
+
+
 def has_audit(board: pd.DataFrame) -> bool:
     return "eps_lb" in board and bool(pd.to_numeric(board["eps_lb"], errors="coerce")
                                       .notna().any())
@@ -311,6 +325,9 @@ def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Col
             d = column_decimals(scored[extra]) if extra in scored else 3
             cols.append(Column(extra, score_cell(extra, d)))
         cols.append(Column("eps spent", _get("epsilon_spent", fmt_epsilon)))
+        if has_schema_spend(board):
+            cols += [Column(SCHEMA_EPS, _get("schema_epsilon", fmt_epsilon)),
+                     Column(TOTAL_EPS, _get("epsilon_total", fmt_epsilon))]
     if has_audit(board) and not overall:
         cols.append(Column("eps lower bound (audit)", audit_cell))
     cols.append(Column("seconds", _get("seconds", fmt_seconds)))
@@ -376,6 +393,8 @@ def md_legend(board: pd.DataFrame) -> list[str]:
         lines.append("- n/a: the mechanism does not apply to this dataset (not run, never "
                      "ranked); the status says why")
     lines += [f"- n/a in a score column, {md_escape(text)}" for text in metric_na_legend(board)]
+    if has_schema_spend(board):
+        lines.append(f"- {SCHEMA_EPS}: {md_escape(SCHEMA_EPS_LEGEND)}")
     return lines
 
 

@@ -1,0 +1,434 @@
+"""The Python API for notebooks: a competition on a pandas DataFrame, the board as a DataFrame.
+
+    from harness.cli.notebook import run_competition, read_board
+
+    board = run_competition(df, "parameters.json", mechanisms=["independent", "mst_quick"],
+                            epsilons=[1.0, 10.0], trials=3, metrics="kmarginal", name="my_table")
+    again = read_board("dp-arena/my_table")
+
+:func:`run_competition` is ``dp-arena dataset=csv ...`` without the shell, through the same
+machinery, step by step:
+
+1. **Arguments** are checked first (mechanism options, epsilons, trials, delta, the frames'
+   type): one :class:`~harness.errors.ConfigError` naming the argument and the fix.
+2. **The frames** (``data``, optional ``public``) and a :class:`Schema` object are written as
+   CSV / ``parameters.json`` into a private folder (mode 0700) at a path fixed by ``name``
+   (``<tmp>/dp-arena-<uid>/frames/<name>/``), so the same frame under the same name is the
+   same dataset config, the same ``dataset_id`` and the same content keys on every call
+   (resume and pooling work as for a CSV). A lock keeps two calls with one name apart. The
+   folder is removed when the call ends, whatever happens. A schema path (``parameters.json``
+   written by ``dp-arena-schema``, with its ``proposal`` block and ledger) is used where it is;
+   a :class:`~harness.data.propose.Proposal` is written as ``dp-arena-schema`` writes it.
+3. **The data is loaded once** as ``dataset=csv`` loads a CSV (fitted to a proposed schema,
+   validated): a frame that does not fit is one :class:`~harness.errors.SchemaError` that
+   names the frame, before any run.
+4. **Each job's config** is composed by Hydra from ``conf/`` with the overrides the command line
+   would carry (``mechanism=NAME privacy.epsilon=E trial=T dataset=csv dataset.path=...``), and
+   the whole set goes through :func:`harness.run.preflight.plan_sweep`, the sweep's own check:
+   every distinct problem once in one error, n/a and duplicate jobs listed; nothing starts
+   while any job is invalid.
+5. **Runs**: one MLflow parent run per experiment (``kind=sweep``, its ``command`` param the
+   equivalent ``dp-arena`` overrides), then every job through
+   :func:`harness.cli.main.execute_job` (:func:`harness.run.runner.run_one`: the ledger and
+   release API, the limits in a child process, the same params, tags, metrics and artifacts),
+   one progress line per run (``[k/N] done ... ETA``), the sweep summary.
+6. **The board** of this call's runs (plus the n/a rows) by
+   :func:`harness.report.leaderboard.build_leaderboard`, as the sweep prints it; its files are
+   attached to the parent run; the DataFrame is returned.
+
+Nothing is logged from the frames beyond what a CLI run on the same CSV logs: the params name
+the (temporary) paths, the data is identified by its keyed fingerprint. :func:`read_board`
+is ``dp-arena-board`` as a DataFrame.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.data.propose import Proposal
+from harness.data.schema import Schema
+from harness.errors import ConfigError, DPArenaError, SchemaError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+# ----- arguments ----------------------------------------------------------------------------
+def mechanism_options() -> list[str]:
+    """The ``mechanism=`` options ``conf/mechanism`` holds (presets included)."""
+    from harness.resources import config_dir
+
+    return sorted(p.stem for p in (Path(config_dir()) / "mechanism").glob("*.yaml"))
+
+
+def metric_options() -> list[str]:
+    from harness.resources import config_dir
+
+    return sorted(p.stem for p in (Path(config_dir()) / "metrics").glob("*.yaml"))
+
+
+def checked_mechanisms(mechanisms: Sequence[str]) -> list[str]:
+    if isinstance(mechanisms, str) or not mechanisms:
+        raise ConfigError("mechanisms must be a non-empty list of mechanism options",
+                          "e.g. mechanisms=['independent', 'mst_quick']")
+    options = mechanism_options()
+    unknown = [m for m in mechanisms if m not in options]
+    if unknown:
+        raise ConfigError(f"mechanisms: no option named {', '.join(map(repr, unknown))}",
+                          f"choose from {', '.join(options)}")
+    return list(dict.fromkeys(mechanisms))
+
+
+def checked_epsilons(epsilons: Sequence[float] | float) -> list[float]:
+    values = [epsilons] if isinstance(epsilons, (int, float)) else list(epsilons)
+    bad = [e for e in values if isinstance(e, bool) or not isinstance(e, (int, float))
+           or not math.isfinite(e) or e <= 0]
+    if not values or bad:
+        raise ConfigError(f"epsilons must be finite numbers > 0 (got {bad or values!r})",
+                          "e.g. epsilons=[1.0, 10.0]")
+    return [float(e) for e in dict.fromkeys(values)]
+
+
+def checked_trials(trials: int | Sequence[int]) -> list[int]:
+    values = list(range(trials)) if isinstance(trials, int) and not isinstance(trials, bool) \
+        else list(trials)
+    if not values or any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in values):
+        raise ConfigError(f"trials must be a count >= 1 or a list of trial indices >= 0 "
+                          f"(got {trials!r})", "e.g. trials=3 (trials 0, 1, 2)")
+    return list(dict.fromkeys(values))
+
+
+def checked_frame(frame: Any, what: str) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise ConfigError(f"{what} must be a pandas DataFrame (got {type(frame).__name__})",
+                          f"pass {what}=pd.read_csv(...) or another DataFrame")
+    if frame.empty:
+        raise ConfigError(f"the {what} DataFrame has no rows", f"pass a {what} table with rows")
+    return frame
+
+
+def checked_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise ConfigError(f"name must be 1-64 letters, digits, '_', '.' or '-' (got {name!r})",
+                          "e.g. name='my_table' (the board's dataset and experiment "
+                          "dp-arena/my_table)")
+    return name
+
+
+def override_value(value: Any) -> str:
+    """``value`` as a Hydra override value: numbers and booleans as such, text quoted."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def setting_overrides(prefix: str, settings: Mapping[str, Any] | None) -> list[str]:
+    return [f"{prefix}.{k}={override_value(v)}" for k, v in (settings or {}).items()]
+
+
+# ----- the private folder -------------------------------------------------------------------
+def private_base() -> Path:
+    """``<tmp>/dp-arena-<uid>``, created with mode 0700; refused when another user owns it or
+    others may read it."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    base = Path(tempfile.gettempdir()) / f"dp-arena-{uid}"
+    base.mkdir(mode=0o700, exist_ok=True)
+    st = os.lstat(base)
+    if base.is_symlink() or (hasattr(os, "getuid") and st.st_uid != uid) or st.st_mode & 0o077:
+        raise DPArenaError(f"{base} is not a private folder of this user (owner or mode)",
+                           f"remove {base}, or set TMPDIR to a folder only you can read")
+    return base
+
+
+@contextmanager
+def private_folder(name: str) -> Iterator[Path]:
+    """The call's private folder ``<base>/frames/<name>`` (see the module docstring): locked
+    while the call runs, removed afterwards."""
+    frames = private_base() / "frames"
+    frames.mkdir(mode=0o700, exist_ok=True)
+    lock_path = frames / f".{name}.lock"
+    with open(lock_path, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another run_competition with name={name!r} is running",
+                              "wait for it to finish, or pass another name=") from None
+        folder = frames / name
+        shutil.rmtree(folder, ignore_errors=True)  # a folder a killed call left behind
+        folder.mkdir(mode=0o700)
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            lock_path.unlink(missing_ok=True)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def write_inputs(folder: Path, data: pd.DataFrame, public: pd.DataFrame | None,
+                 schema: Schema | Proposal | str | os.PathLike) -> dict[str, str]:
+    """The frames as CSV and the schema as a file; returns the ``dataset.*`` settings."""
+    from harness.cli.schema import write_proposal
+
+    if isinstance(schema, Proposal):
+        schema_path = str(write_proposal(schema, folder / "parameters.json")[0])
+    elif isinstance(schema, Schema):
+        schema_path = str(folder / "parameters.json")
+        schema.save(schema_path)
+    elif isinstance(schema, (str, os.PathLike)):
+        path = Path(schema).expanduser().resolve()
+        if not path.is_file():
+            raise ConfigError(f"schema file not found: {path}",
+                              "pass a parameters.json path, a Schema or a Proposal")
+        schema_path = str(path)
+    else:
+        raise ConfigError(f"schema must be a Schema, a Proposal or a parameters.json path "
+                          f"(got {type(schema).__name__})",
+                          "e.g. schema=Schema.load('parameters.json')")
+    data.to_csv(folder / "private.csv", index=False)
+    settings = {"path": str(folder / "private.csv"), "schema": schema_path}
+    if public is not None:
+        public.to_csv(folder / "public.csv", index=False)
+        settings["public_path"] = str(folder / "public.csv")
+    return settings
+
+
+def loaded_check(dataset: dict[str, Any]) -> None:
+    """Load the data as ``dataset=csv`` does; a frame that does not fit the schema is one
+    error naming the frame (never the temporary path, never a value)."""
+    from harness.data.datasets import load_dataset
+
+    try:
+        load_dataset(dataset)
+    except SchemaError as exc:
+        which = "public" if "dataset.public_path" in str(exc) else "data"
+        raise SchemaError(exc.problems, where=f"the {which} DataFrame",
+                          fix="fix the frame (rename, drop or fill columns) or the schema") \
+            from None
+
+
+# ----- composing the jobs -------------------------------------------------------------------
+def compose_jobs(jobs: list[list[str]]) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """Each job's resolved config as the sweep composes it (``mechanism_preset`` added), and
+    the jobs whose overrides do not compose (index -> one message)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf, open_dict
+
+    import harness.cli.schemas  # noqa: F401 - the typed schemas the config starts from
+    from harness.params import config_problem
+    from harness.resources import config_dir
+    from harness.run.config import preset_of
+
+    configs: list[dict[str, Any]] = []
+    broken: dict[int, str] = {}
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3",
+                               job_name="notebook"):
+        for index, overrides in enumerate(jobs):
+            try:
+                cfg = compose("config", overrides=overrides, return_hydra_config=True)
+            except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
+                broken[index] = str(config_problem(exc))
+                configs.append({})
+                continue
+            option = OmegaConf.select(cfg, "hydra.runtime.choices.mechanism")
+            with open_dict(cfg):
+                cfg.pop("hydra", None)
+            plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore
+            plain["mechanism_preset"] = preset_of(option, (plain.get("mechanism") or {})
+                                                  .get("name"))
+            configs.append(plain)
+    return configs, broken
+
+
+def planned(configs: list[dict[str, Any]], broken: dict[int, str], labels: list[str]):
+    """The sweep's plan (:func:`plan_sweep`); raises one :class:`DPArenaError` listing every
+    distinct problem (with how many jobs it affects) when any job is invalid, or when no
+    mechanism applies."""
+    from harness.run.preflight import JobPlan, SweepPlan, plan_sweep
+
+    ok = [i for i in range(len(configs)) if i not in broken]
+    sub = plan_sweep([configs[i] for i in ok], [labels[i] for i in ok])
+    jobs = {i: JobPlan(i, j.verdict, j.label, j.reason,
+                       ok[j.same_as] if j.same_as is not None else None, j.experiment, j.row)
+            for i, j in zip(ok, sub.jobs)}
+    jobs.update({i: JobPlan(i, "invalid", labels[i], reason) for i, reason in broken.items()})
+    plan = SweepPlan(tuple(jobs[i] for i in range(len(configs))), sub.metrics_na, sub.notes)
+    problems = plan.problems()
+    if problems:
+        lines = [f"the competition was not started: {len(problems)} problem"
+                 f"{'s' if len(problems) > 1 else ''} in its {len(configs)} jobs:"]
+        for reason, group in problems.items():
+            who = group[0].label if len(group) == 1 else f"{len(group)} jobs, e.g. " \
+                                                          f"{group[0].label}"
+            lines.append(f"- {reason}\n  ({who})")
+        raise DPArenaError("\n".join(lines))
+    if not plan.of("run"):
+        reasons = sorted({j.reason for j in plan.of("n/a")})
+        raise ConfigError("no mechanism applies to this data: " + "; ".join(reasons),
+                          "choose mechanisms for record-level tabular data, e.g. independent, "
+                          "mst_quick, aim_quick, uniform")
+    return plan
+
+
+# ----- running ------------------------------------------------------------------------------
+def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.PathLike, *,
+                    mechanisms: Sequence[str], epsilons: Sequence[float] | float = (1.0, 10.0),
+                    trials: int | Sequence[int] = 3, delta: float | None = None,
+                    metrics: str = "default", accountant: str | None = None,
+                    public: pd.DataFrame | None = None, name: str = "dataframe",
+                    tracking_uri: str | None = None, experiment: str | None = None,
+                    mechanism_settings: Mapping[str, Mapping[str, Any]] | None = None,
+                    limits: Mapping[str, Any] | None = None, metric: str | None = None,
+                    progress: bool = True) -> pd.DataFrame:
+    """Run mechanisms x epsilons x trials on ``data`` (the private table) with ``schema`` and
+    return this call's board (one row per mechanism setting and epsilon: ``mean``, ``ci95``,
+    ``n``, ``rank``, ``marks``, every score, ``epsilon_spent``, ...), as ``dp-arena`` prints it.
+    See the module docstring for what happens, in order.
+
+    ``mechanisms``: ``mechanism=`` options (``independent``, ``mst_quick``, ``uniform``, ...);
+    ``metrics``: a ``metrics=`` option (``default``, ``kmarginal``, ``tabular``); ``delta`` /
+    ``accountant``: ``privacy.delta`` / ``privacy.accountant`` (None: the config's);
+    ``public``: a public table in the same schema; ``name``: the dataset's label (experiment
+    ``dp-arena/<name>`` unless ``experiment``); ``mechanism_settings``: per option, settings
+    such as ``{"mst_quick": {"iters": 200}}``; ``limits``: e.g. ``{"time_limit_s": 600}``;
+    ``metric``: the board's ranking score (default as ``dp-arena-board``)."""
+    data = checked_frame(data, "data")
+    public = checked_frame(public, "public") if public is not None else None
+    mechs, eps, trial_ids = (checked_mechanisms(mechanisms), checked_epsilons(epsilons),
+                             checked_trials(trials))
+    name = checked_name(name)
+    if metrics not in metric_options():
+        raise ConfigError(f"metrics: no option named {metrics!r}",
+                          f"choose from {', '.join(metric_options())}")
+    if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float))
+                              or not 0 <= delta < 1):
+        raise ConfigError(f"delta must be a number in [0, 1) (got {delta!r})", "e.g. delta=1e-6")
+    unknown = sorted(set(mechanism_settings or {}) - set(mechs))
+    if unknown:
+        raise ConfigError(f"mechanism_settings names {unknown}, not among mechanisms",
+                          f"key it by the options given: {mechs}")
+    with private_folder(name) as folder:
+        dataset = {"name": "csv", **write_inputs(folder, data, public, schema), "label": name}
+        loaded_check(dataset)
+        shared = [f"dataset.{k}={override_value(v)}" for k, v in dataset.items() if k != "name"]
+        shared = ["dataset=csv", *shared, f"metrics={metrics}",
+                  *([f"privacy.delta={override_value(float(delta))}"] if delta is not None
+                    else []),
+                  *([f"privacy.accountant={override_value(accountant)}"] if accountant else []),
+                  *([f"tracking.uri={override_value(tracking_uri)}"] if tracking_uri else []),
+                  *([f"tracking.experiment={override_value(experiment)}"] if experiment
+                    else []),
+                  *setting_overrides("limits", limits)]
+        jobs = [[f"mechanism={m}", *setting_overrides("mechanism", (mechanism_settings or {})
+                                                      .get(m)),
+                 f"privacy.epsilon={e!r}", f"trial={t}", *shared]
+                for m in mechs for e in eps for t in trial_ids]
+        command = [f"mechanism={','.join(mechs)}", f"privacy.epsilon={','.join(map(repr, eps))}",
+                   f"trial={','.join(map(str, trial_ids))}", *shared]
+        return run_planned(jobs, len(shared), command, metric, progress)
+
+
+def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
+                metric: str | None, progress: bool) -> pd.DataFrame:
+    """Compose, check, run and rank ``jobs`` (steps 4-6 of the module docstring); the last
+    ``n_shared`` overrides of every job are the same (not repeated in messages)."""
+    from harness.cli.callbacks import not_applicable_records, print_summary
+    from harness.cli.main import describe, execute_job, report_job
+    from harness.cli.sweep import announce, duration, end_parent_runs, start_parent_runs
+    from harness.report.leaderboard import with_not_applicable
+    from harness.report.render import write_outputs
+
+    configs, broken = compose_jobs(jobs)
+    labels = [describe(c) if c else " ".join(j[:len(j) - n_shared])
+              for c, j in zip(configs, jobs)]
+    plan = planned(configs, broken, labels)
+    sweep = f"notebook/{time.strftime('%Y-%m-%d/%H-%M-%S')}"
+    to_run = plan.of("run")
+    experiment, = plan.experiments or [""]  # one dataset, one experiment
+    sweep_plan = {"total": len(to_run), "experiments": plan.experiments,
+                  "tracking_uri": (configs[to_run[0].index].get("tracking") or {}).get("uri"),
+                  "jobs": [{"verdict": j.verdict, "row": j.row, "reason": j.reason}
+                           for j in plan.jobs],
+                  "metrics_na": plan.metrics_na, "notes": plan.notes, "parents": {}}
+    records: list[dict[str, Any]] = []
+    with redirect_stdout(sys.stdout if progress else io.StringIO()):
+        announce(sweep_plan)
+        sweep_plan["parents"] = start_parent_runs(sweep_plan, Path(sweep), command)
+        try:
+            started = time.time()
+            for k, job in enumerate(to_run, start=1):
+                cfg = {**configs[job.index], "sweep": sweep,
+                       "parent_runs": sweep_plan["parents"]}
+                records.append(execute_job(cfg))
+                left = (time.time() - started) / k * (len(to_run) - k)
+                report_job(records[-1], (f"[{k}/{len(to_run)}]",
+                                         f"ETA {duration(left)}" if k < len(to_run) else ""))
+            na = [{"status": "N/A", "label": j.label, "message": j.reason, "row": j.row}
+                  for j in plan.of("n/a")]
+            text = print_summary(records + na, Path(sweep))
+            runs, board = experiment_board(
+                experiment, records[0].get("tracking_uri"), metric,
+                run_ids=[r["run_id"] for r in records if r.get("run_id")])
+            board = with_not_applicable(board, not_applicable_records(na))
+            status = "FAILED" if any(r["status"] == "FAILED" for r in records) else "FINISHED"
+            with tempfile.TemporaryDirectory(prefix="dp-arena-board-") as tmp:
+                files = write_outputs(board, runs, tmp, title=f"dp-arena: {experiment}")
+                end_parent_runs(sweep_plan, status, [Path(f) for f in files], text)
+        except BaseException as exc:
+            stopped = isinstance(exc, (KeyboardInterrupt, SystemExit))
+            end_parent_runs(sweep_plan, "KILLED" if stopped else "FAILED",
+                            summary=f"stopped: {type(exc).__name__}")
+            raise
+        print(f"\nboard: {len(board)} rows of experiment {experiment!r}; read_board("
+              f"{experiment!r}) reads every run of it")
+    return board
+
+
+def experiment_board(experiment: str, tracking_uri: str | None = None,
+                     metric: str | None = None, sweep: str | None = None,
+                     alpha: float = 0.05, run_ids: list[str] | None = None):
+    """(runs, board) of an experiment as ``dp-arena-board`` builds them (audits attached)."""
+    from harness.report.audits import attach_audits, load_audits
+    from harness.report.leaderboard import build_leaderboard, load_runs
+
+    runs = load_runs(experiment, tracking_uri, sweep=sweep, run_ids=run_ids)
+    if runs.empty:
+        raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
+                           f"{' in sweep ' + sweep if sweep else ''}",
+                           "run a competition first, or check experiment / sweep")
+    board = attach_audits(build_leaderboard(runs, metric, alpha=alpha),
+                          load_audits(experiment, tracking_uri))
+    return runs, board
+
+
+def read_board(experiment: str | None = None, tracking_uri: str | None = None,
+               metric: str | None = None, sweep: str | None = None,
+               alpha: float = 0.05) -> pd.DataFrame:
+    """The board of every run of ``experiment`` (default: the most recent ``dp-arena/*``) in
+    the store ``tracking_uri`` (default as ``dp-arena-board``), as a DataFrame: the table
+    ``dp-arena-board`` prints and writes to ``leaderboard.csv``."""
+    from harness.cli.board import latest_experiment
+
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be in (0, 1) (got {alpha})", "e.g. alpha=0.05")
+    name = experiment or latest_experiment(tracking_uri)
+    return experiment_board(name, tracking_uri, metric, sweep, alpha)[1]
