@@ -52,9 +52,113 @@ def refuse_unknown_fields(cls: type, values: Mapping[str, Any], where: str) -> N
 
 
 def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
-    """``cls(**values)``, refusing keys that are not fields of ``cls``."""
-    refuse_unknown_fields(cls, values, where)
-    return cls(**values)
+    """``cls(**values)``, refusing keys that are not fields of ``cls`` (the message names the
+    option, e.g. ``mechanism 'independent'``, and lists its settings) and values that do not
+    fit a field's annotation (:func:`refuse_bad_values`)."""
+    owner = getattr(cls, "name", None)
+    known = [f.name for f in dataclasses.fields(cls) if f.init]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        error = unknown_settings([f"{where}.{k}" if where else k for k in unknown], sorted(known))
+        if isinstance(owner, str) and owner not in where.split("."):
+            kind = where.rpartition(".")[0] or where
+            raise ConfigError(f"{error.problem} ({kind} {owner!r} has no such setting)",
+                              error.fix.replace(f"valid settings of {where} are",
+                                                f"the settings of {kind} {owner!r} are"))
+        raise error
+    try:
+        built = cls(**values)  # the class's own checks say a bad value best, when it has them
+    except ConfigError:
+        raise
+    except Exception:
+        refuse_bad_values(cls, values, where)
+        raise
+    refuse_bad_values(cls, values, where)  # the values the class does not check itself
+    return built
+
+
+def refuse_bad_values(cls: type, values: Mapping[str, Any], where: str) -> None:
+    """One :class:`ConfigError` for the first value of ``values`` that does not fit its field's
+    annotation in the dataclass ``cls``: a ``Literal`` choice, ``int``, ``float``, ``bool``,
+    ``str``, ``None``, a list/tuple/dict, or a union of these. Other annotations are left to the
+    class's own checks. This runs when a sweep is planned, so ``mechanism.noise=bogus`` is
+    refused before any job starts."""
+    import typing
+
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation Python cannot resolve: left to the class
+        return
+    for key, value in values.items():
+        hint = hints.get(key)
+        if hint is not None and fits(value, hint) is False:
+            raise ConfigError(f"{where}.{key} must be {describe_type(hint)} (got {value!r})",
+                              f"e.g. {where}.{key}={example_of(cls, key, hint)}")
+
+
+def fits(value: Any, hint: Any) -> bool | None:
+    """Whether ``value`` fits the annotation ``hint``; ``None`` when it cannot be told."""
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin is typing.Literal:
+        return value in args
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        answers = [fits(value, a) for a in args]
+        return True if any(a is True for a in answers) else (
+            None if any(a is None for a in answers) else False)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    container = origin or hint
+    if container in (list, tuple, typing.Sequence, Iterable):
+        return isinstance(value, (list, tuple))
+    if container in (dict, Mapping):
+        return isinstance(value, Mapping)
+    return None
+
+
+def describe_type(hint: Any) -> str:
+    """An annotation in words: ``one of 'auto', 'gaussian'``, ``an integer``, ``none``..."""
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join(describe_type(a) for a in args)
+    words = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+             type(None): "null"}
+    if hint in words:
+        return words[hint]
+    container = origin or hint
+    return "a list" if container in (list, tuple) else "a mapping" if container is dict \
+        else str(hint)
+
+
+def example_of(cls: type, key: str, hint: Any) -> str:
+    """The field's default as a command-line value, else a value of its type."""
+    import typing
+
+    default = next((f.default for f in dataclasses.fields(cls) if f.name == key), None)
+    if default not in (None, dataclasses.MISSING):
+        return str(default).lower() if isinstance(default, bool) else str(default)
+    args = typing.get_args(hint)
+    literal = next((a for a in args if typing.get_origin(a) is typing.Literal), None)
+    if typing.get_origin(hint) is typing.Literal:
+        return str(args[0])
+    if literal is not None:
+        return str(typing.get_args(literal)[0])
+    return "null" if type(None) in args else "..."
 
 
 def structured(cls: type[T], values: Mapping[str, Any] | None, where: str = "") -> T:

@@ -4,7 +4,9 @@ workers).
 - ``on_multirun_start``: checks every job before any starts (:mod:`harness.cli.sweep`: one
   message per distinct problem and exit 2; n/a and duplicate jobs listed), starts the sweep's
   MLflow parent run(s), writes the plan the jobs read, and installs the stop handlers
-  (SIGTERM/SIGINT stop every worker and mark the in-flight runs KILLED).
+  (SIGTERM/SIGINT stop every worker and mark the in-flight runs KILLED). Before the parent
+  run exists it checks the launcher, the tracking server and the sweep folder
+  (:mod:`harness.cli.launch_checks`), and refuses (exit 2) a sweep in which nothing can run.
 - ``on_multirun_end``: reads every job's ``outcome.json``, prints the summary (finished,
   skipped because already finished, redone after an interruption, failed with each reason
   once, n/a); after a ``public``/``oracle`` tuning search it chooses the setting, says why, and
@@ -54,11 +56,28 @@ class SweepSummary(Callback):
             write_plan,
         )
 
+        from harness.cli.launch_checks import (
+            check_launcher,
+            check_sweep_folder,
+            check_tracking_server,
+            nothing_runs,
+        )
+        from harness.report.tracking import resolve_tracking_uri
+
         quiet_optuna(config)
 
         plan = plan_for(config)  # exits 2, printing each problem once, before anything starts
         sweep_dir = Path(config.hydra.sweep.dir)
+        # the surroundings, in seconds, before the parent run exists (one message with the fix)
+        check_launcher(OmegaConf.select(config, "hydra.launcher._target_"))
+        if plan["experiments"]:
+            check_tracking_server(resolve_tracking_uri(plan["tracking_uri"]))
         announce(plan)
+        nothing = nothing_runs(plan)
+        if nothing:
+            print(f"dp-arena: {nothing}", file=sys.stderr)
+            raise SystemExit(2)
+        check_sweep_folder(sweep_dir)
         command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
         plan["parents"] = start_parent_runs(plan, sweep_dir, command)
         write_plan(sweep_dir, plan)
@@ -85,7 +104,8 @@ class SweepSummary(Callback):
                 ids = [r["run_id"] for r in scored
                        if r.get("run_id") and r["experiment"] == experiment]
                 files += print_leaderboard(experiment, uri, str(sweep_dir), ids, not_applicable)
-            failed = any(r["status"] == "FAILED" for r in scored) or not records
+            failed = any(r["status"] == "FAILED" for r in scored) or not any(
+                r["status"] not in ("N/A", "DUPLICATE") for r in scored)  # nothing ran
         finally:
             end_parent_runs(plan, "FAILED" if failed else "FINISHED", files, summary)
             if failed:

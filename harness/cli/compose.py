@@ -72,8 +72,48 @@ def composition_problem(conf_dir: Path, config_name: str, argv: list[str]) -> st
                 "check the option's name and hydra.searchpath"
             return f"{str(exc).strip().splitlines()[0]}\n  fix: {choices}"
         except Exception as exc:  # noqa: BLE001 - every composition error becomes one message
-            return str(config_problem(exc))
+            problem = config_problem(exc)
+            return options_lacking(config_name, overrides, argv, problem) or str(problem)
     return None
+
+
+#: Config groups whose options are open mappings (each option has its own settings).
+OPEN_GROUPS = ("mechanism", "dataset")
+
+
+def options_lacking(config_name: str, overrides: list[str], argv: list[str],
+                    problem: BaseException) -> str | None:
+    """For an unknown setting of an open group (``mechanism.k=5``), which of the command's
+    options of that group lack it, each with its settings:
+    ``mechanism 'independent' has no setting k (its settings: max_contrib, noise)``. Runs
+    inside an initialized Hydra; ``None`` when it does not apply."""
+    from hydra import compose
+
+    text = str(problem).splitlines()[0]
+    if not text.startswith("unknown setting"):
+        return None
+    key = text.split()[2]
+    group, _, name = key.partition(".")
+    if group not in OPEN_GROUPS or not name or "." in name:
+        return None
+    chosen = [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0].lstrip("+~") == group]
+    options = chosen[-1].split(",") if chosen else [None]
+    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != key]
+    lacking = []
+    for option in options:
+        try:
+            cfg = compose(config_name, overrides=rest + ([f"{group}={option}"] if option else []))
+        except Exception:  # noqa: BLE001 - another problem: said by the plain message
+            return None
+        settings = sorted(k for k in cfg[group] if k != "name")
+        if name not in settings:
+            lacking.append(f"{group} {option or cfg[group].get('name')!r} has no setting {name} "
+                           f"(its settings: {', '.join(settings) or 'none'})")
+    if not lacking:
+        return None
+    return (f"unknown setting {key}: " + "; ".join(lacking) +
+            f"\n  fix: remove {key}, or sweep it only with the {group} options that have it "
+            f"(one command per option)")
 
 
 def refuse_bad_command(prog: str, conf_dir: Path, config_name: str, argv: list[str]) -> None:

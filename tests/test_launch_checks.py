@@ -1,0 +1,176 @@
+"""Issue 27's pre-launch gaps: every setting value of every swept mechanism and metric is
+checked before launch, an unknown key names the option that lacks it, and launcher, folder and
+tracking-server problems (and a sweep where nothing can run) are one message with the fix
+before the parent run exists."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.cli import launch_checks
+from harness.cli.compose import composition_problem
+from harness.errors import ConfigError
+from harness.run.preflight import plan_sweep
+from mechanisms import make_mechanism
+from metrics import make_metric
+from tests.sweep_support import CSV, dp_arena, runs_of
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def job(**mechanism):
+    return {"mechanism": mechanism, "privacy": {"epsilon": 1.0, "delta": 1e-9},
+            "dataset": {"name": "taxi_sim", "n_private": 2000, "n_public": 2000},
+            "metrics": {"kmarginal": {}}}
+
+
+# ----- values, not only keys ------------------------------------------------------------------
+def test_a_bad_choice_is_refused_when_the_sweep_is_planned():
+    plan = plan_sweep([job(name="independent", noise="bogus"), job(name="independent")])
+    assert [j.verdict for j in plan.jobs] == ["invalid", "run"]
+    assert plan.jobs[0].reason == ("mechanism.noise must be one of 'auto', 'gaussian', 'laplace' "
+                                   "(got 'bogus')\n  fix: e.g. mechanism.noise=auto")
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: make_mechanism("independent", {"max_contrib": "five"}),
+     "mechanism.max_contrib must be an integer or null (got 'five')"),
+    (lambda: make_mechanism("independent", {"max_contrib": True}),
+     "mechanism.max_contrib must be an integer or null (got True)"),
+    (lambda: make_metric("kmarginal", {"k": "two"}), "metrics.kmarginal.k must be an integer"),
+])
+def test_ill_typed_values_are_one_message(build, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build()
+
+
+def test_good_values_and_numbers_for_floats_pass():
+    assert make_mechanism("independent", {"noise": "laplace", "max_contrib": 3}).noise == "laplace"
+    assert make_mechanism("aim", {"tol": 1}).tol == 1  # an integer is a number
+
+
+# ----- unknown keys name the option -----------------------------------------------------------
+def test_an_unknown_key_names_the_option_that_lacks_it_and_its_settings():
+    problem = composition_problem(CONF, "config", ["mechanism=archetype,independent",
+                                                   "mechanism.k=5"])
+    assert problem.startswith("unknown setting mechanism.k: mechanism 'independent' has no "
+                              "setting k (its settings: max_contrib, noise)")
+    assert "archetype" not in problem.splitlines()[0]  # archetype has a k
+    assert "fix:" in problem
+
+
+def test_the_dataclass_message_names_the_mechanism():
+    with pytest.raises(ConfigError) as err:
+        make_mechanism("independent", {"k": 5})
+    assert "(mechanism 'independent' has no such setting)" in str(err.value)
+    assert err.value.fix == "the settings of mechanism 'independent' are max_contrib, noise"
+
+
+# ----- the surroundings -----------------------------------------------------------------------
+def test_slurm_without_sbatch_is_refused_with_the_fix(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ConfigError) as err:
+        launch_checks.check_launcher(
+            "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher")
+    assert "no sbatch" in str(err.value) and "slurm_local" in err.value.fix
+    launch_checks.check_launcher(  # the local executor needs no SLURM
+        "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher")
+
+
+def test_ray_not_installed_is_refused(monkeypatch):
+    monkeypatch.setattr(launch_checks.importlib.util, "find_spec",
+                        lambda name: None if name == "ray" else object())
+    with pytest.raises(ConfigError, match="needs Ray"):
+        launch_checks.check_launcher("hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher")
+
+
+def test_a_sweep_folder_that_cannot_be_written_is_refused(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError) as err:
+        launch_checks.check_sweep_folder(blocker / "multirun" / "x")
+    assert "hydra.sweep.dir=" in err.value.fix
+    launch_checks.check_sweep_folder(tmp_path / "ok")
+    assert list((tmp_path / "ok").iterdir()) == []  # the probe is removed
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_sweep_folder_is_refused(tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(ConfigError):
+            launch_checks.check_sweep_folder(tmp_path / "multirun")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_tracking_server_that_does_not_answer_is_one_message_without_credentials():
+    uri = f"http://alice:s3cret@127.0.0.1:{free_port()}"
+    with pytest.raises(ConfigError) as err:
+        launch_checks.check_tracking_server(uri, timeout_s=2)
+    text = str(err.value)
+    assert "does not answer" in text and "s3cret" not in text and "alice" not in text
+    assert "tracking.uri" in err.value.fix
+
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+        self.wfile.write(b"OK")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_tracking_server_that_answers_passes_and_local_stores_are_not_probed():
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        launch_checks.check_tracking_server(f"http://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+    launch_checks.check_tracking_server("sqlite:///nowhere/mlflow.db")
+    launch_checks.check_tracking_server(None)
+
+
+def test_nothing_runs_when_every_job_is_na_or_a_duplicate():
+    jobs = [{"verdict": "n/a"}, {"verdict": "n/a"}]
+    assert "every one of the sweep's 2 jobs is n/a (2)" in launch_checks.nothing_runs(
+        {"total": 0, "jobs": jobs})
+    assert launch_checks.nothing_runs({"total": 1, "jobs": jobs}) is None
+    assert launch_checks.nothing_runs({"total": None, "jobs": jobs}) is None  # a search
+
+
+# ----- end to end: nothing started ------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides, message", [
+    (("mechanism=archetype",), "nothing to run: every one of the sweep's 1 jobs is n/a"),
+    (("mechanism=independent", "hydra/launcher=slurm"), "no sbatch"),
+    (("mechanism=independent", "mechanism.noise=bogus"), "mechanism.noise must be one of"),
+    (("mechanism=independent", "tracking.uri=http://u:pw@127.0.0.1:9"), "does not answer"),
+])
+def test_the_sweep_is_refused_before_the_parent_run_exists(csv_dir, overrides, message):
+    if "slurm" in " ".join(overrides) and shutil.which("sbatch"):
+        pytest.skip("this machine has SLURM")
+    proc = dp_arena(csv_dir, *CSV, "privacy.epsilon=1", *overrides, timeout=120)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 2, text
+    assert text.count(message) == 1 and "Traceback" not in text and "pw@" not in text
+    assert not (csv_dir / "multirun").exists()
+    assert not (csv_dir / "mlflow.db").exists() or not runs_of(csv_dir, kind="sweep")
