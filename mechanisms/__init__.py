@@ -21,6 +21,12 @@ MECHANISMS: dict[str, str] = {
     "archetype": "mechanisms.archetype:Archetype",
     "prefix_tree": "mechanisms.prefix_tree:PrefixTree",
     "rdt": "mechanisms.rdt:RDT",
+    # Third-party contestants, each run as a command in its own environment (mechanisms/external.py).
+    "external": "mechanisms.external:External",
+    "opendp_aim": "mechanisms.external:OpenDPAIM",
+    "opendp_mst": "mechanisms.external:OpenDPMST",
+    "smartnoise_mst": "mechanisms.external:SmartNoiseMST",
+    "smartnoise_aim": "mechanisms.external:SmartNoiseAIM",
 }
 
 

@@ -37,6 +37,10 @@ class Mechanism(ABC):
     reference: ClassVar[Reference | None] = None
     #: Privacy units the mechanism supports.
     units: ClassVar[tuple[str, ...]] = ("record", "user")
+    #: ``ledger``: every noisy release goes through ``release`` and the ledger checks the
+    #: composition; ``declared``: the budget is declared by code outside the release API (an
+    #: external contestant) and recorded as one charge nobody checks (tagged, marked on boards).
+    accounting: ClassVar[str] = "ledger"
     #: True when the mechanism's proven bound is its privacy filter over the whole budget
     #: (adaptively chosen noise scales, as AIM's), not the ledger's composition of its
     #: charges: the run then reports the budget as spent, under every accountant.
@@ -60,6 +64,12 @@ class Mechanism(ABC):
             raise NotApplicable(f"{self.name} supports {'/'.join(self.units)}-level privacy and "
                                 f"dataset {data.name!r} is {data.unit}-level",
                                 f"use a dataset with unit in {list(self.units)}")
+
+    def output_tags(self) -> dict[str, str]:
+        """Public facts about the last ``fit_sample``'s output to tag the run with (e.g. how
+        many rows an external contestant emitted outside the schema and were dropped); called
+        after ``fit_sample`` in the same process. Default: none."""
+        return {}
 
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What this mechanism will trim or cap on ``data`` because of its settings (e.g.

@@ -1,11 +1,13 @@
 """``dp-arena-board``: the leaderboard of an MLflow experiment (any tracking URI: the local
-SQLite file or a shared ``mlflow server``). Prints Markdown; writes CSV, a self-contained HTML
+SQLite file or a shared ``mlflow server``). Prints plain text within 120 columns on a terminal
+(:mod:`harness.report.terminal`), Markdown when stdout is a pipe or a file; writes Markdown, CSV, a self-contained HTML
 page and PNG plots (score vs epsilon with CI bands, score-vs-runtime Pareto front)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from harness.errors import DPArenaError
 
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         from harness.report.audits import attach_audits, load_audits
         from harness.report.leaderboard import build_leaderboard, load_runs
         from harness.report.render import render_markdown, write_outputs
+        from harness.report.terminal import board_format, render_terminal
 
         experiment = args.experiment or latest_experiment(args.tracking_uri)
         runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
@@ -44,8 +47,12 @@ def main(argv: list[str] | None = None) -> int:
                                "run dp-arena first, or check --experiment / --sweep")
         board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),
                               load_audits(experiment, args.tracking_uri))
-        print(render_markdown(board, title=f"Leaderboard: {experiment}"))
         paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
+        if board_format() == "text":  # a terminal: plain text within 120 columns
+            print(render_terminal(board, f"Leaderboard: {experiment}",
+                                  files=str(Path(args.out) / "leaderboard.md")))
+        else:
+            print(render_markdown(board, title=f"Leaderboard: {experiment}"))
         print(f"\nwritten: {', '.join(str(p) for p in paths)}")
     except DPArenaError as exc:
         print(f"dp-arena-board: error: {exc}", file=sys.stderr)

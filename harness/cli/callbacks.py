@@ -232,6 +232,7 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
         with_not_applicable,
     )
     from harness.report.render import render_markdown, write_outputs
+    from harness.report.terminal import board_format, render_terminal
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
     if runs.empty:
@@ -239,15 +240,20 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     board = attach_audits(build_leaderboard(runs), load_audits(experiment, tracking_uri))
     board = with_not_applicable(board,
                                 not_applicable_records(not_applicable or []))
-    print()
-    print(render_markdown(board, title=f"Leaderboard: {experiment} (this sweep)"))
     out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
-    print(f"\nwritten: {', '.join(str(p) for p in out)}")
+    print()
+    title = f"Leaderboard: {experiment} (this sweep)"
+    if board_format() == "text":  # a terminal: plain text within 120 columns
+        print(render_terminal(board, title, files=str(Path(sweep) / "leaderboard" /
+                                                      "leaderboard.md")))
+    else:
+        print(render_markdown(board, title=title))
+    print(f"\nwritten to {Path(sweep) / 'leaderboard'}: {', '.join(Path(p).name for p in out)}")
     uri = without_credentials(tracking_uri or "")
     browse = ("mlflow ui --backend-store-uri sqlite:///mlflow.db" if not uri
               or uri.startswith("sqlite:") else uri)
     print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
-          f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}    browse: {browse}")
+          f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}\nbrowse: {browse}")
     return [Path(p) for p in out]
 
 

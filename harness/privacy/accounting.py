@@ -26,6 +26,13 @@ Accountants
 
 Both accountants report a release made only of pure-DP charges as ``(sum eps, 0)``.
 
+Declared charges
+----------------
+A ``declared`` charge (:meth:`Ledger.declare`) records an ``(epsilon, delta)`` that a
+mechanism outside dp-arena's release API claims for itself (an external contestant, whose noise
+the ledger never sees). It composes with everything else by basic composition: its epsilon and
+delta are added to the total of the other charges. Nothing checks the claim.
+
 Never over budget
 -----------------
 The ledger refuses any charge after which the composed epsilon (or delta) would exceed the
@@ -61,6 +68,8 @@ ACCOUNTANTS: tuple[str, ...] = ("gdp", "zcdp")
 #: The accountant runs use unless ``privacy.accountant`` says otherwise.
 DEFAULT_ACCOUNTANT: Accountant = "gdp"
 NoiseKind = Literal["gaussian", "laplace", "exponential"]
+#: What a ledger entry can be: a noisy release, or a budget declared by the mechanism itself.
+ChargeKind = Literal["gaussian", "laplace", "exponential", "declared"]
 #: Relative amount by which calibrations aim below the budget, so that float rounding never
 #: takes a release calibrated to "exactly the budget" over it (the ledger has no tolerance).
 CALIBRATION_HEADROOM = 2e-13
@@ -220,14 +229,18 @@ class Charge:
     ``sensitivity`` is the L2 sensitivity for Gaussian noise and the L1 sensitivity for
     Laplace noise (for the exponential mechanism: the score's sensitivity). ``scale`` is sigma,
     the Laplace b, or the exponential mechanism's temperature ``2 Delta / epsilon``.
+    A ``declared`` charge (:meth:`Ledger.declare`) has no noise: its ``epsilon`` and ``delta``
+    are the claim.
     """
 
     name: str
-    kind: NoiseKind
+    kind: ChargeKind
     sensitivity: float
     scale: float
     count: int = 1
     note: str = ""
+    epsilon: float = 0.0
+    delta: float = 0.0
 
     @property
     def pure_epsilon(self) -> float:
@@ -253,6 +266,12 @@ class Charge:
 def compose(charges: list[Charge], delta: float, accountant: Accountant) -> tuple[float, float]:
     """Total (epsilon, delta) of ``charges`` under ``accountant`` at target ``delta``."""
     check_accountant(accountant)
+    declared = [c for c in charges if c.kind == "declared"]
+    if declared:  # basic composition on top of the rest
+        eps, rest_delta = compose([c for c in charges if c.kind != "declared"], delta,
+                                  accountant)
+        return (eps + sum(c.epsilon for c in declared),
+                rest_delta + sum(c.delta for c in declared))
     if not charges:
         return 0.0, 0.0
     gaussian = [c for c in charges if c.kind == "gaussian"]
@@ -334,6 +353,24 @@ class Ledger:
                 f"the budget epsilon={self.budget.epsilon:g}, delta={self.budget.delta:g}",
                 "the mechanism must calibrate its noise to the budget it was given",
             )
+        self.charges.append(new)
+        return new
+
+    def declare(self, name: str, epsilon: float, delta: float = 0.0, note: str = "") -> Charge:
+        """Record a ``declared`` charge: ``(epsilon, delta)`` claimed by a mechanism whose noise
+        the ledger does not see (see the module docstring); refused (recording nothing) if the
+        total would exceed the budget."""
+        if not (epsilon > 0 and math.isfinite(epsilon) and 0 <= delta < 1):
+            raise ValueError(f"declared charge {name!r}: epsilon must be finite and > 0, "
+                             "delta in [0, 1)")
+        new = Charge(name, "declared", 0.0, 0.0, 1, note, float(epsilon), float(delta))
+        eps, total_delta = compose([*self.charges, new], self.budget.delta, self.accountant)
+        if eps > self.budget.epsilon or total_delta > self.budget.delta:
+            raise BudgetExceededError(
+                f"declared charge {name!r} (epsilon={epsilon:g}, delta={delta:g}) would bring "
+                f"the total to epsilon={eps:.6g}, delta={total_delta:.3g}, over the budget "
+                f"epsilon={self.budget.epsilon:g}, delta={self.budget.delta:g}",
+                "declare at most the budget the run was given")
         self.charges.append(new)
         return new
 

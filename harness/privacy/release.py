@@ -21,6 +21,10 @@ Releases
     ``Delta`` the scores' sensitivity (L-infinity); charged as an ``epsilon``-DP release,
     ``epsilon^2 / 8``-zCDP (bounded range, Cesar & Rogers 2021). The one implementation of it
     in dp-arena (MST, AIM and ``tuning=dp_select`` use it).
+:meth:`Releaser.declared`
+    No noise: one ``declared`` ledger charge for an ``(epsilon, delta)`` that the mechanism
+    claims for releases made outside this API (an external contestant); composed by basic
+    composition, never checked.
 :meth:`Releaser.done`
     A mechanism calls it after its last noisy release; what follows is post-processing. In an
     audit of the releases (``stop_after_releases``) it ends the run there
@@ -334,6 +338,14 @@ class Releaser:
         values = threshold + self._tail_rng.exponential(scale, int(k.sum()))
         self._observe(name, "laplace", query, sensitivity, scale, true, noisy)
         return noisy, k, values
+
+    def declared(self, name: str, epsilon: float, delta: float = 0.0, *,
+                 note: str = "") -> None:
+        """Charge ``(epsilon, delta)`` that the mechanism declares for releases made outside
+        this API (an external contestant's own noise): one ``declared`` ledger charge
+        (:meth:`Ledger.declare`), composed by basic composition and checked by nothing. No
+        noise is drawn and no observer sees a release."""
+        self.ledger.declare(name, epsilon, delta, note=note)
 
     def done(self) -> None:
         """Say that every noisy release of the run is made (the rest is post-processing)."""

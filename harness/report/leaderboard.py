@@ -23,9 +23,10 @@ rows (``resample``, ``public_only``, ``uniform``), ``oracle``-tuned rows, ``nois
 rows (not a DP release to holders of the local key) and ``large_delta`` rows are shown, marked,
 set apart and never ranked; ``private_tables`` rows are ranked but marked. A row's rank is 1 +
 the number of rows of its pool *significantly* better than it: a two-sided paired t-test over
-the trials both rows share (Welch's t-test when they share fewer than two; plain comparison of
-means when either has a single trial) at level ``alpha`` (0.05; no multiple-comparison
-correction). Rows that no test separates share a rank and are marked tied (``2=``).
+the trials both rows share (Welch's t-test when they share fewer than two) at level ``alpha``
+(0.05; no multiple-comparison correction). A row with a single trial has no confidence interval,
+so no test separates it from another row: it shares its rank. Rows that no test separates share
+a rank and are marked tied (``2=``).
 
 **Overall.** As the challenge ranked: per setting, the mean over its pool's epsilons (every
 epsilon on the board with the same dataset, unit, delta and metric settings) of the score; its
@@ -73,6 +74,7 @@ MARK_REPLAYABLE = "replayable (not DP to key holders)"
 MARK_LARGE_DELTA = "large delta (delta >= 1/n allowed)"
 MARK_PRIVATE_TABLES = "private tables logged"
 MARK_SCHEMA_PRIVATE = "schema from private data (not DP)"
+MARK_DECLARED = "budget declared by the contestant, not checked by the ledger"
 MARK_LEGEND = (
     (MARK_REPLAYABLE, ("noise derived from the local secret key: reproducible, but not a DP "
                        "release to anyone who holds the key; never ranked")),
@@ -82,7 +84,11 @@ MARK_LEGEND = (
                            "synthetic data is still ranked")),
     (MARK_SCHEMA_PRIVATE, ("the schema's values and ranges were read from the private file "
                            "(dp-arena-schema --from-private): the release is not DP as a "
-                           "whole (epsilon_total = inf)")))
+                           "whole (epsilon_total = inf)")),
+    (MARK_DECLARED, ("an external contestant run in its own environment "
+                     "(accounting=declared): the ledger records the budget it was given as one "
+                     "charge and cannot see its noise; the audit column measures it like any "
+                     "row")))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse")
 SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
@@ -130,6 +136,7 @@ def run_row(r) -> dict[str, Any]:
         "failure_reason": tags.get("failure_reason", ""),
         "tuning_chosen": tags.get("tuning_chosen", ""),
         "schema_source": tags.get("schema_source", ""),
+        "accounting": tags.get("accounting", "ledger"),
         **{col: tags.get(col, default) for col, default in TAG_DEFAULTS
            if col not in ("tuning", "private", "reference", "failure_reason", "tuning_chosen")},
         **{METRIC_KEY_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
@@ -270,7 +277,7 @@ def compare(a: dict[int, float], b: dict[int, float], higher_better: bool,
             return int(np.sign(diff)) if abs(diff) > 1e-12 else 0
         p = float(stats.ttest_ind(va, vb, equal_var=False).pvalue)
         return int(np.sign(diff)) if p < alpha else 0
-    return int(np.sign(diff)) if abs(diff) > 1e-12 else 0
+    return 0  # a single trial has no confidence interval: no test separates it
 
 
 def significance_ranks(values: list[dict[int, float] | None], higher_better: bool,
@@ -367,7 +374,9 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
         "marks": "; ".join(row_marks(ident["noise"], ident["large_delta"],
                                      ident["private_tables"])
                            + ([MARK_SCHEMA_PRIVATE] if "schema_source" in group
-                              and (group["schema_source"] == "private").any() else [])),
+                              and (group["schema_source"] == "private").any() else [])
+                           + ([MARK_DECLARED] if "accounting" in group
+                              and (group["accounting"] == "declared").any() else [])),
         "ranked": rankable(kind, ident["noise"], ident["large_delta"]),
         "reference": group["reference"].iloc[0],
         "chosen": "; ".join(sorted(set(group["tuning_chosen"]) - {""})),

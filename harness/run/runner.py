@@ -319,6 +319,7 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
                                  "delta": selection.final_budget.delta},
                 "reason": selection.reason}), indent=1))
         synthetic = mechanism.fit_sample(data, budget, release, rng)
+    extra_tags.update(mechanism.output_tags())
     synthetic = check_synthetic(synthetic, data, rc)
     with ResourceMonitor() as scoring:
         results = {name: metric.score(data, synthetic) for name, metric in metrics.items()}
@@ -411,6 +412,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         "noise": rc.noise,
         "sampler": rc.sampler,
         "private_tables": "true" if rc.log_private_tables else "false",
+        "accounting": mechanism.accounting,
     }
     if rc.noise == "replayable":
         tags["noise_note"] = ("replayable noise derived from the local secret key: not a DP "

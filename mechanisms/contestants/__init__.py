@@ -1,0 +1,66 @@
+"""Third-party contestants: the adapter scripts dp-arena ships and the environments they run in.
+
+An adapter is a thin script run by :mod:`mechanisms.external` *inside a contestant's own
+Python environment* (never imported by dp-arena): it reads the task folder the harness wrote
+(the protocol is :mod:`mechanisms.contestants.protocol`), calls the library, and writes a
+synthetic CSV. The adapters:
+
+- ``opendp_aim.py``, ``opendp_mst.py``: OpenDP's ``opendp.extras.mbi`` AIM and MST
+  (environment ``opendp``);
+- ``smartnoise_mst.py``, ``smartnoise_aim.py``: smartnoise-synth's MST and AIM (environment
+  ``smartnoise``).
+
+Environments (``dp-arena-contestants install NAME``) are virtual environments under
+:func:`cache_root` with the pinned versions of :data:`ENVS`; their pins exclude each other and
+dp-arena's own (``opendp[mbi]`` pins mbi 1.1; smartnoise-synth needs opendp < 0.15 and
+mbi < 2; dp-arena needs mbi >= 2), so each gets its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+#: Environment name -> the pinned requirements ``dp-arena-contestants install`` installs.
+ENVS: dict[str, tuple[str, ...]] = {
+    "opendp": ("opendp[mbi]==0.16.0",),
+    "smartnoise": ("smartnoise-synth==1.0.8",),
+}
+#: The file an installed environment holds (its pins and ``pip freeze``); written last.
+MANIFEST = "dp-arena-env.json"
+ADAPTER_DIR = Path(__file__).resolve().parent
+
+
+def cache_root() -> Path:
+    """Where environments live: ``$DP_ARENA_CONTESTANTS``, else
+    ``$XDG_CACHE_HOME/dp-arena/contestants`` (default ``~/.cache/dp-arena/contestants``)."""
+    explicit = os.environ.get("DP_ARENA_CONTESTANTS")
+    if explicit:
+        return Path(explicit).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "dp-arena" / "contestants"
+
+
+def env_dir(name: str) -> Path:
+    return cache_root() / name
+
+
+def env_python(name: str) -> Path:
+    return env_dir(name) / "bin" / "python"
+
+
+def manifest(name: str) -> dict | None:
+    """The installed environment's manifest (pins, freeze), or ``None`` if not installed."""
+    path = env_dir(name) / MANIFEST
+    if not (path.is_file() and env_python(name).exists()):
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def adapter_path(name: str) -> Path:
+    """The shipped adapter script ``NAME.py``."""
+    return ADAPTER_DIR / f"{name}.py"

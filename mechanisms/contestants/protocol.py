@@ -1,0 +1,116 @@
+"""The contestant protocol (version 1), from inside a contestant's environment.
+
+Importable by the adapter scripts beside it (a script's folder is on its ``sys.path``); uses
+the standard library and numpy only, so it runs in any contestant environment. The harness
+(:mod:`mechanisms.external`) runs ``PYTHON SCRIPT FOLDER`` with the working directory and
+``TMPDIR`` inside ``FOLDER`` (mode 0700, files 0600, removed after the run), where it wrote:
+
+- ``task.json``: ``protocol`` (1), ``mechanism``, ``encoding`` (``codes``: every column an
+  integer code ``0..size-1``; ``values``: the schema's values), ``columns`` (in order),
+  ``domain`` (column -> number of codes, missing code included), ``budget`` (``epsilon``,
+  ``delta``, ``accountant``, and ``rho`` when the accountant is zCDP), ``rows`` (``min``,
+  ``max``: the public bounds on the synthetic row count; more than ``max`` fails the run),
+  ``unit`` (``record``), ``files`` (``private``, ``public`` or null, ``output``, ``report``,
+  ``failure``), ``options`` (the mechanism's ``options`` setting);
+- ``schema.json``: the columns' schema in dp-arena's ``parameters.json`` layout (values,
+  ranges, bins): the domain is given, never to be inferred from the data;
+- ``private.csv`` (and ``public.csv`` when the dataset has a public part): a header row, then
+  one row per record, in the task's encoding.
+
+The script writes ``synthetic.csv`` (same header and encoding) and exits 0; optionally
+``report.json`` ``{"tags": {"name": number}}`` (public counts about its own output, e.g. rows
+it dropped); on failure it exits non-zero and may write one public line to ``failure.txt``
+(the board shows it; never a data value).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+PROTOCOL = 1
+
+
+def load_task(folder: str | os.PathLike) -> dict:
+    task = json.loads((Path(folder) / "task.json").read_text())
+    if task.get("protocol") != PROTOCOL:
+        raise SystemExit(f"this adapter speaks protocol {PROTOCOL}, the task is "
+                         f"{task.get('protocol')}")
+    task["folder"] = str(folder)
+    return task
+
+
+def task_file(task: dict, key: str) -> Path | None:
+    name = task["files"].get(key)
+    return None if name is None else Path(task["folder"]) / name
+
+
+def read_codes(path: Path, columns: list[str]):
+    """A codes CSV as an ``n x d`` int64 numpy array, columns in ``columns`` order."""
+    import numpy as np
+
+    with open(path, newline="") as fh:
+        header = next(csv.reader(fh))
+    index = [header.index(c) for c in columns]
+    data = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+    return data[:, index]
+
+
+def private_file(path: Path):
+    """Open ``path`` for writing, mode 0600 (never readable by others)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                     newline="")
+
+
+def write_codes(task: dict, array) -> None:
+    """Write the synthetic codes (``n x d``, columns in the task's order)."""
+    with private_file(task_file(task, "output")) as fh:
+        writer = csv.writer(fh)
+        writer.writerow(task["columns"])
+        writer.writerows(array.tolist())
+
+
+def write_report(task: dict, tags: dict[str, float]) -> None:
+    with private_file(task_file(task, "report")) as fh:
+        json.dump({"tags": {k: float(v) for k, v in tags.items()}}, fh)
+
+
+def bounded_rows(estimate: float, task: dict) -> int:
+    """A row count (the library's own DP estimate) clipped to the task's public bounds."""
+    low, high = int(task["rows"]["min"]), int(task["rows"]["max"])
+    if not estimate == estimate or estimate in (float("inf"), float("-inf")):
+        return low
+    return int(min(max(round(estimate), low), high))
+
+
+def innermost_line(message: str) -> str:
+    """The last line of a (possibly nested) library message that says something, unwrapped
+    from ``Variant("...")`` (OpenDP nests the original error inside FFI traces)."""
+    import re
+
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip(" \t\"')(")]
+    last = lines[-1] if lines else ""
+    match = re.fullmatch(r'[A-Za-z]+\("(.*)"\)?', last)
+    return match.group(1) if match else last
+
+
+def main(run, public_errors: tuple[type, ...] = ()) -> None:
+    """Run ``run(task)`` for the folder in ``sys.argv[1]``; on an exception write one line to
+    ``failure.txt``: the exception's type, plus its first line when it is one of
+    ``public_errors`` (library errors known not to quote data, e.g. a budget check), and exit
+    1. The traceback goes to stderr, which the harness shows only with ``DP_ARENA_DEBUG=1``."""
+    task = load_task(sys.argv[1])
+    try:
+        run(task)
+    except BaseException as exc:  # noqa: BLE001 - reported through the protocol
+        traceback.print_exc()
+        reason = type(exc).__name__
+        if isinstance(exc, public_errors):
+            reason = f"{reason}: {innermost_line(str(exc))[:200]}"
+        with private_file(task_file(task, "failure")) as fh:
+            fh.write(reason + "\n")
+        sys.exit(1)

@@ -1,0 +1,343 @@
+"""External contestants (mechanisms/external.py): the declared charge composed by hand, the
+protocol with a test double contestant (tests/contestant_double.py, run by this interpreter),
+each way a contestant can misbehave as one clear failure, no private file left behind after a
+run, a failure, a time limit, SIGTERM or SIGKILL, a missing environment refused before launch,
+the board's mark, and the real contestants when their environments exist (skipped otherwise)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.data.datasets import PROJECT_ROOT, Dataset
+from harness.data.schema import Column, RunSpec, Schema
+from harness.errors import BudgetExceededError, ConfigError, DPArenaError, NotApplicable, \
+    SchemaError
+from harness.privacy.accounting import Budget, Ledger, zcdp_rho
+from harness.privacy.release import Releaser
+from harness.report.leaderboard import MARK_DECLARED, build_leaderboard
+from harness.run.isolation import RunLimitExceeded, call_isolated
+from harness.run.settings import Limits
+from mechanisms import make_mechanism
+from mechanisms.contestants import ADAPTER_DIR, manifest
+from mechanisms.external import FOLDER_PREFIX
+
+DOUBLE = str(PROJECT_ROOT / "tests" / "contestant_double.py")
+BUDGET = Budget(1.0, 1e-6)
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every private folder of the test goes under one fresh TMPDIR, checked empty after."""
+    import tempfile
+
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def leftovers(folder: Path, wait: float = 5.0) -> list[str]:
+    """Private folders still under ``folder`` after up to ``wait`` s (the guardian is async)."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = sorted(p.name for p in folder.glob(FOLDER_PREFIX + "*"))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def record_data(n: int = 400, public: bool = False, seed: int = 3) -> Dataset:
+    rng = np.random.default_rng(seed)  # test data, not a mechanism's noise
+    schema = Schema((Column("a", "categorical", values=(0, 1, 2)),
+                     Column("b", "categorical", values=("x", "y"), dtype="str"),
+                     Column("c", "numeric", min=0, max=100, bins=(10, 50))),
+                    (RunSpec(1.0, 1e-6, max_records=5000),))
+
+    def frame(size: int) -> pd.DataFrame:
+        return pd.DataFrame({"a": rng.choice(3, size, p=[0.7, 0.2, 0.1]),
+                             "b": rng.choice(["x", "y"], size),
+                             "c": rng.integers(0, 101, size)})
+    return Dataset("rec", schema, frame(n), frame(n) if public else None, unit="record")
+
+
+def double(mode: str = "ok", **options) -> object:
+    return make_mechanism("external", {"script": DOUBLE, "args": [str(ADAPTER_DIR)],
+                                       "options": {"mode": mode, **options}})
+
+
+def fit(mech, data: Dataset, accountant: str = "gdp") -> tuple[pd.DataFrame, Ledger]:
+    release = Releaser.for_budget(BUDGET, accountant)
+    out = mech.fit_sample(data, BUDGET, release, np.random.default_rng())
+    return out, release.ledger
+
+
+# ----- the declared charge ---------------------------------------------------------------------
+def test_a_declared_charge_composes_by_basic_composition_by_hand():
+    ledger = Ledger(Budget(1.0, 1e-5), "gdp")
+    ledger.charge("lap", "laplace", 1.0, 1 / 0.25)  # 0.25-DP
+    ledger.declare("contestant", 0.5, 4e-6)
+    assert ledger.spent() == pytest.approx((0.75, 4e-6))
+    with pytest.raises(BudgetExceededError):
+        ledger.declare("again", 0.3, 0.0)  # 1.05 > 1
+    assert len(ledger.charges) == 2  # nothing recorded by the refusal
+    with pytest.raises(BudgetExceededError):  # a Gaussian's delta plus a declared delta
+        Ledger(Budget(1.0, 1e-5), "zcdp", charges=[ledger.charges[1]]).charge(
+            "g", "gaussian", 1.0, 100.0)
+    only = Ledger(Budget(2.0, 1e-6), "zcdp")
+    only.declare("all", 2.0, 1e-6)  # exactly the budget fits, under either accountant
+    assert only.spent() == (2.0, 1e-6)
+    assert only.to_dict()["charges"][0]["kind"] == "declared"
+
+
+def test_releaser_declared_records_one_charge_and_draws_nothing():
+    seen = []
+    release = Releaser(Ledger(BUDGET), observer=seen.append)
+    release.declared("contestant x", BUDGET.epsilon, BUDGET.delta)
+    assert [c.kind for c in release.ledger.charges] == ["declared"] and seen == []
+    assert release.ledger.spent() == (BUDGET.epsilon, BUDGET.delta)
+
+
+# ----- the protocol --------------------------------------------------------------------------
+def test_the_double_gets_the_domain_budget_and_a_private_folder(tmp_path, private_tmp):
+    probe = tmp_path / "probe.json"
+    data = record_data(public=True)
+    out, ledger = fit(double(probe=str(probe)), data, "zcdp")
+    assert data.schema.problems(out) == [] and 1000 <= len(out) <= 5000
+    seen = json.loads(probe.read_text())
+    assert seen["mode"] == "0o700"
+    assert {f: m for f, m in seen["files"].items() if f != "tmp"} == \
+        {f: "0o600" for f in ("task.json", "schema.json", "private.csv", "public.csv",
+                              "log.txt")}
+    assert seen["tmpdir"].startswith(seen["folder"]) and seen["cwd"] == seen["folder"]
+    task = seen["task"]
+    assert task["domain"] == {"a": 3, "b": 2, "c": 3}  # from the schema (c: 2 cuts, 3 bins)
+    assert task["budget"] == {"epsilon": 1.0, "delta": 1e-6, "accountant": "zcdp",
+                              "rho": pytest.approx(zcdp_rho(1.0, 1e-6))}
+    assert task["rows"] == {"min": 1000, "max": 5000} and task["unit"] == "record"
+    assert seen["schema"]["schema"]["b"]["values"] == ["x", "y"]
+    assert [c.kind for c in ledger.charges] == ["declared"]
+    assert ledger.spent() == (1.0, 1e-6)
+    assert leftovers(private_tmp) == []
+
+
+def test_codes_written_for_the_contestant_are_the_schema_encoding(tmp_path):
+    data = record_data()
+    mech = double(probe=str(tmp_path / "p.json"))
+    from mechanisms.external import table_text
+
+    text = table_text(data.private, data, "codes")
+    back = pd.read_csv(__import__("io").StringIO(text))
+    assert back.equals(data.schema.encode(data.private).reset_index(drop=True))
+    assert mech.output_tags() == {}
+
+
+def test_values_are_parsed_with_the_schema_types_and_checked_like_any_output(private_tmp):
+    data = record_data()
+
+    def values(mode: str):
+        return make_mechanism("external", {"script": DOUBLE, "args": [str(ADAPTER_DIR)],
+                                           "table": "values", "options": {"mode": mode}})
+    out, _ = fit(values("ok"), data)
+    assert data.schema.problems(out) == [] and set(out["b"]) <= {"x", "y"}
+    with pytest.raises(SchemaError) as err:
+        fit(values("out_of_domain"), data)
+    assert "a: 1 value(s) not in the domain" in str(err.value) and "99" not in str(err.value)
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("fail", "failed (exit code 1): ToldToFail: the double was told to fail"),
+    ("crash", "failed (exit code 5)"),
+    ("too_many_rows", "more than 5000 rows"),
+    ("out_of_domain", "a: 1 value(s) not an integer code in 0..2"),
+])
+def test_a_misbehaving_contestant_is_one_clear_error_and_leaves_nothing(mode, expected,
+                                                                        private_tmp):
+    with pytest.raises(DPArenaError) as err:
+        fit(double(mode), record_data())
+    assert expected in str(err.value)
+    assert leftovers(private_tmp) == []
+
+
+def test_a_contestant_past_the_time_limit_is_killed_and_its_folder_removed(tmp_path,
+                                                                          private_tmp):
+    probe = tmp_path / "probe.json"
+    data, mech = record_data(), double("sleep", seconds=60, probe=str(probe))
+    limits = Limits(time_limit_s=3, memory_limit_mb=None, threads=1, isolate=True)
+    with pytest.raises(RunLimitExceeded, match="time limit of 3 s exceeded"):
+        call_isolated(lambda: fit(mech, data), limits)
+    assert probe.is_file()  # it did start
+    assert leftovers(private_tmp) == []
+
+
+STOPPABLE = """
+import sys, numpy as np
+sys.path.insert(0, {root!r})
+from tests.test_external import record_data, double, fit
+from harness.run.isolation import call_isolated
+from harness.run.settings import Limits
+isolate = sys.argv[1] == "isolated"
+call_isolated(lambda: fit(double("sleep", seconds=60, probe={probe!r}), record_data()),
+              Limits(time_limit_s=None, memory_limit_mb=None, threads=1, isolate=isolate))
+"""
+
+
+@pytest.mark.parametrize("how,sig", [("isolated", signal.SIGTERM), ("in-process", signal.SIGTERM),
+                                     ("in-process", signal.SIGKILL)])
+def test_no_private_file_is_left_after_a_stop_signal(how, sig, tmp_path, private_tmp):
+    probe = tmp_path / "probe.json"
+    script = STOPPABLE.format(root=str(PROJECT_ROOT), probe=str(probe))
+    env = {**os.environ, "TMPDIR": str(private_tmp), "PYTHONPATH": str(PROJECT_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", script, how], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not probe.is_file() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert probe.is_file(), "the contestant never started"
+    folder = Path(json.loads(probe.read_text())["folder"])
+    assert folder.is_dir() and (folder / "private.csv").is_file()
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert leftovers(private_tmp, wait=10) == []
+
+
+# ----- refused before any work ------------------------------------------------------------------
+def test_a_missing_contestant_environment_names_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path / "empty"))
+    with pytest.raises(ConfigError) as err:
+        make_mechanism("opendp_aim", {})
+    assert "dp-arena-contestants install opendp" in str(err.value)
+    with pytest.raises(ConfigError, match="interpreter not found"):
+        make_mechanism("external", {"script": DOUBLE, "python": str(tmp_path / "nope")})
+    with pytest.raises(ConfigError, match="script not found"):
+        make_mechanism("external", {"script": str(tmp_path / "nope.py")})
+    with pytest.raises(ConfigError, match="mechanism.table"):
+        make_mechanism("external", {"script": DOUBLE, "table": "rows"})
+
+
+def test_a_sweep_naming_a_missing_environment_fails_before_launch(tmp_path, monkeypatch):
+    from harness.run.preflight import plan_sweep
+
+    monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path / "empty"))
+    cfg = {"dataset": {"name": "taxi_sim", "n_private": 2000, "n_public": 2000},
+           "mechanism": {"name": "smartnoise_mst", "options": {}},
+           "privacy": {"epsilon": 1.0, "delta": 1e-6}, "metrics": {"kmarginal": {"k": 2}}}
+    plan = plan_sweep([cfg])
+    [(message, jobs)] = plan.problems().items()
+    assert "dp-arena-contestants install smartnoise" in message and len(jobs) == 1
+
+
+def test_user_level_data_is_not_applicable(small_dataset):
+    with pytest.raises(NotApplicable, match="record"):
+        double().check_applicable(small_dataset)
+
+
+def test_contestants_list_says_what_is_missing_and_how_to_install(tmp_path, monkeypatch):
+    from harness.cli.contestants import listing
+
+    monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path))
+    lines = listing()
+    assert any("opendp" in ln and "dp-arena-contestants install opendp" in ln for ln in lines)
+    (tmp_path / "opendp" / "bin").mkdir(parents=True)
+    (tmp_path / "opendp" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "opendp" / "dp-arena-env.json").write_text(json.dumps(
+        {"freeze": ["opendp==0.16.0", "mbi==1.1.0"], "python": "3.11.7", "installed": "now"}))
+    assert any("installed" in ln and "opendp 0.16.0, mbi 1.1.0" in ln for ln in listing())
+
+
+# ----- a whole run and the board --------------------------------------------------------------
+def test_a_run_is_tagged_declared_and_a_failing_contestant_is_a_failed_row(tmp_path,
+                                                                           tracking_uri,
+                                                                           private_tmp):
+    from mlflow import MlflowClient
+
+    from harness.report.leaderboard import load_runs
+    from harness.report.render import render_markdown
+    from harness.run.runner import run_one
+
+    data = record_data(1500)
+    data.private.to_csv(tmp_path / "private.csv", index=False)
+    data.schema.save(tmp_path / "parameters.json")
+
+    def cfg(mode: str) -> dict:
+        return {"dataset": {"name": "csv", "path": str(tmp_path / "private.csv"),
+                            "schema": str(tmp_path / "parameters.json")},
+                "mechanism": {"name": "external", "script": DOUBLE,
+                              "args": [str(ADAPTER_DIR)], "options": {"mode": mode}},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6}, "metrics": {"kmarginal": {"k": 2}},
+                "trial": 0, "seed": 0, "tracking": {"uri": tracking_uri, "experiment": "t"}}
+    ok = run_one(cfg("ok"))
+    tags = MlflowClient(tracking_uri).get_run(ok.run_id).data.tags
+    assert tags["accounting"] == "declared" and tags["contestant/rows_written"]
+    with pytest.raises(DPArenaError):
+        run_one(cfg("fail"))
+    board = build_leaderboard(load_runs("t", tracking_uri))
+    assert (board["failed"] == 1).sum() == 1
+    failed = board[board["failed"] == 1].iloc[0]
+    assert "ToldToFail: the double was told to fail" in failed["failure_reason"]
+    assert all(MARK_DECLARED in m for m in board["marks"])
+    assert "budget declared by the contestant" in render_markdown(board)
+    assert leftovers(private_tmp) == []
+
+
+def test_only_declared_rows_carry_the_mark():
+    from tests.test_leaderboard import run
+
+    runs = pd.DataFrame([run("mst", 1.0, t, 900.0 + t) for t in range(2)]
+                        + [run("opendp_mst", 1.0, t, 880.0 + t, accounting="declared")
+                           for t in range(2)])
+    board = build_leaderboard(runs)
+    marks = dict(zip(board["mechanism"], board["marks"]))
+    assert MARK_DECLARED in marks["opendp_mst"] and MARK_DECLARED not in marks["mst"]
+
+
+# ----- the real contestants (their environments are optional) ----------------------------------
+def real(name: str, env: str):
+    if manifest(env) is None:
+        pytest.skip(f"contestant environment {env!r} not installed "
+                    f"(dp-arena-contestants install {env})")
+    return make_mechanism(name, {})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,env", [("opendp_mst", "opendp"), ("smartnoise_mst", "smartnoise")])
+def test_a_real_contestant_fits_a_small_table(name, env, private_tmp):
+    out, ledger = fit(real(name, env), record_data(1500))
+    assert record_data().schema.problems(out) == [] and len(out) >= 1000
+    assert ledger.spent() == (1.0, 1e-6)
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_opendp_mst_at_its_default_split_says_why_it_fails(private_tmp):
+    mech = real("opendp_mst", "opendp")
+    mech.options = {"measure_split": 0.9}
+    with pytest.raises(DPArenaError, match="insufficient budget"):
+        fit(mech, record_data(1500))
+
+
+@pytest.mark.slow
+def test_a_real_environment_builds_and_runs_one_fit(tmp_path, monkeypatch, private_tmp):
+    """Builds the opendp environment from the package index into a throw-away cache (skipped
+    when the index cannot be reached), then one fit of OpenDP's MST."""
+    from harness.cli.contestants import build
+
+    monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path / "envs"))
+    try:
+        build("opendp", echo=lambda _line: None)
+    except subprocess.CalledProcessError:
+        pytest.skip("the package index is not reachable (pip install failed)")
+    out, _ledger = fit(make_mechanism("opendp_mst", {}), record_data(1500))
+    assert record_data().schema.problems(out) == [] and not math.isnan(len(out))

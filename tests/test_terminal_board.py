@@ -1,0 +1,103 @@
+"""Issue 27: the board on a terminal fits 120 columns as plain text (no Markdown escapes), names
+the ranking metric and the winner per epsilon, says when public_only beats every DP row or the
+best DP row is below the uniform floor, and says that n = 1 rows are not ranked against each
+other; the Markdown file is unchanged."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from harness.report.leaderboard import build_leaderboard
+from harness.report.render import render_markdown
+from harness.report.terminal import board_format, fit_columns, render_terminal
+from tests.test_leaderboard import NEW_TAGS, frame, run
+
+NOISE = [0.0, 1.0, -1.0]
+LONG = "marginals=<list of 45 #1f2e>,rounds=24,iters=100,max_model_size=80,tol=1e-07,degree=3"
+
+
+def rows(dp_scores: dict[str, float], public: float | None = None,
+         floor: float | None = None, trials: int = 3, epsilons=(1.0, 10.0)) -> list[dict]:
+    out = []
+    for eps in epsilons:
+        for t in range(trials):
+            for mech, score in dp_scores.items():
+                out.append(run(mech, eps, t, score + eps + NOISE[t], hp=LONG if mech == "aim"
+                               else "-", **{**NEW_TAGS, "dataset": "taxi_sim"}))
+            if public is not None:
+                out.append(run("public_only", eps, t, public, reference="public",
+                               private="false", **NEW_TAGS))
+            if floor is not None:
+                out.append(run("uniform", eps, t, floor, reference="floor", private="false",
+                               **NEW_TAGS))
+    return out
+
+
+def test_the_default_board_fits_120_columns_as_plain_text():
+    board = build_leaderboard(frame(rows({"aim": 700.0, "mst": 650.0, "independent": 500.0,
+                                          "adaptive_grid": 640.0, "prefix_tree": 300.0},
+                                         public=600.0, floor=100.0)))
+    text = render_terminal(board, "Leaderboard: dp-arena/taxi_sim (this sweep)",
+                           files="multirun/2026-01-01/00-00-00/leaderboard/leaderboard.md")
+    assert max(len(line) for line in text.splitlines()) <= 120
+    assert "\\_" not in text and "|" not in text and "**" not in text
+    assert "taxi_sim" in text
+    assert "ranked by kmarginal/score (higher is better" in text
+    assert "winner at epsilon 1: aim 701.0 ± 2.5 (marginals=" in text
+    assert "winner at epsilon 10: aim 710.0 ± 2.5 (" in text
+    assert "per-epsilon tables, every score column: multirun/" in text
+    assert "…" in text  # the long settings were cut, not wrapped
+    # the Markdown (the file) keeps every column and the escapes
+    assert "\\<list of 45" in render_markdown(board)
+
+
+def test_the_winner_follows_the_ranking_metric():
+    data = rows({"a": 700.0, "b": 600.0})
+    for r in data:
+        r["other/score"] = -r["kmarginal/score"]  # b is better by the other metric
+    assert "winner at epsilon 1: a " in render_terminal(build_leaderboard(frame(data)))
+    text = render_terminal(build_leaderboard(frame(data), metric="other/score"))
+    assert "ranked by other/score" in text and "winner at epsilon 1: b " in text
+
+
+def test_public_only_above_every_dp_row_is_said():
+    board = build_leaderboard(frame(rows({"a": 500.0, "b": 400.0}, public=600.0)))
+    text = render_terminal(board)
+    assert text.count("public_only (the public data alone) scores better") == 2  # per epsilon
+    assert "add nothing beyond the" in text and "(600.0 vs best DP 501.0)" in text
+    calm = render_terminal(build_leaderboard(frame(rows({"a": 700.0}, public=600.0))))
+    assert "public_only (the public data alone)" not in calm
+
+
+def test_best_dp_row_below_the_uniform_floor_is_said():
+    board = build_leaderboard(frame(rows({"a": 50.0, "b": 40.0}, floor=100.0)))
+    assert "scores worse than the uniform floor" in render_terminal(board)
+    calm = render_terminal(build_leaderboard(frame(rows({"a": 500.0}, floor=100.0))))
+    assert "uniform floor" not in calm
+
+
+def test_single_trial_rows_are_tied_and_the_board_says_why():
+    board = build_leaderboard(frame(rows({"a": 700.0, "b": 300.0}, trials=1)))
+    text = render_terminal(board)
+    assert "rows with n = 1 have no confidence interval" in text
+    assert "winner at epsilon 1: a " in text and "= b " in text and "(tied)" in text
+    assert "n = 1" not in render_terminal(build_leaderboard(frame(rows({"a": 700.0,
+                                                                           "b": 300.0}))))
+
+
+def test_fit_columns_cuts_the_widest_text_first():
+    lines = fit_columns(["rank", "settings", "status"], [["1", "x" * 200, "ok"]], width=40)
+    assert all(len(line) <= 40 for line in lines) and lines[2].startswith("1     x")
+    assert "…" in lines[2] and lines[2].rstrip().endswith("ok")
+
+
+@pytest.mark.parametrize("env, tty, expected", [("", True, "text"), ("", False, "markdown"),
+                                                ("markdown", True, "markdown"),
+                                                ("text", False, "text")])
+def test_board_format_follows_the_terminal(monkeypatch, env, tty, expected):
+    monkeypatch.setenv("DP_ARENA_BOARD", env)
+    stream = io.StringIO()
+    stream.isatty = lambda: tty  # type: ignore[method-assign]
+    assert board_format(stream) == expected
