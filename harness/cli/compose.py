@@ -116,8 +116,78 @@ def options_lacking(config_name: str, overrides: list[str], argv: list[str],
             f"(one command per option)")
 
 
+#: Hydra's flags that take a value as the next argument (``-sc install=bash``, ``-c job``).
+FLAGS_WITH_VALUE = ("-sc", "--shell-completion", "-c", "--cfg", "-p", "--package",
+                    "--info", "-cp", "--config-path", "-cn", "--config-name", "-cd",
+                    "--config-dir", "--experimental-rerun")
+
+
+def overrides_of(argv: list[str]) -> list[str]:
+    """The command's overrides: its arguments that are neither Hydra flags nor their values."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in FLAGS_WITH_VALUE:
+            skip = arg != "--info" or False
+        elif not arg.startswith("-"):
+            out.append(arg)
+    return out
+
+
+def first_job_command(config_name: str, conf_dir: Path, argv: list[str]) -> tuple[list[str], str]:
+    """For ``--cfg``: the command with every sweep (command line or ``hydra.sweeper.params``)
+    replaced by its first value, so Hydra shows the first job's config; and a note saying so
+    (empty when nothing is swept). ``-m`` is dropped."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = overrides_of(argv)
+    parser = OverridesParser.create()
+    try:
+        parsed = parser.parse_overrides(given)
+        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3",
+                                   job_name="cfg"):
+            fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+            cfg = compose(config_name, overrides=fixed, return_hydra_config=True)
+            params = dict(cfg.hydra.sweeper.params or {})
+    except Exception:  # noqa: BLE001 - a bad command: the usual checks say why
+        return argv, ""
+    fixed_keys = {o.key_or_group for o in parsed if not o.is_sweep_override()}
+    swept = {k: str(v) for k, v in params.items() if k not in fixed_keys}
+    swept.update({o.key_or_group: o.input_line.split("=", 1)[1] for o in parsed
+                  if o.is_sweep_override()})
+    firsts = {}
+    for key, value in swept.items():
+        values = list(parser.parse_override(f"{key}={value}").sweep_string_iterator()) \
+            if "," in value or "(" in value else [value]
+        firsts[key] = values[0]
+    flags, skip = [], False
+    for arg in argv:
+        if skip:
+            flags.append(arg)
+            skip = False
+        elif arg in FLAGS_WITH_VALUE:
+            flags.append(arg)
+            skip = arg != "--info"
+        elif arg.startswith("-") and arg not in ("-m", "--multirun"):
+            flags.append(arg)
+    kept = [o.input_line for o in parsed if not o.is_sweep_override()
+            and o.key_or_group not in firsts]
+    command = flags + kept + [f"{k}={v}" for k, v in firsts.items()]
+    several = {k for k, v in swept.items() if "," in v or "(" in v}
+    note = (f"note: a sweep; this is its first job's config "
+            f"({', '.join(f'{k}={firsts[k]}' for k in sorted(several))}); the jobs differ in "
+            f"{', '.join(sorted(several))}") if several else ""
+    return command, note
+
+
 def refuse_bad_command(prog: str, conf_dir: Path, config_name: str, argv: list[str]) -> None:
-    """Exit with status 2 and one message when the command line's config cannot work."""
+    """Exit with status 2 and one message when the command line's config cannot work. Shell
+    completion (``-sc``) is Hydra's alone."""
+    if any(a in ("-sc", "--shell-completion") for a in argv):
+        return
+    argv = overrides_of(argv)
     problem = unknown_group_choice(argv, conf_dir) or \
         composition_problem(conf_dir, config_name, argv)
     if problem:
