@@ -103,7 +103,8 @@ class SweepSummary(Callback):
             for experiment, uri in experiments_of(scored):
                 ids = [r["run_id"] for r in scored
                        if r.get("run_id") and r["experiment"] == experiment]
-                files += print_leaderboard(experiment, uri, str(sweep_dir), ids, not_applicable)
+                files += print_leaderboard(experiment, uri, str(sweep_dir), ids, not_applicable,
+                                           (plan.get("parents") or {}).get(experiment))
             failed = any(r["status"] == "FAILED" for r in scored) or not any(
                 r["status"] not in ("N/A", "DUPLICATE") for r in scored)  # nothing ran
         finally:
@@ -222,9 +223,11 @@ def attach_search_table(record: dict[str, Any], table: Path) -> None:
 
 def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
                       run_ids: list[str] | None = None,
-                      not_applicable: list[dict[str, Any]] | None = None) -> list[Path]:
+                      not_applicable: list[dict[str, Any]] | None = None,
+                      parent: str | None = None) -> list[Path]:
     """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``;
-    returns the files written. ``not_applicable``: the sweep's n/a records, shown as rows."""
+    returns the files written. ``not_applicable``: the sweep's n/a records, shown as rows;
+    ``parent``: the sweep's parent run, which gets the headline and the board as a table."""
     from harness.report.audits import attach_audits, load_audits
     from harness.report.leaderboard import (
         build_leaderboard,
@@ -241,6 +244,8 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     board = with_not_applicable(board,
                                 not_applicable_records(not_applicable or []))
     out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
+    if parent:
+        log_parent_headline(tracking_uri, parent, board)
     print()
     title = f"Leaderboard: {experiment} (this sweep)"
     if board_format() == "text":  # a terminal: plain text within 120 columns
@@ -255,6 +260,19 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
           f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}\nbrowse: {browse}")
     return [Path(p) for p in out]
+
+
+def log_parent_headline(tracking_uri: str | None, parent: str, board: Any) -> None:
+    """The winner per epsilon (metrics, tags) and the board as an MLflow table on the parent
+    run (:mod:`harness.report.headline`); a failure is a warning, the board files remain."""
+    from harness.report.headline import log_headline
+    from harness.report.tracking import client_for
+
+    try:
+        log_headline(client_for(tracking_uri), parent, board)
+    except Exception as exc:  # noqa: BLE001 - the board is printed and written regardless
+        print(f"warning: could not log the headline on the sweep's parent run: "
+              f"{type(exc).__name__}", file=sys.stderr)
 
 
 def not_applicable_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,46 @@
+"""Issue 27: the sweep's parent run shows the winner per epsilon (metrics and tags) and holds the
+board as an MLflow table, so the MLflow UI names the winner without opening an artifact."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.report.headline import TABLE_FILE, eps_key, headline, log_headline
+from harness.report.leaderboard import build_leaderboard
+from tests.test_leaderboard import frame
+from tests.test_terminal_board import rows
+
+
+def test_headline_names_the_best_dp_row_per_epsilon_with_its_ci():
+    board = build_leaderboard(frame(rows({"mst": 700.0, "independent": 500.0}, public=900.0)))
+    metrics, tags = headline(board)
+    assert tags["winner/eps_1"] == "mst" and tags["winner/eps_10"] == "mst"  # not public_only
+    assert metrics["winner/eps_1/mean"] == pytest.approx(701.0)  # 700 + eps + mean noise 0
+    assert metrics["winner/eps_10/mean"] == pytest.approx(710.0)
+    assert metrics["winner/eps_1/n"] == 3 and metrics["winner/eps_1/ci95"] > 0
+    assert tags["ranked_by"] == "kmarginal/score (higher is better)"
+
+
+def test_a_tie_is_named_in_the_tag():
+    board = build_leaderboard(frame(rows({"a": 700.0, "b": 300.0}, trials=1)))
+    _, tags = headline(board)
+    assert tags["winner/eps_1"] == "a; tied with b"
+
+
+def test_eps_keys_are_valid_mlflow_names():
+    assert eps_key(1.0) == "eps_1" and eps_key(0.5) == "eps_0.5" and eps_key(1e-6) == "eps_1e-06"
+
+
+def test_the_parent_run_gets_metrics_tags_and_the_board_table(tracking_uri):
+    from harness.report.tracking import client_for, ensure_experiment
+
+    client = client_for(tracking_uri)
+    exp = ensure_experiment(client, "dp-arena/t")
+    parent = client.create_run(exp, tags={"kind": "sweep"}).info.run_id
+    board = build_leaderboard(frame(rows({"mst": 700.0, "independent": 500.0})))
+    log_headline(client, parent, board)
+    run = client.get_run(parent)
+    assert run.data.tags["winner/eps_10"] == "mst"
+    assert run.data.metrics["winner/eps_10/mean"] == pytest.approx(710.0)
+    table = client.load_table(exp, TABLE_FILE, run_ids=[parent])
+    assert sorted(set(table["mechanism"])) == ["independent", "mst"] and len(table) == 4
