@@ -34,9 +34,15 @@ from harness.redact import without_credentials
 class SweepSummary(Callback):
     """Checks a sweep before it starts, and closes it (see the module docstring)."""
 
+    monitor: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Hydra hands the callbacks to the workers: the progress thread stays here."""
+        return {k: v for k, v in self.__dict__.items() if k != "monitor"}
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
-            self.start(config)
+            self.monitor = self.start(config)
         except DPArenaError as exc:  # Hydra would turn an exception here into a warning
             print(f"dp-arena: the sweep was not started: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -46,7 +52,8 @@ class SweepSummary(Callback):
             raise SystemExit(2) from None
 
     @staticmethod
-    def start(config: DictConfig) -> None:
+    def start(config: DictConfig) -> Any:
+        """Check, plan and open the sweep; returns its progress monitor (running)."""
         from harness.cli.sweep import (
             announce,
             install_stop_handlers,
@@ -82,10 +89,17 @@ class SweepSummary(Callback):
         plan["parents"] = start_parent_runs(plan, sweep_dir, command)
         write_plan(sweep_dir, plan)
         install_stop_handlers(sweep_dir, plan)
+        from harness.cli.progress import ProgressMonitor
+
+        launcher = str(OmegaConf.select(config, "hydra.launcher._target_") or "")
+        return ProgressMonitor(sweep_dir, plan, int(plan.get("workers") or 2),
+                               echo_changes="joblib" not in launcher).start()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from harness.cli.sweep import end_parent_runs, read_plan
 
+        if self.monitor is not None:
+            self.monitor.stop()
         sweep_dir = Path(config.hydra.sweep.dir)
         plan = read_plan(sweep_dir) or {}
         failed, files, summary = True, [], ""

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from harness.resources import config_dir
 
 CONF_DIR = str(config_dir())
 OUTCOME_FILE = "outcome.json"
+STARTED_FILE = "started.json"
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 
 
@@ -71,8 +73,14 @@ def run_task(cfg: DictConfig) -> Any:
     search = is_search(plain)
     if search and multirun:
         plain["trial"] = int(hc.job.num)  # every Optuna trial gets fresh noise
+    began = time.time()
+    if multirun:  # the progress display counts this run as in flight (harness.cli.progress)
+        Path(hc.runtime.output_dir, STARTED_FILE).write_text(json.dumps(
+            {"index": int(hc.job.num), "started": began, "label": entry["label"] if entry
+             else ""}))
     try:
         record = execute_job(plain, swept_setting(plain, list(hc.overrides.task)), multirun)
+        record.update(index=int(hc.job.num), wall_seconds=time.time() - began)
     except (SystemExit, KeyboardInterrupt):
         if not multirun:
             raise

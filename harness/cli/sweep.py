@@ -15,8 +15,9 @@
   process (SIGTERM, then SIGKILL after a grace period), marks the runs this sweep left RUNNING
   as KILLED with the reason, ends the parent runs KILLED, prints what finished and exits 143 /
   130. A resumed sweep redoes the stopped runs and says so.
-- **Progress** (:func:`progress_text`): ``[done/total]`` and an ETA from the sweep's elapsed
-  time, computed by each job from the outcome files in the shared sweep folder.
+- **Progress** (:func:`progress_text`): ``[done/total]`` and an ETA weighted by each run's
+  expected cost (:mod:`harness.cli.progress`), computed by each job from the started/outcome
+  files in the shared sweep folder.
 """
 
 from __future__ import annotations
@@ -110,12 +111,26 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
             "total": len(plan.of("run")) if jobs is not None else None,
             "jobs": [{"index": j.index, "overrides": overrides[j.index] if jobs else [],
                       "verdict": j.verdict, "label": j.label, "reason": j.reason,
-                      "same_as": j.same_as, "row": j.row, "experiment": j.experiment}
+                      "same_as": j.same_as, "row": j.row, "experiment": j.experiment,
+                      "mechanism": (configs[j.index].get("mechanism") or {}).get("name")}
                      for j in plan.jobs],
+            "workers": workers_of(config),
             "metrics_na": plan.metrics_na,
             "notes": plan.notes,
             "experiments": plan.experiments,
             "tracking_uri": tracking_uri_of(configs[0]) if configs and configs[0] else None}
+
+
+def workers_of(config: DictConfig) -> int:
+    """How many runs the launcher runs at once (joblib's n_jobs, SLURM's array parallelism)."""
+    for key in ("hydra.launcher.n_jobs", "hydra.launcher.array_parallelism"):
+        try:
+            value = OmegaConf.select(config, key)
+            if value is not None and int(value) > 0:
+                return int(value)
+        except Exception:  # noqa: BLE001 - an unresolvable value: the default below
+            continue
+    return int(os.environ.get("DP_ARENA_JOBS", "2") or 2)
 
 
 def quiet_optuna(config: DictConfig) -> None:
@@ -191,26 +206,18 @@ def tracking_uri_of(cfg: dict[str, Any]) -> str | None:
 
 # ----- progress -------------------------------------------------------------------------------
 def progress_text(sweep_dir: str | Path, plan: dict[str, Any] | None) -> tuple[str, str]:
-    """``("[k/N]", "ETA 1m20s")`` from the outcome files written so far (k counts runs, not
-    n/a or duplicate jobs); empty strings outside a planned sweep."""
-    if not plan or not plan.get("total"):
+    """``("[k/N]", "ETA 1m20s")`` from the started/outcome files written so far (k counts
+    runs, not n/a or duplicate jobs; the ETA weighted by each run's expected cost,
+    :func:`harness.cli.progress.eta_seconds`); empty strings outside a planned sweep."""
+    from harness.cli.progress import counts, duration, eta_seconds, sweep_state
+
+    if not plan or not plan.get("total") or plan.get("searched"):
         return "", ""
-    done = 0
-    for path in Path(sweep_dir).glob(f"*/{OUTCOME_FILE}"):
-        try:
-            done += json.loads(path.read_text()).get("status") not in NOT_RUN
-        except (OSError, ValueError):
-            continue
-    total = int(plan["total"])
-    elapsed = time.time() - float(plan["started"])
-    left = max(total - done, 0)
-    eta = f"ETA {duration(elapsed / done * left)}" if done and left else ""
-    return f"[{done}/{total}]", eta
-
-
-def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+    runs = sweep_state(sweep_dir, plan)
+    c = counts(runs)
+    eta = eta_seconds(runs, int(plan.get("workers") or 2)) if c.done < c.total else None
+    flight = f" ({c.running} in flight)" if c.running else ""
+    return f"[{c.done}/{c.total}]", (f"ETA {duration(eta)}{flight}" if eta is not None else "")
 
 
 # ----- parent runs ----------------------------------------------------------------------------
@@ -297,7 +304,8 @@ def stop_descendants(grace_s: float) -> None:
 
 
 def mark_stopped_runs(plan: dict[str, Any], sweep: str, reason: str) -> int:
-    """Runs of this sweep still RUNNING -> KILLED with ``reason``; returns how many."""
+    """Runs of this sweep still RUNNING -> KILLED with ``reason``; returns how many of its runs
+    are KILLED now (those the workers marked as they stopped included)."""
     from harness.report.tracking import client_for, mark_killed
 
     if not plan.get("experiments"):
@@ -312,7 +320,11 @@ def mark_stopped_runs(plan: dict[str, Any], sweep: str, reason: str) -> int:
         for run in runs:
             if run.data.tags.get("kind", "run") == "run":
                 mark_killed(client, run.info.run_id, reason)
-        return sum(1 for r in runs if r.data.tags.get("kind", "run") == "run")
+        # the workers mark their own runs KILLED as they stop: count every KILLED run of it
+        killed = client.search_runs(ids, filter_string=f"tags.sweep = '{sweep}' and "
+                                                       "attributes.status = 'KILLED'",
+                                    max_results=10000) if ids else []
+        return sum(1 for r in killed if r.data.tags.get("kind", "run") == "run")
     except Exception as exc:  # noqa: BLE001 - stopping must finish
         print(f"warning: could not mark stopped runs: {exc}", file=sys.stderr)
         return 0

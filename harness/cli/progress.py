@@ -1,0 +1,241 @@
+"""A sweep's progress: runs done / in flight / failed and an ETA weighted by each run's
+expected cost, read from the sweep folder (so it works with every launcher that shares it:
+joblib, SLURM, Ray).
+
+- Each job writes ``started.json`` into its output folder when it starts and ``outcome.json``
+  when it ends (:mod:`harness.cli.main`); :func:`sweep_state` reads both against the plan.
+- :func:`eta_seconds`: remaining work / workers. A pending run costs the mean wall time of the
+  finished runs of its mechanism; a mechanism with none finished yet costs its shipped relative
+  cost (:data:`RELATIVE_COST`, a rough prior from measured default sweeps) times the sweep's
+  own seconds-per-unit, calibrated on the mechanisms that did finish (the largest ratio, so the
+  ETA errs long rather than short; before any finished, the elapsed time of the runs in
+  flight). A run in flight costs what is left of
+  its estimate, and at least a little more than it has run. The mean over finished runs, which
+  the fast mechanisms dominate because they finish first, is never used.
+- :class:`ProgressMonitor`: a thread in the launching process. On a terminal, a ``tqdm`` bar
+  (done / in flight / failed / ETA) on stderr; otherwise a plain line whenever something
+  changed and at most every :data:`HEARTBEAT_S` seconds while runs are in flight (so slow runs
+  never leave the console silent, and SLURM/Ray sweeps, whose workers print elsewhere, show
+  progress).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STARTED_FILE = "started.json"
+OUTCOME_FILE = "outcome.json"
+NOT_RUN = ("N/A", "DUPLICATE")
+#: Seconds between plain progress lines while nothing finishes.
+HEARTBEAT_S = 30.0
+#: Relative cost of a run per mechanism (1 = independent), a prior for mechanisms with no
+#: finished run yet in this sweep; measured on default sweeps (taxi_sim 50k and 1M, 2 cores).
+#: Only the ETA uses it.
+RELATIVE_COST = {"independent": 1.0, "uniform": 1.0, "public_only": 1.0, "resample": 1.0,
+                 "archetype": 4.0, "prefix_tree": 4.0, "rdt": 8.0, "adaptive_grid": 20.0,
+                 "mst": 40.0, "aim": 60.0}
+#: Relative cost of a mechanism the table does not name.
+DEFAULT_COST = 20.0
+
+
+@dataclass(frozen=True)
+class RunState:
+    """One run of the sweep: ``status`` is ``pending``, ``running``, ``done`` or ``failed``;
+    ``seconds`` is the wall time it took (done/failed) or has run so far (running)."""
+
+    mechanism: str
+    status: str
+    seconds: float = 0.0
+    label: str = ""
+
+
+def prior_cost(mechanism: str, prior: Mapping[str, float] = RELATIVE_COST) -> float:
+    return float(prior.get(mechanism, DEFAULT_COST))
+
+
+def seconds_per_unit(runs: list[RunState], prior: Mapping[str, float]) -> float | None:
+    """Seconds per unit of prior cost: the largest over finished mechanisms of their mean wall
+    time / prior cost; else from the runs in flight (a lower bound); else unknown."""
+    finished: dict[str, list[float]] = {}
+    for r in runs:
+        if r.status in ("done", "failed"):
+            finished.setdefault(r.mechanism, []).append(r.seconds)
+    if finished:  # the largest ratio: an ETA that errs long rather than short
+        return max(statistics.fmean(v) / prior_cost(m, prior) for m, v in finished.items())
+    running = [r.seconds / prior_cost(r.mechanism, prior) for r in runs if r.status == "running"]
+    return max(running) if running and max(running) > 0 else None
+
+
+def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE_COST
+                     ) -> dict[str, float] | None:
+    """Each mechanism's expected wall time per run (see the module docstring)."""
+    unit = seconds_per_unit(runs, prior)
+    if unit is None:
+        return None
+    out: dict[str, float] = {}
+    for m in {r.mechanism for r in runs}:
+        seen = [r.seconds for r in runs if r.mechanism == m and r.status in ("done", "failed")]
+        out[m] = statistics.fmean(seen) if seen else prior_cost(m, prior) * unit
+    return out
+
+
+def eta_seconds(runs: list[RunState], workers: int,
+                prior: Mapping[str, float] = RELATIVE_COST) -> float | None:
+    """Seconds until every run is done: the remaining expected work over ``workers``, and at
+    least the longest remaining run; ``None`` before anything can be estimated."""
+    costs = expected_seconds(runs, prior)
+    if costs is None:
+        return None
+    left = []
+    for r in runs:
+        if r.status == "pending":
+            left.append(costs[r.mechanism])
+        elif r.status == "running":
+            left.append(max(costs[r.mechanism] - r.seconds, 0.1 * r.seconds, 1.0))
+    if not left:
+        return 0.0
+    return max(sum(left) / max(workers, 1), max(left))
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+# ----- reading the sweep folder ---------------------------------------------------------------
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def sweep_state(sweep_dir: str | Path, plan: dict[str, Any], now: float | None = None
+                ) -> list[RunState]:
+    """Every planned run's state, from the ``started.json`` / ``outcome.json`` files of the
+    job folders (a job folder is named by its job number, as Hydra names them)."""
+    now = time.time() if now is None else now
+    folder = Path(sweep_dir)
+    started, ended = {}, {}
+    for path in folder.glob(f"*/{STARTED_FILE}"):
+        if (record := read_json(path)) is not None:
+            started[int(record.get("index", -1))] = record
+    for path in folder.glob(f"*/{OUTCOME_FILE}"):
+        if (record := read_json(path)) is not None and record.get("status") not in NOT_RUN:
+            index = int(record.get("index", -1))
+            ended[index if index >= 0 else f"?{path.parent.name}"] = record
+    runs = []
+    for job in plan.get("jobs", []):
+        if job.get("verdict") != "run":
+            continue
+        index, mech, label = job["index"], job.get("mechanism") or "?", job.get("label", "")
+        if index in ended:
+            record = ended.pop(index)
+            status = "failed" if record.get("status") == "FAILED" else "done"
+            runs.append(RunState(mech, status, float(record.get("wall_seconds") or
+                                                     record.get("seconds") or 0.0), label))
+        elif index in started:
+            runs.append(RunState(mech, "running", max(now - float(started[index]["started"]),
+                                                      0.0), label))
+        else:
+            runs.append(RunState(mech, "pending", 0.0, label))
+    return runs
+
+
+@dataclass(frozen=True)
+class Counts:
+    done: int
+    running: int
+    failed: int
+    total: int
+
+
+def counts(runs: list[RunState]) -> Counts:
+    return Counts(sum(r.status in ("done", "failed") for r in runs),
+                  sum(r.status == "running" for r in runs),
+                  sum(r.status == "failed" for r in runs), len(runs))
+
+
+def progress_line(runs: list[RunState], workers: int) -> str:
+    """``[12/60] 2 in flight, 1 failed  ETA 3m20s`` (the in-flight runs named when few)."""
+    c = counts(runs)
+    eta = eta_seconds(runs, workers)
+    flight = [r for r in runs if r.status == "running"]
+    names = ", ".join(f"{r.label} {duration(r.seconds)}" for r in flight[:3])
+    return (f"[{c.done}/{c.total}] {c.running} in flight"
+            + (f" ({names}{', ...' if len(flight) > 3 else ''})" if names else "")
+            + (f", {c.failed} failed" if c.failed else "")
+            + (f"  ETA {duration(eta)}" if eta is not None and c.done < c.total else ""))
+
+
+# ----- the monitor ----------------------------------------------------------------------------
+class ProgressMonitor:
+    """Shows a sweep's progress from the launching process (see the module docstring)."""
+
+    def __init__(self, sweep_dir: Path, plan: dict[str, Any], workers: int,
+                 stream: Any = None, poll_s: float = 1.0, heartbeat_s: float = HEARTBEAT_S,
+                 echo_changes: bool = False):
+        """``echo_changes``: a plain line for every finished run too (launchers whose workers
+        print elsewhere: SLURM, Ray); otherwise only the heartbeat while runs are in flight."""
+        self.sweep_dir, self.plan, self.workers = sweep_dir, plan, max(workers, 1)
+        self.echo_changes = echo_changes
+        self.stream = stream or sys.stderr
+        self.poll_s, self.heartbeat_s = poll_s, heartbeat_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dp-arena-progress", daemon=True)
+        self._bar = None
+
+    def start(self) -> "ProgressMonitor":
+        if self.plan.get("total"):
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        if self._bar is not None:
+            self._bar.close()
+
+    def _loop(self) -> None:
+        tty = getattr(self.stream, "isatty", lambda: False)()
+        last_text, last_time = "", 0.0
+        while not self._stop.wait(self.poll_s):
+            runs = sweep_state(self.sweep_dir, self.plan)
+            if tty:
+                self._draw(runs)
+                continue
+            c = counts(runs)
+            key = (c.done, c.running, c.failed)
+            text = progress_line(runs, self.workers)
+            due = c.running and time.time() - last_time >= self.heartbeat_s
+            changed = key != last_text
+            if (changed and self.echo_changes and (c.done or c.running)) or due:
+                print(f"progress {text}", file=self.stream, flush=True)
+                last_time = time.time()
+            if changed:
+                last_text, last_time = key, max(last_time, time.time())
+
+    def _draw(self, runs: list[RunState]) -> None:
+        from tqdm import tqdm
+
+        c = counts(runs)
+        if self._bar is None:
+            self._bar = tqdm(total=c.total, file=self.stream, unit="run", dynamic_ncols=True,
+                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} {postfix}")
+        self._bar.n = c.done
+        eta = eta_seconds(runs, self.workers)
+        self._bar.set_postfix_str(f"{c.running} in flight, {c.failed} failed"
+                                  + (f", ETA {duration(eta)}" if eta is not None else ""),
+                                  refresh=False)
+        self._bar.refresh()

@@ -1,0 +1,148 @@
+"""Issue 27: a sweep's progress counts runs done / in flight / failed from the sweep folder, and
+its ETA weights runs by their expected cost, so it never shows less than half the remaining
+time after the first 10 runs, even when the fast mechanisms finish first and the prior costs
+are off by a factor of 2.5 either way (a simulated sweep, two workers, Hydra's job order)."""
+
+from __future__ import annotations
+
+import heapq
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+
+from harness.cli.progress import (
+    RELATIVE_COST,
+    ProgressMonitor,
+    RunState,
+    counts,
+    eta_seconds,
+    progress_line,
+    sweep_state,
+)
+
+#: The default sweep's mechanisms in Hydra's order (mechanism-major: fast ones come first).
+DEFAULT = ["independent", "archetype", "prefix_tree", "mst", "aim", "adaptive_grid",
+           "adaptive_grid", "resample", "public_only", "uniform"]
+
+
+def simulate(seconds: dict[str, float], order: list[str], workers: int, rng) -> list[tuple]:
+    """Greedy dispatch in ``order`` over ``workers``; returns (start, end, mechanism) per run."""
+    free = [(0.0, w) for w in range(workers)]
+    out = []
+    for mech in order:
+        start, w = heapq.heappop(free)
+        end = start + seconds[mech] * float(rng.uniform(0.7, 1.3))
+        out.append((start, end, mech))
+        heapq.heappush(free, (end, w))
+    return out
+
+
+def states_at(schedule: list[tuple], now: float) -> list[RunState]:
+    return [RunState(m, "done", e - s) if e <= now else
+            RunState(m, "running", now - s) if s <= now else RunState(m, "pending")
+            for s, e, m in schedule]
+
+
+def worst_ratio(seconds: dict[str, float], order: list[str], workers: int = 2,
+                seed: int = 0) -> float:
+    """The smallest ETA / true remaining time over every moment a run finishes, after 10."""
+    schedule = simulate(seconds, order, workers, np.random.default_rng(seed))
+    end = max(e for _, e, _ in schedule)
+    ratios = []
+    for k, finish in enumerate(sorted(e for _, e, _ in schedule)[:-1], start=1):
+        if k < 10:
+            continue
+        eta = eta_seconds(states_at(schedule, finish), workers)
+        ratios.append(eta / (end - finish))
+    return min(ratios)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("off", [0.4, 1.0, 2.5])
+def test_eta_is_never_below_half_the_remaining_time_after_ten_runs(seed, off):
+    """True costs: the prior times a per-mechanism factor in [off/1.5, off*1.5] (the prior is
+    wrong by up to ``off`` x 1.5), each run +-30%; 3 trials x 2 epsilons per mechanism."""
+    rng = np.random.default_rng(100 + seed)
+    seconds = {m: 0.8 * RELATIVE_COST[m] * off * float(rng.uniform(1 / 1.5, 1.5))
+               for m in set(DEFAULT)}
+    order = [m for m in DEFAULT for _ in range(6)]
+    assert worst_ratio(seconds, order, seed=seed) >= 0.5
+
+
+def test_the_mean_over_finished_runs_would_fail_this(monkeypatch):
+    """The old ETA (elapsed / done x left) on the same sweep: far below half (so the test above
+    measures something)."""
+    seconds = {m: 0.8 * RELATIVE_COST[m] for m in set(DEFAULT)}
+    order = [m for m in DEFAULT for _ in range(6)]
+    schedule = simulate(seconds, order, 2, np.random.default_rng(0))
+    end = max(e for _, e, _ in schedule)
+    finish = sorted(e for _, e, _ in schedule)[9]  # the 10th run
+    old = finish / 10 * (len(order) - 10)
+    assert old < 0.5 * (end - finish)
+
+
+def test_eta_by_hand():
+    runs = [RunState("independent", "done", 2.0), RunState("independent", "pending"),
+            RunState("mst", "done", 80.0), RunState("mst", "running", 30.0),
+            RunState("aim", "pending")]
+    # independent 2 s, mst 80 s (seen); aim unseen: 60 x max(2/1, 80/40) = 120 s
+    # left: 2 + (80 - 30) + 120 = 172 over 2 workers = 86; the longest left is 120
+    assert eta_seconds(runs, 2) == pytest.approx(120.0)
+    assert eta_seconds(runs, 1) == pytest.approx(172.0)
+    runs[2] = RunState("mst", "done", 200.0)  # mst 5 s/unit: aim 300 s, mst left 170 s
+    assert eta_seconds(runs, 1) == pytest.approx(2 + 170 + 300)
+    assert eta_seconds([RunState("mst", "pending")], 2) is None  # nothing to go by yet
+    assert eta_seconds([RunState("mst", "done", 5.0)], 2) == 0.0
+
+
+def test_a_run_past_its_estimate_still_counts_as_work_left():
+    runs = [RunState("independent", "done", 1.0), RunState("independent", "running", 50.0)]
+    assert eta_seconds(runs, 2) == pytest.approx(5.0)  # 10% of what it has run so far
+
+
+def write(path, record):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / ("outcome.json" if "status" in record else "started.json")).write_text(
+        json.dumps(record))
+
+
+def plan_of(n: int) -> dict:
+    jobs = [{"index": i, "verdict": "run", "mechanism": "independent", "label": f"job{i}"}
+            for i in range(n)]
+    return {"total": n, "jobs": jobs + [{"index": n, "verdict": "n/a", "mechanism": "aim"}]}
+
+
+def test_state_is_read_from_the_sweep_folder(tmp_path):
+    now = time.time()
+    write(tmp_path / "0", {"index": 0, "started": now - 10})
+    write(tmp_path / "0", {"index": 0, "status": "FINISHED", "wall_seconds": 4.0})
+    write(tmp_path / "1", {"index": 1, "status": "FAILED", "wall_seconds": 2.0})
+    write(tmp_path / "2", {"index": 2, "started": now - 3})
+    write(tmp_path / "4", {"index": 4, "status": "N/A"})
+    runs = sweep_state(tmp_path, plan_of(4), now=now)
+    assert [r.status for r in runs] == ["done", "failed", "running", "pending"]
+    assert runs[2].seconds == pytest.approx(3.0)
+    c = counts(runs)
+    assert (c.done, c.running, c.failed, c.total) == (2, 1, 1, 4)
+    line = progress_line(runs, 2)
+    assert line.startswith("[2/4] 1 in flight (job2 3s), 1 failed  ETA ")
+
+
+def test_the_monitor_prints_plain_lines_when_not_a_terminal(tmp_path):
+    stream = io.StringIO()
+    monitor = ProgressMonitor(tmp_path, plan_of(2), 2, stream=stream, poll_s=0.05,
+                              heartbeat_s=0.0, echo_changes=True).start()
+    write(tmp_path / "0", {"index": 0, "started": time.time()})
+    deadline = time.time() + 10
+    while "1 in flight" not in stream.getvalue() and time.time() < deadline:
+        time.sleep(0.05)
+    write(tmp_path / "0", {"index": 0, "status": "FINISHED", "wall_seconds": 1.0})
+    while "[1/2]" not in stream.getvalue() and time.time() < deadline:
+        time.sleep(0.05)
+    monitor.stop()
+    text = stream.getvalue()
+    assert "progress [0/2] 1 in flight (job0" in text and "progress [1/2] 0 in flight" in text
+    assert "\r" not in text and "\x1b" not in text  # plain lines, no terminal control
