@@ -91,6 +91,8 @@ MARK_LEGEND = (
                      "row")))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse")
+#: Numbers a run logs as a tag when infinite (``resample``'s spend).
+INFINITE_TAGS = ("epsilon_spent",)
 SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
                 "n_synthetic_rows")
 ALPHA = 0.05
@@ -144,6 +146,8 @@ def run_row(r) -> dict[str, Any]:
         **{METRIC_NA_PREFIX + k[len(METRIC_NA_TAG):]: v for k, v in tags.items()
            if k.startswith(METRIC_NA_TAG)},
         **{k: (math.inf if v > INF_THRESHOLD else v) for k, v in r.data.metrics.items()},
+        # an infinite number is logged as a tag (MLflow has no infinite metric)
+        **{k: float(tags[k]) for k in INFINITE_TAGS if tags.get(k) in ("inf", "-inf")},
     }
 
 

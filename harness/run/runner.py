@@ -488,11 +488,16 @@ def log_params(client, run_id: str, rc: RunConfig) -> None:
 
 
 def log_metrics(client, run_id: str, numbers: dict[str, float]) -> None:
+    """Finite numbers as metrics; an infinite one (``resample``'s ``epsilon_spent``) as a tag
+    ``<name>=inf``, since MLflow would store the largest float (1.797e308) instead."""
     from mlflow.entities import Metric as MlflowMetric
 
     now = int(time.time() * 1000)
-    items = [MlflowMetric(k, float(v), now, 0) for k, v in numbers.items()]
-    client.log_batch(run_id, metrics=items)
+    items = [MlflowMetric(k, float(v), now, 0) for k, v in numbers.items()
+             if math.isfinite(float(v))]
+    infinite = [_tag(k, "inf" if float(v) > 0 else "-inf") for k, v in numbers.items()
+                if math.isinf(float(v))]
+    client.log_batch(run_id, metrics=items, tags=infinite)
 
 
 def private_output_reason(mechanism: Mechanism, data: Dataset) -> str:
