@@ -65,6 +65,7 @@ TAG_DEFAULTS = (("tuning", ""), ("private", "true"), ("reference", ""), ("failur
                 ("dataset", ""), ("dataset_id", ""), ("noise", "secret"),
                 ("sampler", "numpy"), ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""))
 METRIC_KEY_PREFIX = "metric_key:"  # run frame column of the tag ``metric_key/<name>``
+METRIC_SETTINGS_PREFIX = "metric_settings:"  # run frame column of ``metric_settings/<name>``
 METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)
 #: Distinguishing columns shown in Markdown/HTML when they vary: (column, header).
 #: (The noise mode needs no column: replayable rows carry a mark.)
@@ -143,6 +144,8 @@ def run_row(r) -> dict[str, Any]:
            if col not in ("tuning", "private", "reference", "failure_reason", "tuning_chosen")},
         **{METRIC_KEY_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
            if k.startswith("metric_key/")},
+        **{METRIC_SETTINGS_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
+           if k.startswith("metric_settings/")},
         **{METRIC_NA_PREFIX + k[len(METRIC_NA_TAG):]: v for k, v in tags.items()
            if k.startswith(METRIC_NA_TAG)},
         **{k: (math.inf if v > INF_THRESHOLD else v) for k, v in r.data.metrics.items()},
@@ -156,7 +159,8 @@ def score_columns(runs: pd.DataFrame) -> list[str]:
     """The logged scores (``family/name`` columns; not the ``metric_key`` tags)."""
     return sorted(c for c in runs.columns
                   if "/" in c and not c.startswith(("metric_key", METRIC_KEY_PREFIX,
-                                                    METRIC_NA_PREFIX)))
+                                                    METRIC_NA_PREFIX, "metric_settings",
+                                                    METRIC_SETTINGS_PREFIX)))
 
 
 def metrics_not_applicable(runs: pd.DataFrame) -> dict[str, str]:
@@ -210,6 +214,8 @@ def with_defaults(runs: pd.DataFrame) -> pd.DataFrame:
     (a run frame built straight from tags) becomes ``metric_key:<name>``."""
     runs = runs.rename(columns={c: METRIC_KEY_PREFIX + c.split("/", 1)[1] for c in runs.columns
                                 if c.startswith("metric_key/")}).copy()
+    runs = runs.rename(columns={c: METRIC_SETTINGS_PREFIX + c.split("/", 1)[1]
+                                for c in runs.columns if c.startswith("metric_settings/")})
     for col, default in TAG_DEFAULTS:
         if col not in runs:
             runs[col] = default
@@ -223,10 +229,15 @@ def with_defaults(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_metric_setting(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Add ``metric_setting``: the settings hash of the ranking metric's family ("" if the run
-    did not tag it)."""
-    col = METRIC_KEY_PREFIX + metric.split("/", 1)[0]
-    setting = runs[col].fillna("").astype(str) if col in runs else ""
+    """Add ``metric_setting``: the ranking metric family's settings as written
+    (``metric_settings/<family>``, e.g. ``k=3``), else their hash (older runs), else ""."""
+    family = metric.split("/", 1)[0]
+    col = METRIC_KEY_PREFIX + family
+    setting = runs[col].fillna("").astype(str) if col in runs else pd.Series("", runs.index)
+    readable = METRIC_SETTINGS_PREFIX + family
+    if readable in runs:
+        text = runs[readable].fillna("").astype(str)
+        setting = text.where(text != "", setting)
     return runs.assign(metric_setting=setting)
 
 

@@ -409,6 +409,8 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         "dataset_id": dataset_id(rc.dataset, fingerprint),
         "metrics_key": short_hash(rc.metrics),
         **{f"metric_key/{name}": short_hash(settings) for name, settings in rc.metrics.items()},
+        **{f"metric_settings/{name}": settings_text(settings)
+           for name, settings in rc.metrics.items()},
         "noise": rc.noise,
         "sampler": rc.sampler,
         "private_tables": "true" if rc.log_private_tables else "false",
@@ -436,6 +438,15 @@ def data_fingerprint(data: Dataset) -> str:
     (16 hex digits). Same data and key -> same fingerprint (resume works); without the key it
     cannot be linked to a candidate table."""
     return keyed_digest(data.content_digest(), "data-fingerprint")[:16]
+
+
+def settings_text(settings: dict[str, Any]) -> str:
+    """A metric's settings as a person writes them (``k=3,max_marginals=50``; ``defaults``),
+    for the board; the ``metric_key/<name>`` hash stays the identity."""
+    if not settings:
+        return "defaults"
+    return ",".join(f"{k}={json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}"
+                    for k, v in sorted(settings.items()))[:500]
 
 
 def short_hash(obj: Any) -> str:
