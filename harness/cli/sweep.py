@@ -92,7 +92,9 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
     jobs = expand_jobs(config)
     overrides = jobs if jobs is not None else [[]]
     configs, labels, broken = [], [], {}
+    say = planning_reporter()
     for index, job in enumerate(overrides):
+        say("composing", index, len(overrides))
         try:
             cfg = job_config(config, job) if jobs is not None else base_config(config)
         except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
@@ -100,7 +102,7 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
             cfg = {}
         configs.append(cfg)
         labels.append(describe(cfg) if cfg else " ".join(job))
-    planned = plan_sweep(configs, labels)
+    planned = plan_sweep(configs, labels, on_job=lambda k, n: say("checking", k, n))
     plan = SweepPlan(tuple(broken.get(j.index, j) for j in planned.jobs), planned.metrics_na,
                      planned.notes)
     problems = plan.problems()
@@ -131,6 +133,26 @@ def workers_of(config: DictConfig) -> int:
         except Exception:  # noqa: BLE001 - an unresolvable value: the default below
             continue
     return int(os.environ.get("DP_ARENA_JOBS", "2") or 2)
+
+
+#: Seconds of planning before the first progress line, and between lines.
+PLANNING_EVERY_S = 5.0
+
+
+def planning_reporter(every_s: float = PLANNING_EVERY_S, stream: Any = None):
+    """``say(step, k, n)``: a ``planning: checking job k of n (12s)`` line on stderr when
+    planning has run ``every_s`` seconds since the last line (silent for quick plans)."""
+    began = last = time.monotonic()
+
+    def say(step: str, k: int, n: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= every_s:
+            print(f"planning: {step} job {k + 1} of {n} ({now - began:.0f}s)",
+                  file=stream or sys.stderr, flush=True)
+            last = now
+
+    return say
 
 
 def quiet_optuna(config: DictConfig) -> None:

@@ -25,7 +25,7 @@ import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric
@@ -165,9 +165,11 @@ class SweepPlan:
         return sorted({j.experiment for j in self.jobs if j.verdict == "run" and j.experiment})
 
 
-def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -> SweepPlan:
+def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None,
+               on_job: Callable[[int, int], None] | None = None) -> SweepPlan:
     """A verdict for every job config (resolved, without the ``hydra`` node); see the module
-    docstring. ``labels``: how to name each job in messages (default: its index)."""
+    docstring. ``labels``: how to name each job in messages (default: its index);
+    ``on_job(k, n)``: called before job ``k`` of ``n`` is checked (progress)."""
     from harness.run.runner import experiment_for  # the runner imports this module
 
     datasets: dict[str, Dataset | DPArenaError] = {}
@@ -176,6 +178,8 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None) -
     metrics_na: dict[str, str] = {}
     notes: dict[str, int] = {}
     for index, cfg in enumerate(configs):
+        if on_job is not None:
+            on_job(index, len(configs))
         label = labels[index] if labels else f"job {index}"
         try:
             rc = parse_run_config(cfg)
