@@ -209,6 +209,7 @@ def main() -> None:
     # JAX (under Private-PGM) probes for TPUs/GPUs and logs an INFO line per run; the harness
     # runs on CPU unless the user says otherwise.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    quiet_banners(sys.argv[1:])
     sys.argv[1:] = with_verbosity(sys.argv[1:])
     register_resolvers()
     refuse_bad_command("dp-arena", Path(CONF_DIR), "config", sys.argv[1:])
@@ -236,6 +237,19 @@ def register_resolvers() -> None:
 
 #: Hydra's and the libraries' INFO logging, shown with ``-v``.
 VERBOSE_OVERRIDES = ("hydra.hydra_logging.root.level=INFO", "hydra.job_logging.root.level=INFO")
+
+
+#: Environment that silences the native libraries' console banners (XLA's "Very slow
+#: compile?" alarm and TensorFlow-style C++ logging under JAX); workers inherit it.
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def quiet_banners(argv: list[str]) -> None:
+    """Set :data:`QUIET_ENV` (unless the user set it, or asked for ``-v``)."""
+    if any(a in ("-v", "--verbose") for a in argv):
+        return
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 def with_verbosity(argv: list[str]) -> list[str]:
