@@ -70,6 +70,8 @@ def run_task(cfg: DictConfig) -> Any:
         return record
     if plan:
         plain["parent_runs"] = plan.get("parents") or {}
+    if entry is not None and entry.get("delta") is not None:  # the plan's default delta rule
+        plain["privacy"] = {**plain["privacy"], "delta": entry["delta"]}
     search = is_search(plain)
     if search and multirun:
         plain["trial"] = int(hc.job.num)  # every Optuna trial gets fresh noise

@@ -102,7 +102,8 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
             cfg = {}
         configs.append(cfg)
         labels.append(describe(cfg) if cfg else " ".join(job))
-    planned = plan_sweep(configs, labels, on_job=lambda k, n: say("checking", k, n))
+    planned = plan_sweep(configs, labels, on_job=lambda k, n: say("checking", k, n),
+                         delta_given=[jobs is None or sets_delta(job) for job in overrides])
     plan = SweepPlan(tuple(broken.get(j.index, j) for j in planned.jobs), planned.metrics_na,
                      planned.notes)
     problems = plan.problems()
@@ -114,13 +115,21 @@ def plan_for(config: DictConfig) -> dict[str, Any]:
             "jobs": [{"index": j.index, "overrides": overrides[j.index] if jobs else [],
                       "verdict": j.verdict, "label": j.label, "reason": j.reason,
                       "same_as": j.same_as, "row": j.row, "experiment": j.experiment,
-                      "mechanism": (configs[j.index].get("mechanism") or {}).get("name")}
+                      "mechanism": (configs[j.index].get("mechanism") or {}).get("name"),
+                      "delta": j.delta}
                      for j in plan.jobs],
             "workers": workers_of(config),
             "metrics_na": plan.metrics_na,
             "notes": plan.notes,
             "experiments": plan.experiments,
             "tracking_uri": tracking_uri_of(configs[0]) if configs and configs[0] else None}
+
+
+def sets_delta(overrides: list[str]) -> bool:
+    """Whether a job's overrides choose its delta: ``privacy.delta=``, a ``privacy=`` option
+    or a competition (whose preset is the challenge's)."""
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    return bool(keys & {"privacy.delta", "privacy", "competition"})
 
 
 def workers_of(config: DictConfig) -> int:

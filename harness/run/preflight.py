@@ -22,6 +22,7 @@ the one bit of the delta check (documented at :func:`check_delta`).
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,52 @@ def check_delta(rc: RunConfig, data: Dataset) -> None:
             f"{data.name!r}): a mechanism could publish one person's data outright",
             "use a delta well below 1/n, e.g. privacy.delta=1e-9 (or set "
             "privacy.allow_large_delta=true to run anyway; such runs are labelled and unranked)")
+
+
+#: The taxi challenge's delta (1/200^2), the preset of conf/privacy/*.yaml.
+CHALLENGE_DELTA = 2.5e-5
+#: Datasets for which the challenge's preset is the delta (the taxi competitions).
+CHALLENGE_DATASETS = ("taxi_sim", "chicago_sample")
+#: Persons assumed when no public figure bounds them (a billion: delta 1e-10 at most).
+PERSONS_WITHOUT_A_BOUND = 10**9
+
+
+def persons_bound(data: Dataset) -> tuple[int, str]:
+    """A public upper bound on the number of persons, and where it comes from: the schema's
+    ``max_records`` (the competition's published cap; persons <= records), else 10 x the
+    public part's persons, else :data:`PERSONS_WITHOUT_A_BOUND`. Never the private count."""
+    caps = [int(r.max_records) for r in data.runs if r.max_records]
+    if caps:
+        return max(caps), "the schema's max_records"
+    if data.public is not None and len(data.public):
+        people = data.public[data.id_column].nunique() if data.unit == "user" \
+            else len(data.public)
+        return 10 * int(people), "10 x the public part's persons"
+    return PERSONS_WITHOUT_A_BOUND, "no public figure: a billion persons"
+
+
+def default_delta(data: Dataset) -> tuple[float, str]:
+    """The delta for data that is not a taxi competition's when the command sets none:
+    ``1/(10 N)`` rounded down to a power of ten, ``N`` the public bound on persons
+    (:func:`persons_bound`); and the sentence that says so (printed once per sweep)."""
+    bound, source = persons_bound(data)
+    delta = 10.0 ** math.floor(math.log10(1.0 / (10.0 * bound)))
+    return delta, (f"privacy.delta is not set for dataset {data.name!r}: using delta={delta:g} "
+                   f"= 1/(10 N) rounded down to a power of ten, N = {bound:,} ({source}); set "
+                   "privacy.delta=... to choose (the taxi challenge's 2.5e-5 is for taxi data)")
+
+
+def with_default_delta(cfg: dict[str, Any], data: Dataset, delta_given: bool
+                       ) -> tuple[dict[str, Any], str]:
+    """``cfg`` with the default delta rule applied (and the note), when the command set no
+    delta, the data is not a taxi competition's and the preset delta is in force; else
+    ``cfg`` unchanged and ""."""
+    privacy = cfg.get("privacy") or {}
+    if delta_given or data.name in CHALLENGE_DATASETS or \
+            not math.isclose(float(privacy.get("delta") or 0), CHALLENGE_DELTA):
+        return cfg, ""
+    delta, note = default_delta(data)
+    return {**cfg, "privacy": {**privacy, "delta": delta}}, note
 
 
 def data_files(dataset: dict[str, Any]) -> dict[str, Path]:
@@ -140,6 +187,8 @@ class JobPlan:
     same_as: int | None = None
     experiment: str = ""
     row: dict[str, Any] = field(default_factory=dict)
+    #: the delta the default rule chose (:func:`with_default_delta`); None: the config's
+    delta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -166,10 +215,13 @@ class SweepPlan:
 
 
 def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None,
-               on_job: Callable[[int, int], None] | None = None) -> SweepPlan:
+               on_job: Callable[[int, int], None] | None = None,
+               delta_given: list[bool] | None = None) -> SweepPlan:
     """A verdict for every job config (resolved, without the ``hydra`` node); see the module
     docstring. ``labels``: how to name each job in messages (default: its index);
-    ``on_job(k, n)``: called before job ``k`` of ``n`` is checked (progress)."""
+    ``on_job(k, n)``: called before job ``k`` of ``n`` is checked (progress);
+    ``delta_given``: per job, whether its command set the delta (default: all did); a job
+    that did not gets :func:`with_default_delta` (its plan entry carries the delta)."""
     from harness.run.runner import experiment_for  # the runner imports this module
 
     datasets: dict[str, Dataset | DPArenaError] = {}
@@ -186,6 +238,11 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None,
             mechanism, metrics = build_components(rc)
             check_data_size(rc)
             data = cached_dataset(datasets, rc.dataset)
+            given = delta_given[index] if delta_given is not None else True
+            cfg, delta_note = with_default_delta(cfg, data, given)
+            if delta_note:
+                rc = parse_run_config(cfg)
+                notes[delta_note] = 1
             checked = check_run(rc, mechanism, metrics, data)
         except NotApplicable as exc:
             jobs.append(JobPlan(index, "n/a", label, exc.problem,
@@ -209,7 +266,8 @@ def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None,
             jobs.append(JobPlan(index, "duplicate", label, same_as=seen[key]))
             continue
         seen[key] = index
-        jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data)))
+        jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data),
+                            delta=rc.budget.delta if delta_note else None))
     return SweepPlan(tuple(jobs), metrics_na, notes)
 
 
