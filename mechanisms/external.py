@@ -391,7 +391,7 @@ class OpenDPAIM(External):
 class OpenDPMST(External):
     """OpenDP's MST (``opendp.extras.mbi.MST``), ``measure_split`` 0.5 while opendp#2789 (its
     default 0.9 fails its own budget check) is open, and a public dry run that shaves rho by
-    parts per million until that check passes (``opendp_common.py``); adapter
+    parts per thousand until that check passes (``opendp_common.py``); adapter
     ``opendp_mst.py``."""
 
     name: ClassVar[str] = "opendp_mst"

@@ -24,7 +24,8 @@ from pathlib import Path
 
 #: Environment name -> the pinned requirements ``dp-arena-contestants install`` installs.
 ENVS: dict[str, tuple[str, ...]] = {
-    "opendp": ("opendp[mbi]==0.16.0",),
+    # mbi 1.1's synthetic_data needs pandas, which opendp[mbi] does not bring
+    "opendp": ("opendp[mbi]==0.16.0", "pandas==2.3.3"),
     "smartnoise": ("smartnoise-synth==1.0.8",),
 }
 #: The file an installed environment holds (its pins and ``pip freeze``); written last.

@@ -11,9 +11,9 @@
   by a few ulps (``insufficient budget for query``, opendp#2789), depending only on rho, the
   number of columns and ``measure_split``. With ``dry_run`` the adapter first runs the
   algorithm on public fake data (uniform codes, 3 per column, 200 rows, the same columns:
-  nothing private is read) for rho, then rho (1 - k 1e-6), k = 1..19, and fits the private
+  nothing private is read) for rho, then rho (1 - k/1000), k = 1..19, and fits the private
   table once with the first rho that passes (at most the budget; reported as the tag
-  ``rho_shaved_ppm``). Without it, the failure is the run's one-line reason;
+  ``rho_shaved_permille``). Without it, the failure is the run's one-line reason;
 - **rows**: ``ContingencyTable.synthesize()`` (its default: about the model's noisy total),
   clipped to the task's public bounds;
 - **nulls**: OpenDP appends a null key to every column; a synthetic row holding a null in any
@@ -48,7 +48,7 @@ def fit_and_write(task: dict, algorithm_name: str) -> None:
     if dry_run:
         shaved = passing_shave(lambda r: release_table(
             fake_frame(columns), {c: [0, 1, 2] for c in columns}, make(**options), r), rho)
-    table = release_table(frame, keys, make(**options), rho * (1 - shaved * 1e-6))
+    table = release_table(frame, keys, make(**options), rho * (1 - shaved / 1000))
     synthetic = table.synthesize()
     rows = bounded_rows(len(synthetic), task)
     if rows != len(synthetic):
@@ -57,7 +57,7 @@ def fit_and_write(task: dict, algorithm_name: str) -> None:
     out = complete.select(columns).to_numpy().astype(np.int64)
     write_codes(task, out)
     write_report(task, {"null_rows_dropped": len(synthetic) - len(complete),
-                        **({"rho_shaved_ppm": shaved} if dry_run else {})})
+                        **({"rho_shaved_permille": shaved} if dry_run else {})})
 
 
 def release_table(frame, keys: dict, algorithm, rho: float):
@@ -79,14 +79,14 @@ def fake_frame(columns: list[str], rows: int = 200):
 
 
 def passing_shave(attempt, rho: float, tries: int = 20) -> int:
-    """The first ``k`` in ``0..tries-1`` for which ``attempt(rho (1 - k 1e-6))`` passes
+    """The first ``k`` in ``0..tries-1`` for which ``attempt(rho (1 - k/1000))`` passes
     OpenDP's budget check (see the module docstring); else 0 (the private fit then fails
     with OpenDP's own reason)."""
     from opendp.mod import OpenDPException
 
     for k in range(tries):
         try:
-            attempt(rho * (1 - k * 1e-6))
+            attempt(rho * (1 - k / 1000))
             return k
         except OpenDPException as exc:
             if "insufficient budget" not in str(exc):
