@@ -359,3 +359,23 @@ def test_a_real_environment_builds_and_runs_one_fit(tmp_path, monkeypatch, priva
         pytest.skip("the package index is not reachable (pip install failed)")
     out, _ledger = fit(make_mechanism("opendp_mst", {}), record_data(1500))
     assert record_data().schema.problems(out) == [] and not math.isnan(len(out))
+
+
+@pytest.mark.slow
+def test_dp_arena_audit_runs_on_an_external_contestant(tmp_path, private_tmp):
+    """The black-box audit (fit_sample on both worlds, the runner's output check, the ledger
+    check) treats a contestant like any mechanism; the double is honest, so the verdict is ok."""
+    data = record_data(1500)
+    data.private.to_csv(tmp_path / "private.csv", index=False)
+    data.schema.save(tmp_path / "parameters.json")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
+           "TMPDIR": str(private_tmp)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli.audit", "dataset=csv", "dataset.path=private.csv",
+         "dataset.schema=parameters.json", "mechanism=external", f"mechanism.script={DOUBLE}",
+         f"mechanism.args=[{ADAPTER_DIR}]", "privacy.epsilon=1", "privacy.delta=1e-6",
+         "audit.runs=10", "audit.jobs=1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "audit: external claimed epsilon=1" in proc.stdout and "verdict=ok" in proc.stdout
+    assert leftovers(private_tmp) == []
