@@ -92,8 +92,10 @@ MARK_LEGEND = (
                      "row")))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse")
-#: Numbers a run logs as a tag when infinite (``resample``'s spend).
-INFINITE_TAGS = ("epsilon_spent",)
+#: Numbers a run logs as a tag when infinite (``resample``'s spend; a schema proposed from the
+#: private data, whose spend and total are infinite).
+INFINITE_TAGS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "schema_delta",
+                 "delta_total")
 SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
                 "n_synthetic_rows")
 ALPHA = 0.05
