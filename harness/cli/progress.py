@@ -9,9 +9,9 @@ joblib, SLURM, Ray).
   cost (:data:`RELATIVE_COST`, a rough prior from measured default sweeps) times the sweep's
   own seconds-per-unit, calibrated on the mechanisms that did finish (the largest ratio, so the
   ETA errs long rather than short; before any finished, the elapsed time of the runs in
-  flight). A run in flight costs what is left of
-  its estimate, and at least a little more than it has run. The mean over finished runs, which
-  the fast mechanisms dominate because they finish first, is never used.
+  flight), times :data:`UNSEEN_MARGIN`. A run in flight costs what is left of its estimate,
+  and at least a quarter of its estimate (or of what it has run). The mean over finished runs,
+  which the fast mechanisms dominate because they finish first, is never used.
 - :class:`ProgressMonitor`: a thread in the launching process. On a terminal, a ``tqdm`` bar
   (done / in flight / failed / ETA) on stderr; otherwise a plain line whenever something
   changed and at most every :data:`HEARTBEAT_S` seconds while runs are in flight (so slow runs
@@ -44,6 +44,12 @@ RELATIVE_COST = {"independent": 1.0, "uniform": 1.0, "public_only": 1.0, "resamp
                  "mst": 40.0, "aim": 60.0}
 #: Relative cost of a mechanism the table does not name.
 DEFAULT_COST = 20.0
+#: A run in flight has at least this share of its expected (or elapsed) time left: runs of
+#: one mechanism vary, and a run near its mean may have a third of it to go.
+IN_FLIGHT_FLOOR = 0.25
+#: A mechanism with no finished run counts this many times its calibrated prior (the prior
+#: can be off by a factor of two either way between mechanisms; the ETA errs long).
+UNSEEN_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE
     out: dict[str, float] = {}
     for m in {r.mechanism for r in runs}:
         seen = [r.seconds for r in runs if r.mechanism == m and r.status in ("done", "failed")]
-        out[m] = statistics.fmean(seen) if seen else prior_cost(m, prior) * unit
+        out[m] = statistics.fmean(seen) if seen else UNSEEN_MARGIN * prior_cost(m, prior) * unit
     return out
 
 
@@ -99,7 +105,8 @@ def eta_seconds(runs: list[RunState], workers: int,
         if r.status == "pending":
             left.append(costs[r.mechanism])
         elif r.status == "running":
-            left.append(max(costs[r.mechanism] - r.seconds, 0.1 * r.seconds, 1.0))
+            left.append(max(costs[r.mechanism] - r.seconds,
+                            IN_FLIGHT_FLOOR * max(costs[r.mechanism], r.seconds), 1.0))
     if not left:
         return 0.0
     return max(sum(left) / max(workers, 1), max(left))

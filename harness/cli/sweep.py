@@ -32,6 +32,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from harness.cli.progress import duration  # noqa: F401 - re-exported (notebook, older callers)
 from harness.params import config_problem
 from harness.redact import command_without_credentials
 
