@@ -2,6 +2,11 @@
 
     .venv/bin/python benchmarks/bench_audit.py [--seconds 45] [--eps 1 4] [--only mst aim]
         [--max-runs 20000] [--jobs 2] [--runs N] [--privacy pure|sprint3]
+        [--view synthetic|releases] [--neighbours canary|worst_case]
+
+The release view with worst-case neighbours (issue 24's tightness figures):
+``--view releases --neighbours worst_case --max-runs 20000 --seconds 600`` prints, besides
+L and L/E, the mu-GDP estimate against the claimed mu of the ledger's Gaussian releases.
 
 The audit's power check (independent on titanic at epsilon 1 should reach L >= 0.3):
 ``--only independent --eps 1 --privacy pure --runs 60000`` (about 7 minutes on 2 cores).
@@ -46,11 +51,13 @@ SETUPS: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 def audit_config(mechanism: str, epsilon: float, runs: int, workdir: Path,
-                 jobs: int, privacy: str | None = None) -> dict:
+                 jobs: int, privacy: str | None = None, view: str = "synthetic",
+                 neighbours: str = "canary") -> dict:
     data, shipped = SETUPS[mechanism]
     privacy = privacy or shipped
     overrides = [*data, f"privacy={privacy}", f"mechanism={mechanism}",
                  f"privacy.epsilon={epsilon}", f"audit.runs={runs}", f"audit.jobs={jobs}",
+                 f"audit.view={view}", f"audit.neighbours={neighbours}",
                  f"audit.cache_dir={workdir / 'cache'}",
                  f"tracking.uri=sqlite:///{workdir / 'mlflow.db'}"]
     if privacy == "pure":
@@ -72,20 +79,28 @@ def seconds_per_run(cfg: dict) -> float:
 
 
 def _seconds_per_run(cfg: dict) -> float:
-    from harness.audit.canary import build_canary
     from harness.audit.driver import run_config_part
+    from harness.audit.neighbours import neighbouring_pair
+    from harness.audit.releases import release_features
     from harness.audit.runs import audit_run
     from harness.data.datasets import load_dataset
     from harness.run.runner import build_components, parse_run_config
 
     rc = parse_run_config(run_config_part(cfg))
     mechanism, _ = build_components(rc)
-    data = load_dataset(rc.dataset)
-    canary = build_canary(data, "rare_cell")
-    audit_run(mechanism, data, rc, canary.codes, "canary_cells")
+    audit = cfg["audit"]
+    pair = neighbouring_pair(load_dataset(rc.dataset), audit["neighbours"], "rare_cell")
+
+    def once() -> None:
+        if audit["view"] == "releases":
+            release_features(mechanism, pair.without, pair.with_person, rc, False)
+        else:
+            audit_run(mechanism, pair.without, rc, pair.person.codes, "canary_cells")
+
+    once()
     start = time.perf_counter()
     for _ in range(2):
-        audit_run(mechanism, data, rc, canary.codes, "canary_cells")
+        once()
     return (time.perf_counter() - start) / 2
 
 
@@ -108,29 +123,39 @@ def main(argv: list[str] | None = None) -> None:
                         help="runs per world for every audit (instead of sizing by --seconds)")
     parser.add_argument("--privacy", choices=("pure", "sprint3"), default=None,
                         help="privacy group for every audit (default: each setup's)")
+    parser.add_argument("--view", choices=("synthetic", "releases"), default="synthetic")
+    parser.add_argument("--neighbours", choices=("canary", "worst_case"), default="canary")
     args = parser.parse_args(argv)
+    where = dict(view=args.view, neighbours=args.neighbours)
     names = args.only or list(SETUPS)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-audit-") as tmp:
         for name in names:
             for eps in args.eps:
                 runs = args.runs or sized_runs(audit_config(name, eps, 10, Path(tmp), args.jobs,
-                                                            args.privacy), args)
-                cfg = audit_config(name, eps, runs, Path(tmp), args.jobs, args.privacy)
+                                                            args.privacy, **where), args)
+                cfg = audit_config(name, eps, runs, Path(tmp), args.jobs, args.privacy, **where)
                 start = time.perf_counter()
                 result = run_audit(cfg, None, echo=lambda _line: None)
                 wall = time.perf_counter() - start
                 data = " ".join(SETUPS[name][0]) + f" privacy={args.privacy or SETUPS[name][1]}"
+                mu = (f"{result.mu_estimate:.3f} / {result.mu_claimed:.3f} = "
+                      f"{result.mu_estimate / result.mu_claimed:.2f}"
+                      if result.mu_claimed > 0 else "-")
                 rows.append((name, data, eps, runs, 2 * runs / wall, result.bound.eps_lb,
-                             result.bound.eps_lb / eps, result.bound.mu_lb, result.verdict))
+                             result.bound.eps_lb / eps, result.bound.mu_lb, mu, wall,
+                             result.verdict))
                 print(f"{name:14s} eps={eps:g} runs/world={runs:6d} {2 * runs / wall:8.3f} "
                       f"runs/s  L={result.bound.eps_lb:.3f}  L/E={result.bound.eps_lb / eps:.3f}"
-                      f"  mu_lb={result.bound.mu_lb:.3f}  {result.verdict}", flush=True)
-    print("\n| mechanism | data | epsilon | runs/world | runs/s | L | L/E | mu_lb | verdict |")
-    print("|---|---|---|---|---|---|---|---|---|")
+                      f"  mu_lb={result.bound.mu_lb:.3f}  mu est/claim={mu}  {wall:.0f}s  "
+                      f"{result.verdict}", flush=True)
+    print(f"\nview {args.view}, neighbours {args.neighbours}\n")
+    print("| mechanism | data | epsilon | runs/world | runs/s | L | L/E | mu_lb | mu estimate / "
+          "claimed | seconds | verdict |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]:g} | {r[3]} | {r[4]:.3f} | {r[5]:.3f} | {r[6]:.3f} "
-              f"| {r[7]:.3f} | {r[8]} |")
+              f"| {r[7]:.3f} | {r[8]} | {r[9]:.0f} | {r[10]} |")
 
 
 if __name__ == "__main__":

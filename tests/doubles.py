@@ -138,3 +138,96 @@ class BypassIndependent(Mechanism):
 
 MECHANISMS["test_leaky_independent"] = "tests.doubles:LeakyIndependent"
 MECHANISMS["test_bypass_independent"] = "tests.doubles:BypassIndependent"
+
+
+class _UnderstatingReleaser:
+    """A releaser that passes one noise family's sensitivity (and, for Gaussian and Laplace
+    noise, the scale calibrated to it) divided by ``factor``: every charge looks in order,
+    the noise is ``factor`` times too small (the exponential mechanism: ``factor`` times too
+    sharp), so that family's true epsilon is ``factor`` times the claim."""
+
+    def __init__(self, inner: Releaser, family: str, factor: float):
+        self.inner, self.family, self.factor = inner, family, factor
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def gaussian(self, name, values, sensitivity, sigma, **kw):
+        if self.family == "gaussian":
+            sensitivity, sigma = sensitivity / self.factor, sigma / self.factor
+        return self.inner.gaussian(name, values, sensitivity, sigma, **kw)
+
+    def laplace(self, name, values, sensitivity, scale, **kw):
+        if self.family == "laplace":
+            sensitivity, scale = sensitivity / self.factor, scale / self.factor
+        return self.inner.laplace(name, values, sensitivity, scale, **kw)
+
+    def exponential(self, name, scores, sensitivity, epsilon, **kw):
+        if self.family == "exponential":
+            sensitivity = sensitivity / self.factor
+        return self.inner.exponential(name, scores, sensitivity, epsilon, **kw)
+
+
+@dataclass
+class Leaky(Mechanism):
+    """A planted bug: mechanism ``base`` (with ``base_params``) whose ``family`` releases
+    (gaussian, laplace or exponential) understate their sensitivity by ``factor``:
+    ``factor=2`` is "clipping skipped" (half the true sensitivity), ``factor=4`` "noise for 4x
+    the charged epsilon". The release-view audit must call it a VIOLATION
+    (tests/test_audit_releases.py)."""
+
+    base: str = "independent"
+    base_params: dict | None = None
+    family: str = "gaussian"
+    factor: float = 4.0
+    name: ClassVar[str] = "test_leaky"
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        from mechanisms import make_mechanism
+
+        inner = make_mechanism(self.base, dict(self.base_params or {}))
+        return inner.fit_sample(data, budget, _UnderstatingReleaser(  # type: ignore[arg-type]
+            release, self.family, self.factor), rng)
+
+    def check_applicable(self, data: Dataset) -> None:
+        from mechanisms import make_mechanism
+
+        make_mechanism(self.base, dict(self.base_params or {})).check_applicable(data)
+
+
+@dataclass
+class NoisyModes(Mechanism):
+    """Each attribute's most frequent value chosen by the exponential mechanism (score of
+    value v: ``count(v) - count(not v)``; a person of ``b`` rows moves every score by at most
+    ``b``, up for its value and down for the others, so the sensitivity is ``b`` and a
+    selection can leak its whole epsilon; epsilon/d each, basic composition), then every
+    synthetic row takes the chosen values: a mechanism made only of exponential-mechanism
+    selections, for auditing that family."""
+
+    n_rows: int = 100
+    #: the attributes to select modes of (``None``: all); the others take value code 0
+    columns: list | None = None
+    name: ClassVar[str] = "test_noisy_modes"
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        from mechanisms.base import bounded_private, contribution_bound, finish
+
+        bound = contribution_bound(data, None)
+        codes = data.schema.encode(bounded_private(data, bound, rng))
+        domain = data.schema.domain()
+        selected = list(self.columns) if self.columns else list(domain)
+        counts = {col: np.bincount(codes[col].to_numpy(), minlength=domain[col])
+                  for col in selected}
+        chosen = {col: 0 for col in domain}
+        chosen.update({col: release.exponential(
+            f"mode of {col}", 2 * c - c.sum(), bound, budget.epsilon / len(selected),
+            query=f"mode of {col}") for col, c in counts.items()})
+        release.done()
+        return finish(data, pd.DataFrame({c: [v] * self.n_rows for c, v in chosen.items()}),
+                      rng)
+
+
+MECHANISMS["test_leaky"] = "tests.doubles:Leaky"
+MECHANISMS["test_noisy_modes"] = "tests.doubles:NoisyModes"

@@ -28,9 +28,7 @@ from harness.errors import ConfigError
 from harness.report.audits import attach_audits, latest_audits
 from harness.run.runner import parse_run_config
 
-TEST_CONF = PROJECT_ROOT / "tests" / "conf"
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
-DOUBLES = ("plugins=[tests.doubles]", f"hydra.searchpath=[file://{TEST_CONF}]")
 
 
 def audit_cli(cwd: Path, *overrides: str, timeout: float = 1200) -> subprocess.CompletedProcess:
@@ -246,33 +244,9 @@ def test_attach_audits_matches_rows_on_the_audit_key():
     assert empty["eps_lb"].isna().all() and (empty["audit_verdict"] == "").all()
 
 
-# ----- the self-test that can fail ----------------------------------------------------------
-@pytest.mark.slow
-@pytest.mark.realdata
-def test_leaky_independent_is_caught_and_independent_passes(shared_data, tmp_path):
-    """Titanic at epsilon 1 (pure DP, Laplace): a copy of ``independent`` that adds the noise
-    of epsilon 4 while charging 1 is a VIOLATION with the default number of runs (measured
-    lower bounds 1.4-1.5; with Gaussian noise at delta 2.5e-5 the same audit gives 0.85-1.2,
-    too close to 1 for a test); ``independent`` is ok. Both audits are logged to the titanic
-    experiment and reach the board's columns. Takes 4-8 minutes on 2 cores."""
-    from harness.report.audits import load_audits
-
-    data_dir = f"dataset.data_dir={shared_data}"
-    leaky = audit_cli(tmp_path, "dataset=titanic", data_dir, "mechanism=test_leaky_independent",
-                      "privacy=pure", "privacy.epsilon=1", *DOUBLES)
-    last = leaky.stdout.strip().splitlines()[-1]
-    assert leaky.returncode == 3, leaky.stdout + leaky.stderr
-    assert last.startswith("audit: test_leaky_independent claimed epsilon=1 empirical lower "
-                           "bound=") and last.endswith("(95%) runs=20000 verdict=VIOLATION")
-    honest = audit_cli(tmp_path, "dataset=titanic", data_dir, "mechanism=independent",
-                       "privacy=pure", "privacy.epsilon=1", "audit.runs=2000")
-    assert honest.returncode == 0, honest.stdout + honest.stderr
-    assert honest.stdout.strip().splitlines()[-1].endswith("runs=2000 verdict=ok")
-    audits = load_audits("dp-arena/titanic", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    by_mech = audits.set_index("mechanism")
-    assert by_mech.loc["test_leaky_independent", "eps_lb"] > 1.0
-    assert by_mech.loc["independent", "eps_lb"] <= 1.0
-    assert set(audits["audit_verdict"]) == {"ok", "VIOLATION"}
+# The self-test that can fail (a 4x-leaky copy caught, independent passing) is in
+# tests/test_audit_releases.py: the release view with worst-case neighbours does it with 1,000
+# runs per world in seconds, where this black-box view needed 20,000 (README gives its figures).
 
 
 def test_power_yardstick_by_hand_and_its_invariants():

@@ -1,10 +1,14 @@
 """Privacy audits: an empirical lower bound on a mechanism's epsilon (``dp-arena-audit``).
 
 - :mod:`~harness.audit.settings`: the ``audit`` group's schema and the audit's whole config;
-- :mod:`~harness.audit.canary`: the neighbouring pair, D (the configured private data) and
+- :mod:`~harness.audit.canary`: the canary pair, D (the configured private data) and
   D' = D + one constructed canary person (strategies ``rare_cell``, ``mode_copy``);
-- :mod:`~harness.audit.statistic`: black-box features of one synthetic table about the canary
-  (``canary_cells``, ``distance``);
+- :mod:`~harness.audit.neighbours`: which pair (``canary``, or ``worst_case``: 10 identical
+  persons plus one differing on every attribute);
+- :mod:`~harness.audit.statistic`: the synthetic view: black-box features of one synthetic
+  table about the canary (``canary_cells``, ``distance``);
+- :mod:`~harness.audit.releases`: the release view: a run's noisy releases, replayed on the
+  other world, and their exact log-likelihood ratio;
 - :mod:`~harness.audit.decision`: the distinguishing test (linear discriminant and threshold
   chosen on one half of the runs, false positives/negatives counted on the other half);
 - :mod:`~harness.audit.bounds`: Clopper-Pearson bounds and the epsilon (and mu-GDP) lower bound;

@@ -32,11 +32,14 @@ import dataclasses
 import hashlib
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from harness.data.datasets import load_dataset
 from harness.errors import ConfigError
@@ -62,14 +65,16 @@ from harness.run.runner import (
 from mechanisms import hyperparameter_label
 
 from .bounds import Bound, attainable_eps_lb, lower_bound
-from .canary import Canary, build_canary, with_canary
+from .canary import Canary
+from .neighbours import neighbouring_pair
 from .decision import audit_test
 from .runs import WORLDS, World, collect
 from .settings import AuditSettings
 
 #: Config keys that belong to the audit, not to the run config the runner checks.
 AUDIT_KEYS = ("audit", "hydra")
-AUDIT_MODULES = ("harness.audit.canary", "harness.audit.statistic", "harness.audit.runs")
+AUDIT_MODULES = ("harness.audit.canary", "harness.audit.statistic", "harness.audit.runs",
+                 "harness.audit.releases", "harness.audit.neighbours")
 
 
 @dataclass(frozen=True)
@@ -93,10 +98,20 @@ class AuditResult:
     #: (epsilon, delta) claim, and at its mu-GDP claim under the gdp accountant (nan: other)
     attainable: float = math.nan
     attainable_gdp: float = math.nan
+    view: str = "synthetic"
+    neighbours: str = "canary"
+    #: release view: the mu-GDP estimate (assumes a Gaussian trade-off curve) and the claim
+    #: it is compared with (the ledger's Gaussian releases' mu), runs the replay dropped
+    mu_estimate: float = math.nan
+    mu_claimed: float = math.nan
+    dropped: int = 0
+    #: the run's claim is mu-GDP (gdp accountant, Gaussian releases only): a mu lower bound
+    #: above ``mu_claimed`` is then a violation too
+    claim_is_gdp: bool = False
 
     @property
     def violation(self) -> bool:
-        return self.bound.eps_lb > self.epsilon
+        return is_violation(self.bound, self.epsilon, self.mu_claimed, self.claim_is_gdp)
 
     @property
     def verdict(self) -> str:
@@ -107,16 +122,23 @@ class AuditResult:
         return [
             (f"audit of {self.mechanism} ({self.hyperparameters}) at epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}, accountant={self.accountant}"),
-            f"  canary: {self.canary}",
-            (f"  statistic: {self.statistic}, scored by naive Bayes and by LDA; each test's "
-            "threshold chosen on half of the runs, rates counted on the other half "
-            f"({self.runs - self.runs // 2} runs per world), the larger bound kept"),
+            f"  neighbours: {self.canary}",
+            (f"  view: {self.view}; statistic: {self.statistic}, scored by naive Bayes and by "
+             "LDA; each test's threshold chosen on half of the runs, rates counted on the "
+             f"other half ({self.runs - self.runs // 2} runs per world), the larger bound kept"
+             + (f"; {self.dropped} runs the replay could not follow dropped"
+                if self.dropped else "")),
             (f"  FPR={b.fpr:.4f} (upper {b.fpr_upper:.4f})  FNR={b.fnr:.4f} (upper "
             f"{b.fnr_upper:.4f}); Clopper-Pearson, {100 * b.confidence:g}% split between "
             "the two rates and the two tests (Bonferroni)"),
             (f"  mu-GDP lower bound={b.mu_lb:.3f}" + (
                 f" (if the privacy curve is Gaussian: epsilon >= {b.eps_gdp:.3f} at this "
                 "delta; an estimate, not the verdict)" if math.isfinite(b.eps_gdp) else "")),
+            *([f"  mu-GDP estimate={self.mu_estimate:.3f} (assumes a Gaussian trade-off "
+               f"curve: the separation of the log-likelihood ratio's two distributions) "
+               f"against the claimed mu={self.mu_claimed:.3f} of the ledger's Gaussian "
+               f"releases: {self.mu_estimate / self.mu_claimed:.2f} of the claim"]
+              if math.isfinite(self.mu_estimate) and self.mu_claimed > 0 else []),
             (f"  power: with these runs an ideal test could show at most "
              f"{self.attainable:.3f} on a mechanism leaking exactly epsilon={self.epsilon:g}"
              + (f" ({self.attainable_gdp:.3f} if its privacy curve is the gdp accountant's "
@@ -155,7 +177,9 @@ def audit_key(rc: RunConfig, fingerprint: str, settings: AuditSettings, code: st
     content = {"mechanism": rc.mechanism, "params": rc.mechanism_params,
                "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
                "accountant": rc.accountant, "dataset": rc.dataset, "fingerprint": fingerprint,
-               "canary": settings.canary, "statistic": settings.statistic, "code": code}
+               "canary": settings.canary, "statistic": settings.statistic, "code": code,
+               "view": settings.view, "neighbours": settings.neighbours,
+               "sampler": rc.sampler}
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
@@ -165,7 +189,8 @@ def audit_tags(rc: RunConfig, hyper: str, data_id: str, data, canary: Canary,
             "epsilon": f"{rc.budget.epsilon:g}", "delta": f"{rc.budget.delta:g}",
             "accountant": rc.accountant, "dataset": data.name, "dataset_id": data_id,
             "privacy_unit": data.ledger_unit, "canary": canary.description,
-            "canary_strategy": canary.strategy, "statistic": settings.statistic,
+            "canary_strategy": canary.strategy, "statistic": statistic_name(settings),
+            "audit_view": settings.view, "audit_neighbours": settings.neighbours,
             "audit_verdict": verdict, "audit_key": key, "code_version": code_version()}
 
 
@@ -201,9 +226,12 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
     check_auditable(rc, mechanism)
     data = load_dataset(rc.dataset)
     check_run(rc, mechanism, metrics, data)
-    canary = build_canary(data, settings.canary)
-    worlds = {WORLDS[0]: World(WORLDS[0], data), WORLDS[1]: World(WORLDS[1],
-                                                                  with_canary(data, canary))}
+    pair = neighbouring_pair(data, settings.neighbours, settings.canary)
+    canary = pair.person
+    worlds = {WORLDS[0]: World(WORLDS[0], pair.without),
+              WORLDS[1]: World(WORLDS[1], pair.with_person)}
+    mu_claimed, claim_is_gdp = claimed_mu(mechanism, pair.without, rc) \
+        if settings.view == "releases" else (math.nan, False)
     fingerprint = data_fingerprint(data)
     code = code_fingerprint(rc, mechanism, {}) + source_fingerprint(AUDIT_MODULES)
     key = audit_key(rc, fingerprint, settings, code)
@@ -212,26 +240,40 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                                                                  rc.mechanism_params))
     echo(f"audit: {rc.mechanism} ({hyper}) epsilon={rc.budget.epsilon:g} "
          f"delta={rc.budget.delta:g} on {data.name}: {settings.runs} runs per world, "
-         f"canary {settings.canary}, statistic {settings.statistic}")
+         f"view {settings.view}, neighbours {settings.neighbours}"
+         + (f" ({settings.canary})" if settings.neighbours == "canary" else "")
+         + f", statistic {statistic_name(settings)}")
     x = collect(mechanism, worlds, rc, canary.codes, settings.statistic, settings.runs, folder,
-                jobs=settings.jobs, batch_seconds=settings.batch_seconds, echo=echo)
+                jobs=settings.jobs, batch_seconds=settings.batch_seconds, echo=echo,
+                view=settings.view)
+    if not settings.keep_cache:
+        shutil.rmtree(folder, ignore_errors=True)
+    x, dropped = followed_runs(x, settings.view)
+    mu_estimate = likelihood_ratio_mu(x[WORLDS[0]][:, 0], x[WORLDS[1]][:, 0]) \
+        if settings.view == "releases" else math.nan
     _test, counts, level = audit_test(x[WORLDS[0]], x[WORLDS[1]], rc.budget.delta,
                                       settings.confidence)
     # the kept test's bound at its Bonferroni share; it holds at the configured confidence
     bound = dataclasses.replace(lower_bound(counts, rc.budget.delta, level),
                                 confidence=settings.confidence)
-    verdict = "VIOLATION" if bound.eps_lb > rc.budget.epsilon else "ok"
+    verdict = "VIOLATION" if is_violation(bound, rc.budget.epsilon, mu_claimed, claim_is_gdp) \
+        else "ok"
     attainable, attainable_gdp = power_yardstick(rc, counts.n0, counts.n1, level)
     numbers = {"eps_lb": bound.eps_lb, "mu_lb": bound.mu_lb, "eps_gdp": bound.eps_gdp, "fpr": bound.fpr,
                "fnr": bound.fnr, "fpr_upper": bound.fpr_upper, "fnr_upper": bound.fnr_upper,
                "runs": float(settings.runs), "confidence": settings.confidence,
                "eps_lb_attainable": attainable, "eps_lb_attainable_gdp": attainable_gdp,
+               "mu_estimate": mu_estimate, "mu_claimed": mu_claimed, "dropped_runs": dropped,
                "seconds": time.monotonic() - started}
     numbers = {k: v for k, v in numbers.items() if math.isfinite(v)}
     summary = {"mechanism": rc.mechanism, "hyperparameters": hyper,
                "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
                "accountant": rc.accountant, "dataset": data.name, "canary": canary.description,
-               "statistic": settings.statistic, "runs_per_world": settings.runs,
+               "view": settings.view, "neighbours": settings.neighbours,
+               "statistic": statistic_name(settings), "runs_per_world": settings.runs,
+               "mu_estimate": mu_estimate if math.isfinite(mu_estimate) else None,
+               "mu_claimed": mu_claimed if math.isfinite(mu_claimed) else None,
+               "dropped_runs": dropped,
                "errors": asdict(counts), "bound": {k: v for k, v in asdict(bound).items()
                                                   if not (isinstance(v, float)
                                                           and math.isnan(v))},
@@ -248,9 +290,72 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                                                               "experiment": experiment},
                                                              indent=1))
     return AuditResult(rc.mechanism, hyper, rc.budget.epsilon, rc.budget.delta, rc.accountant,
-                       settings.runs, bound, canary.description, settings.statistic,
+                       settings.runs, bound, canary.description, statistic_name(settings),
                        experiment, run_id, str(folder), time.monotonic() - started,
-                       attainable, attainable_gdp)
+                       attainable, attainable_gdp, settings.view, settings.neighbours,
+                       mu_estimate, mu_claimed, dropped, claim_is_gdp)
+
+
+def is_violation(bound: Bound, epsilon: float, mu_claimed: float, claim_is_gdp: bool) -> bool:
+    """The lower bound exceeds the claim: epsilon, or mu where the claim is mu-GDP (the mu
+    bound is a valid lower bound on any mu-GDP mechanism's mu, at the same confidence)."""
+    return bound.eps_lb > epsilon or (claim_is_gdp and bound.mu_lb > mu_claimed)
+
+
+def statistic_name(settings: AuditSettings) -> str:
+    """The statistic the test reads: the release view's is always the likelihood ratio."""
+    return "likelihood_ratio" if settings.view == "releases" else settings.statistic
+
+
+def followed_runs(x: dict[str, np.ndarray], view: str) -> tuple[dict[str, np.ndarray], int]:
+    """The release view's runs the replay followed (diverged ones are NaN), reduced to the
+    log-likelihood ratio ``T`` (column 0; the other columns are its parts by noise family);
+    the synthetic view's features unchanged. Returns them and how many runs were dropped."""
+    if view != "releases":
+        return x, 0
+    kept = {w: v[np.isfinite(v[:, 0])][:, :1] for w, v in x.items()}
+    return kept, sum(len(x[w]) - len(kept[w]) for w in x)
+
+
+def likelihood_ratio_mu(t0: np.ndarray, t1: np.ndarray) -> float:
+    """mu of a Gaussian trade-off curve from the log-likelihood ratio's values on D (``t0``)
+    and D' (``t1``): under mu-GDP with the exact likelihood ratio, ``T ~ N(-mu^2/2, mu^2)`` on
+    D and ``N(mu^2/2, mu^2)`` on D', so mu = (mean difference) / (pooled sd). An estimate
+    that assumes that curve (exact for Gaussian-noise releases), never the verdict."""
+    if len(t0) < 2 or len(t1) < 2:
+        return math.nan
+    sd = math.sqrt((np.var(t0, ddof=1) + np.var(t1, ddof=1)) / 2.0)
+    return float((np.mean(t1) - np.mean(t0)) / sd) if sd > 0 else math.nan
+
+
+def claimed_mu(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
+    """The mu the ledger claims for a run's Gaussian releases, ``sqrt(sum (Delta/sigma)^2)``
+    (what the gdp accountant composes as Gaussian DP), from one run of the mechanism's
+    releases on ``data`` (nothing of it is kept but the ledger's sensitivities and scales);
+    0 when it makes no Gaussian release. Also whether the run's whole claim is mu-GDP (gdp
+    accountant, Gaussian releases only). Refuses, before any audit run, a mechanism whose
+    releases the replay cannot follow."""
+    from harness.privacy.accounting import Ledger
+    from harness.privacy.release import Releaser
+
+    from .releases import record_releases
+
+    ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
+    records: list = []
+    record_releases(mechanism, data, rc, Releaser(ledger, observer=records.append,
+                                                  stop_after_releases=True),
+                    np.random.default_rng())
+    if not records:
+        raise ConfigError(f"{rc.mechanism} made no release through dp-arena's release API "
+                          "(an external contestant's noise is drawn by its own library)",
+                          "audit it with audit.view=synthetic")
+    if any(r.threshold is not None for r in records):
+        raise ConfigError(f"audit.view=releases cannot replay {rc.mechanism}'s thresholded "
+                          "releases (the set of non-empty cells differs between the worlds)",
+                          "audit it with audit.view=synthetic")
+    gaussian = [c for c in ledger.charges if c.kind == "gaussian"]
+    mu = math.sqrt(sum(c.gdp_mu_squared for c in gaussian))
+    return mu, bool(gaussian) and len(gaussian) == len(ledger.charges) and rc.accountant == "gdp"
 
 
 def power_yardstick(rc: RunConfig, n0: int, n1: int, confidence: float) -> tuple[float, float]:

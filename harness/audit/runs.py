@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from harness.run.runner import RunConfig, check_synthetic, spent_budget
 from harness.run.settings import Limits
 from mechanisms import Mechanism
 
+from .releases import release_features
 from .statistic import features
 
 WORLDS: tuple[str, ...] = ("without", "with")  # D, D' = D + canary
@@ -75,7 +77,8 @@ def check_ledger(mechanism: Mechanism, ledger: Ledger, rc: RunConfig) -> None:
 
 def audit_run(mechanism: Mechanism, data: Dataset, rc: RunConfig, canary: dict[str, int],
               statistic: str) -> np.ndarray:
-    """One run on one world with fresh noise: the statistic's features of its release."""
+    """One run on one world with fresh noise: the statistic's features of its synthetic
+    table (the synthetic view)."""
     noise, rng = fresh_rng().spawn(2)
     ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
     synthetic = mechanism.fit_sample(data, rc.budget,
@@ -104,8 +107,21 @@ def load_cached(folder: Path, world: str) -> dict[int, list[float]]:
     return out
 
 
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) readable by the owner only (0700)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in (folder, *folder.parents[:1]):
+        os.chmod(part, 0o700)
+
+
 def append_cached(folder: Path, world: str, results: list[tuple[int, list[float]]]) -> None:
-    with cache_path(folder, world).open("a") as fh:
+    """Append runs' features; the file is created 0600: features are functions of DP releases
+    of the private data, but averaged over thousands of runs they estimate its exact counts
+    (e.g. a canary cell's true count), so the cache is private data."""
+    path = cache_path(folder, world)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.chmod(path, 0o600)
+    with os.fdopen(fd, "a") as fh:
         fh.write("".join(json.dumps({"i": i, "x": x}) + "\n" for i, x in results))
 
 
@@ -179,14 +195,23 @@ class BatchTask:
     canary: dict[str, int]
     statistic: str
     job: Job
+    #: the release view: the other world (for the replay); ``None``: the synthetic view
+    other: Dataset | None = None
+
+
+def one_run(task: BatchTask) -> np.ndarray:
+    """One run's features in the task's view."""
+    if task.other is None:
+        return audit_run(task.mechanism, task.data, task.rc, task.canary, task.statistic)
+    return release_features(task.mechanism, task.data, task.other, task.rc,
+                            world_is_prime=task.job.world == WORLDS[1])
 
 
 def run_batch(task: BatchTask) -> tuple[list[tuple[int, list[float]]], float]:
     """In a worker process: the batch's runs in one isolated child under the run limits;
     returns (index, features) per run and the child's seconds."""
     def work() -> list[tuple[int, list[float]]]:
-        return [(i, audit_run(task.mechanism, task.data, task.rc, task.canary,
-                              task.statistic).tolist()) for i in task.job.indices]
+        return [(i, one_run(task).tolist()) for i in task.job.indices]
 
     results, report = call_isolated(work, batch_limits(task.rc.limits, len(task.job.indices)))
     return results, report.seconds
@@ -194,8 +219,8 @@ def run_batch(task: BatchTask) -> tuple[list[tuple[int, list[float]]], float]:
 
 def collect(mechanism: Mechanism, worlds: dict[str, World], rc: RunConfig,
             canary: dict[str, int], statistic: str, runs: int, folder: Path, jobs: int = 2,
-            batch_seconds: float = 2.0,
-            echo: Callable[[str], None] = print) -> dict[str, np.ndarray]:
+            batch_seconds: float = 2.0, echo: Callable[[str], None] = print,
+            view: str = "synthetic") -> dict[str, np.ndarray]:
     """Features of runs ``0..runs-1`` on each world (``runs x k`` arrays), computing only what
     ``folder``'s cache lacks. Batches run in ``jobs`` worker processes started by fork before
     anything else runs (each worker is single-threaded, so its own fork of the isolated child
@@ -203,7 +228,7 @@ def collect(mechanism: Mechanism, worlds: dict[str, World], rc: RunConfig,
     child)."""
     import multiprocessing
 
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)
     cached = {w: load_cached(folder, w) for w in WORLDS}
     pending = {w: [i for i in range(runs) if i not in cached[w]] for w in WORLDS}
     total = 2 * runs
@@ -217,8 +242,9 @@ def collect(mechanism: Mechanism, worlds: dict[str, World], rc: RunConfig,
             in_flight: dict[Any, Job] = {}
             while True:
                 while len(in_flight) < max(1, jobs) and (job := sched.next_job()) is not None:
+                    other = worlds[WORLDS[1 - WORLDS.index(job.world)]].data
                     task = BatchTask(mechanism, worlds[job.world].data, rc, canary, statistic,
-                                     job)
+                                     job, other if view == "releases" else None)
                     in_flight[pool.apply_async(run_batch, (task,))] = job
                 if not in_flight:
                     break

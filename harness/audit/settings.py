@@ -1,7 +1,8 @@
 """The typed schema of an audit's config (``dp-arena-audit``, conf/audit.yaml).
 
-- :class:`AuditSettings`: the ``audit`` group (runs per world, confidence, canary, statistic,
-  parallel batches, cache);
+- :class:`AuditSettings`: the ``audit`` group (runs per world, confidence, what the test reads
+  (``view``), the neighbouring pair (``neighbours``), canary, statistic, parallel batches,
+  cache);
 - :class:`AuditRunSettings`: the whole config: :class:`harness.run.settings.RunSettings` plus
   ``audit``, registered with Hydra's ConfigStore by :mod:`harness.cli.schemas`.
 
@@ -20,6 +21,7 @@ from harness.run.settings import RunSettings
 
 #: Fewer runs per world than this cannot give a meaningful bound.
 MIN_RUNS = 10
+VIEWS: tuple[str, ...] = ("synthetic", "releases")
 
 
 @dataclass  # not frozen: Hydra merges config files and overrides into it
@@ -28,11 +30,19 @@ class AuditSettings:
 
     runs: int = 20000
     confidence: float = 0.95
+    #: ``synthetic`` (the synthetic table, black box) or ``releases`` (the noisy releases,
+    #: exact likelihood ratio: :mod:`harness.audit.releases`)
+    view: str = "synthetic"
+    #: ``canary`` (real data + a constructed person) or ``worst_case``
+    #: (:mod:`harness.audit.neighbours`)
+    neighbours: str = "canary"
     canary: str = "rare_cell"
     statistic: str = "canary_cells"
     jobs: int = 2
     batch_seconds: float = 2.0
     cache_dir: str = "audits/cache"
+    #: keep the cached runs after the audit (a re-run resumes); ``false`` deletes them
+    keep_cache: bool = True
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> AuditSettings:
@@ -55,10 +65,16 @@ class AuditSettings:
         if self.batch_seconds <= 0:
             raise ConfigError(f"audit.batch_seconds must be a number > 0 "
                               f"(got {self.batch_seconds!r})", "e.g. audit.batch_seconds=2")
+        if self.view not in VIEWS:
+            raise ConfigError(f"audit.view must be one of {list(VIEWS)} (got {self.view!r})",
+                              "use audit.view=synthetic (what a reader of the synthetic data "
+                              "sees) or audit.view=releases (the mechanism's noisy releases)")
         from .canary import check_strategy
+        from .neighbours import check_neighbours
         from .statistic import check_statistic
 
         check_strategy(self.canary)
+        check_neighbours(self.neighbours)
         check_statistic(self.statistic)
 
 

@@ -89,6 +89,9 @@ class ReleaseRecord:
     scale: float
     true: np.ndarray
     noisy: np.ndarray
+    #: for :meth:`Releaser.laplace_above`: its threshold (``noisy`` is then the non-empty
+    #: cells' values before thresholding); ``None`` for every other release
+    threshold: float | None = None
 
 
 Observer = Callable[[ReleaseRecord], None]
@@ -269,32 +272,36 @@ class Releaser:
         return self.ledger.accountant
 
     def _observe(self, name: str, kind: NoiseKind, query: str | None, sensitivity: float,
-                 scale: float, true: np.ndarray, noisy: np.ndarray) -> None:
+                 scale: float, true: np.ndarray, noisy: np.ndarray,
+                 threshold: float | None = None) -> None:
         if self.observer is not None:
             self.observer(ReleaseRecord(name, kind, query or name, float(sensitivity),
                                         float(scale), np.array(true, copy=True),
-                                        np.array(noisy, copy=True)))
+                                        np.array(noisy, copy=True), threshold))
 
     def gaussian(self, name: str, values, sensitivity: float, sigma: float, *,
                  query: str | None = None, note: str = "") -> np.ndarray:
         """``values`` plus Gaussian noise of ``sigma``, charged as one release of L2
         sensitivity ``sensitivity`` (the whole vector's)."""
-        true = _as_array(values)
-        cost = self.sampler.gaussian_cost(true, sensitivity, sigma)
-        self.ledger.charge(name, "gaussian", cost, sigma, note=note)
-        noisy = self.sampler.gaussian(true, sensitivity, sigma)
-        self._observe(name, "gaussian", query, sensitivity, sigma, true, noisy)
-        return noisy
+        return self._additive("gaussian", name, values, sensitivity, sigma, query, note)
 
     def laplace(self, name: str, values, sensitivity: float, scale: float, *,
                 query: str | None = None, note: str = "") -> np.ndarray:
         """``values`` plus Laplace noise of scale ``scale``, charged as one release of L1
         sensitivity ``sensitivity`` (the whole vector's)."""
+        return self._additive("laplace", name, values, sensitivity, scale, query, note)
+
+    def _additive(self, kind: NoiseKind, name: str, values, sensitivity: float, scale: float,
+                  query: str | None, note: str) -> np.ndarray:
+        """Charge what the sampler certifies for the draw, then draw, then report it."""
         true = _as_array(values)
-        cost = self.sampler.laplace_cost(true, sensitivity, scale)
-        self.ledger.charge(name, "laplace", cost, scale, note=note)
-        noisy = self.sampler.laplace(true, sensitivity, scale)
-        self._observe(name, "laplace", query, sensitivity, scale, true, noisy)
+        if kind == "gaussian":
+            cost_of, draw = self.sampler.gaussian_cost, self.sampler.gaussian
+        else:
+            cost_of, draw = self.sampler.laplace_cost, self.sampler.laplace
+        self.ledger.charge(name, kind, cost_of(true, sensitivity, scale), scale, note=note)
+        noisy = draw(true, sensitivity, scale)
+        self._observe(name, kind, query, sensitivity, scale, true, noisy)
         return noisy
 
     def exponential(self, name: str, scores, sensitivity: float, epsilon: float, *,
@@ -336,7 +343,7 @@ class Releaser:
         noisy = self.sampler.laplace(true, sensitivity, scale) if true.size else true.copy()
         k = self._tail_rng.binomial(sizes, 0.5 * math.exp(-threshold / scale))
         values = threshold + self._tail_rng.exponential(scale, int(k.sum()))
-        self._observe(name, "laplace", query, sensitivity, scale, true, noisy)
+        self._observe(name, "laplace", query, sensitivity, scale, true, noisy, threshold)
         return noisy, k, values
 
     def declared(self, name: str, epsilon: float, delta: float = 0.0, *,

@@ -23,7 +23,7 @@ from harness.report.tracking import client_for
 
 AUDIT_KEY = ["dataset_id", "mechanism", "hyperparameters", "epsilon", "delta", "accountant"]
 AUDIT_COLUMNS = [*AUDIT_KEY, "eps_lb", "audit_verdict", "mu_lb", "runs", "canary", "statistic",
-                 "start_time", "run_id"]
+                 "audit_view", "start_time", "run_id"]
 
 
 def audit_row(run: Any) -> dict[str, Any]:
@@ -38,7 +38,14 @@ def audit_row(run: Any) -> dict[str, Any]:
             "mu_lb": float(metrics.get("mu_lb", math.nan)),
             "runs": float(metrics.get("runs", math.nan)),
             "canary": tags.get("canary_strategy", ""), "statistic": tags.get("statistic", ""),
+            "audit_view": audit_view(tags.get("audit_view", "synthetic"),
+                                     tags.get("audit_neighbours", "canary")),
             "start_time": run.info.start_time, "run_id": run.info.run_id}
+
+
+def audit_view(view: str, neighbours: str) -> str:
+    """What an audit read and on which pair, as the board shows it: ``releases, worst_case``."""
+    return f"{view}, {neighbours}"
 
 
 def latest_audits(audits: pd.DataFrame, key: list[str] | None = None) -> pd.DataFrame:
@@ -81,8 +88,11 @@ def attach_audits(board: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
     if audits.empty or not key or board.empty:
         out["eps_lb"] = math.nan
         out["audit_verdict"] = ""
+        out["audit_view"] = ""
         return out
-    right = latest_audits(audits, key)[[*key, "eps_lb", "audit_verdict"]].copy()
+    if "audit_view" not in audits:
+        audits = audits.assign(audit_view="")
+    right = latest_audits(audits, key)[[*key, "eps_lb", "audit_verdict", "audit_view"]].copy()
     left = out[key].copy()
     for frame in (left, right):
         if "delta" in key:
@@ -95,4 +105,5 @@ def attach_audits(board: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
     merged = left.merge(right, on=key, how="left", validate="many_to_one")
     out["eps_lb"] = merged["eps_lb"].astype(float).to_numpy()
     out["audit_verdict"] = merged["audit_verdict"].fillna("").astype(str).to_numpy()
+    out["audit_view"] = merged["audit_view"].fillna("").astype(str).to_numpy()
     return out

@@ -301,7 +301,9 @@ def has_audit(board: pd.DataFrame) -> bool:
 
 def audit_cell(r: pd.Series) -> str:
     text = fmt_number(r.get("eps_lb", math.nan), 2)
-    return f"{text} {AUDIT_VIOLATION}" if audit_violation(r) else text
+    text = f"{text} {AUDIT_VIOLATION}" if audit_violation(r) else text
+    view = r.get("audit_view")
+    return f"{text} ({view})" if isinstance(view, str) and view else text
 
 
 def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Column]:
@@ -547,7 +549,10 @@ def audit_legend(board: pd.DataFrame) -> str:
     if "audit_confidence" in board and board["audit_confidence"].notna().any():
         conf = board["audit_confidence"].dropna().iloc[0]
     at = f"at {float(conf):.0%} confidence" if conf is not None else "at the audit's confidence"
-    return (f"empirical lower bound on epsilon from dp-arena-audit {at}; a value above the "
+    return (f"empirical lower bound on epsilon from dp-arena-audit {at}, with what the audit "
+            "read (synthetic: the synthetic table; releases: the mechanism's noisy releases) "
+            "and its neighbouring pair (canary: real data plus a constructed person; "
+            "worst_case: a tiny table plus a person differing everywhere); a value above the "
             "claimed epsilon means the implementation leaks more than it claims")
 
 

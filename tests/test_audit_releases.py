@@ -1,0 +1,194 @@
+"""The audit's release view and worst-case neighbours (harness.audit.releases, .neighbours):
+the log-likelihood ratio by hand, the replay, the pair, the cache's privacy, and planted bugs
+in every noise family caught with at most 2,000 runs per world."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.audit.driver import is_violation, likelihood_ratio_mu
+from harness.audit.bounds import Bound
+from harness.audit.neighbours import WORST_CASE_PERSONS, worst_case_pair
+from harness.audit.releases import (
+    Diverged,
+    ReplaySampler,
+    release_log_ratio,
+    transcript_features,
+)
+from harness.audit.runs import append_cached, private_folder
+from harness.data.datasets import PROJECT_ROOT
+from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, ReleaseRecord, Releaser
+
+TEST_CONF = PROJECT_ROOT / "tests" / "conf"
+ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
+DOUBLES = ("plugins=[tests.doubles]", f"hydra.searchpath=[file://{TEST_CONF}]")
+
+
+def record(kind, true, noisy, scale) -> ReleaseRecord:
+    return ReleaseRecord("r", kind, "r", 1.0, scale, np.asarray(true, float),
+                         np.asarray(noisy, float))
+
+
+# ----- the statistic by hand -----------------------------------------------------------------
+def test_log_ratio_of_each_noise_family_by_hand():
+    # Gaussian, sigma 2, y = 1 between m0 = 0 and m1 = 1: ((1-0)^2 - (1-1)^2) / (2*4) = 1/8
+    g = record("gaussian", [0.0], [1.0], 2.0)
+    assert release_log_ratio(g, np.array([0.0]), np.array([1.0])) == pytest.approx(1 / 8)
+    # Laplace, b = 0.5, y = 3: (|3 - 0| - |3 - 1|) / 0.5 = 2 (the most any value can give: 1/b)
+    lap = record("laplace", [0.0], [3.0], 0.5)
+    assert release_log_ratio(lap, np.array([0.0]), np.array([1.0])) == pytest.approx(2.0)
+    # exponential mechanism, temperature 2, index 1 chosen; scores (0, 0) on D, (0, 2) on D':
+    # log softmax((0, 1))_1 - log softmax((0, 0))_1 = (1 - log(1 + e)) - log(1/2)
+    em = ReleaseRecord("s", "exponential", "s", 1.0, 2.0, np.zeros(2), np.array(1))
+    expected = 1 - math.log(1 + math.e) + math.log(2)
+    assert release_log_ratio(em, np.zeros(2), np.array([0.0, 2.0])) == pytest.approx(expected)
+
+
+def test_transcript_features_sum_the_families_and_orient_by_world():
+    run = [record("gaussian", [0.0], [1.0], 2.0), record("laplace", [0.0], [3.0], 0.5)]
+    twin = [record("gaussian", [1.0], [1.0], 2.0), record("laplace", [1.0], [3.0], 0.5)]
+    on_d = transcript_features(run, twin, world_is_prime=False)  # run on D, replay on D'
+    assert on_d.tolist() == pytest.approx([1 / 8 + 2.0, 1 / 8, 2.0, 0.0])
+    # the same transcript seen as a run on D' (answers 0 there, 1 on D) flips the sign
+    assert transcript_features(run, twin, world_is_prime=True)[0] == pytest.approx(-on_d[0])
+    with pytest.raises(Diverged):
+        transcript_features(run, twin[:1], world_is_prime=False)
+
+
+def test_the_likelihood_ratio_of_gaussian_releases_separates_by_mu():
+    """T ~ N(-mu^2/2, mu^2) on D and N(mu^2/2, mu^2) on D': the estimate recovers mu."""
+    rng = np.random.default_rng(0)
+    mu = 0.7
+    t0 = rng.normal(-mu**2 / 2, mu, 20000)
+    t1 = rng.normal(mu**2 / 2, mu, 20000)
+    assert likelihood_ratio_mu(t0, t1) == pytest.approx(mu, rel=0.03)
+
+
+def test_replay_hands_back_the_recorded_releases_and_notices_another_question():
+    ledger = Ledger(Budget(100.0, 1e-6))
+    seen: list[ReleaseRecord] = []
+    live = Releaser(ledger, NumpySampler(np.random.default_rng(0)), seen.append)
+    a = live.gaussian("a", [5.0, 6.0], 1.0, 1.0)
+    pick = live.exponential("s", [0.0, 1.0, 2.0], 1.0, 1.0)
+    twin: list[ReleaseRecord] = []
+    replay = Releaser(Ledger(Budget(100.0, 1e-6)), ReplaySampler(seen), twin.append)
+    assert np.array_equal(replay.gaussian("a", [7.0, 8.0], 1.0, 1.0), a)
+    assert replay.exponential("s", [9.0, 9.0, 9.0], 1.0, 1.0) == pick
+    assert twin[0].true.tolist() == [7.0, 8.0] and twin[1].true.tolist() == [9.0, 9.0, 9.0]
+    other = Releaser(Ledger(Budget(100.0, 1e-6)), ReplaySampler(seen))
+    with pytest.raises(Diverged):
+        other.laplace("a", [7.0, 8.0], 1.0, 1.0)  # recorded a Gaussian release
+
+
+# ----- the pair ----------------------------------------------------------------------------------
+def test_worst_case_pair_is_identical_persons_plus_one_differing_everywhere(small_dataset):
+    pair = worst_case_pair(small_dataset)
+    schema = small_dataset.schema
+    d = schema.encode(pair.without.private)
+    assert len(pair.without.private) == WORST_CASE_PERSONS
+    assert all((d[c] == 0).all() for c in schema.domain())
+    prime = pair.with_person.private
+    extra = prime.iloc[WORST_CASE_PERSONS:]
+    assert len(extra) == small_dataset.max_records_per_individual  # the most rows allowed
+    assert extra[schema.id_column].nunique() == 1
+    assert not set(extra[schema.id_column]) & set(pair.without.private[schema.id_column])
+    codes = schema.encode(extra)
+    assert all((codes[c] == n - 1).all() for c, n in schema.domain().items())
+    assert schema.problems(prime) == [] and not pair.private
+    assert pair.with_person.public is small_dataset.public
+
+
+# ----- the cache is private data --------------------------------------------------------------
+def test_the_audit_cache_is_readable_by_its_owner_only(tmp_path):
+    folder = tmp_path / "cache" / "key"
+    private_folder(folder)
+    append_cached(folder, "without", [(0, [1.0, 2.0])])
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "without.jsonl").stat().st_mode) == 0o600
+
+
+def test_a_mu_bound_over_a_gdp_claim_is_a_violation_and_only_then():
+    bound = Bound(0.1, 0.5, 0.12, 0.55, eps_lb=0.4, mu_lb=0.6, confidence=0.95)
+    assert is_violation(bound, 1.0, 0.3, claim_is_gdp=True)
+    assert not is_violation(bound, 1.0, 0.3, claim_is_gdp=False)  # no mu claim to exceed
+    assert not is_violation(bound, 1.0, 0.7, claim_is_gdp=True)
+    assert is_violation(bound, 0.3, math.nan, claim_is_gdp=False)
+
+
+# ----- end to end: honest passes, planted bugs are caught ----------------------------------------
+def audit(cwd: Path, csv_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
+    data = (f"dataset.path={csv_dir / 'private.csv'}", f"dataset.schema={csv_dir / 'parameters.json'}",
+            f"dataset.public_path={csv_dir / 'public.csv'}")
+    return subprocess.run([sys.executable, "-m", "harness.cli.audit", "dataset=csv", *data,
+                           "audit.view=releases", "audit.neighbours=worst_case",
+                           "audit.keep_cache=false", *DOUBLES, *overrides], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=900, check=False)
+
+
+def verdict(proc: subprocess.CompletedProcess) -> str:
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    assert last.startswith("audit: "), proc.stdout + proc.stderr
+    return last.rsplit("verdict=", 1)[1]
+
+
+@pytest.mark.slow
+def test_self_test_leaky_is_caught_and_independent_passes(csv_dir, tmp_path):
+    """The suite's audit self-test: 1,000 runs per world in the release view with worst-case
+    neighbours; the 4x-leaky copy of independent (Gaussian) is a VIOLATION, independent ok,
+    and the cache is gone afterwards (audit.keep_cache=false)."""
+    gauss = ("privacy.epsilon=1", "privacy.delta=1e-6", "audit.runs=1000")
+    leaky = audit(tmp_path, csv_dir, "mechanism=test_leaky", *gauss)
+    assert leaky.returncode == 3 and verdict(leaky) == "VIOLATION"
+    honest = audit(tmp_path, csv_dir, "mechanism=independent", *gauss)
+    assert honest.returncode == 0 and verdict(honest) == "ok"
+    assert "of the claim" in honest.stdout  # the mu-GDP estimate against the claim
+    assert not any((tmp_path / "audits" / "cache").glob("*/*.jsonl"))
+
+
+GAUSSIAN = ("mechanism.base=independent", "privacy.delta=1e-6")
+LAPLACE = ("mechanism.base=independent", "privacy=pure")
+#: one selection: d composed selections reach their sum only in a rare corner
+EXPONENTIAL = ("mechanism.base=test_noisy_modes", "mechanism.base_params={columns:[color]}",
+               "privacy=pure")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, factor, setting", [
+    ("gaussian", 4, (*GAUSSIAN, "privacy.epsilon=1")),
+    ("laplace", 4, (*LAPLACE, "privacy.epsilon=1")),
+    ("exponential", 4, (*EXPONENTIAL, "privacy.epsilon=1")),
+    # half the true sensitivity: at epsilon 1 a Gaussian claim of mu 0.2 leaking 0.4 is
+    # beyond what 1,000 evaluation runs can bound (mu_lb about 0.16); at epsilon 4 it is not
+    ("gaussian", 2, (*GAUSSIAN, "privacy.epsilon=4")),
+    ("laplace", 2, (*LAPLACE, "privacy.epsilon=1")),
+    ("exponential", 2, (*EXPONENTIAL, "privacy.epsilon=1")),
+])
+def test_planted_bugs_are_caught_in_every_noise_family(family, factor, setting, csv_dir,
+                                                       tmp_path):
+    """Noise for 4x the charged epsilon (factor 4) and a sensitivity half the true one
+    (factor 2), in Gaussian marginals, Laplace counts and exponential selections: VIOLATION
+    with 2,000 runs per world."""
+    proc = audit(tmp_path, csv_dir, "mechanism=test_leaky", f"mechanism.family={family}",
+                 f"mechanism.factor={factor}", *setting, "audit.runs=2000")
+    assert verdict(proc) == "VIOLATION", proc.stdout[-1500:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", [
+    ("mechanism=test_noisy_modes", "mechanism.columns=[color]", "privacy=pure",
+     "privacy.epsilon=1"),
+    ("mechanism=independent", "privacy.delta=1e-6", "privacy.epsilon=4"),
+])
+def test_the_honest_twins_of_the_planted_bugs_pass(setting, csv_dir, tmp_path):
+    """The settings that catch the factor-2 bugs do not accuse an honest mechanism."""
+    assert verdict(audit(tmp_path, csv_dir, *setting, "audit.runs=2000")) == "ok"
