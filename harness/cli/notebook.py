@@ -46,6 +46,7 @@ from __future__ import annotations
 import fcntl
 import io
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -53,6 +54,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -373,12 +375,17 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
     with redirect_stdout(sys.stdout if progress else io.StringIO()):
         announce(sweep_plan)
         sweep_plan["parents"] = start_parent_runs(sweep_plan, Path(sweep), command)
+        # Each job in a freshly spawned interpreter, as the command line's launcher does:
+        # the run's isolated child is a fork, and forking a process that already runs threads
+        # (a notebook kernel or a test process that has used JAX) can deadlock the child.
+        worker = ProcessPoolExecutor(max_workers=1,
+                                     mp_context=multiprocessing.get_context("spawn"))
         try:
             started = time.time()
             for k, job in enumerate(to_run, start=1):
                 cfg = {**configs[job.index], "sweep": sweep,
                        "parent_runs": sweep_plan["parents"]}
-                records.append(execute_job(cfg))
+                records.append(worker.submit(execute_job, cfg).result())
                 left = (time.time() - started) / k * (len(to_run) - k)
                 report_job(records[-1], (f"[{k}/{len(to_run)}]",
                                          f"ETA {duration(left)}" if k < len(to_run) else ""))
@@ -398,6 +405,8 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
             end_parent_runs(sweep_plan, "KILLED" if stopped else "FAILED",
                             summary=f"stopped: {type(exc).__name__}")
             raise
+        finally:
+            worker.shutdown(cancel_futures=True)
         print(f"\nboard: {len(board)} rows of experiment {experiment!r}; read_board("
               f"{experiment!r}) reads every run of it")
     return board
