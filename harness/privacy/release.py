@@ -167,39 +167,39 @@ class OpenDPSampler:
         return dp.vector_domain(dp.atom_domain(T=int) if integer  # type: ignore[attr-defined]
                                 else dp.atom_domain(T=float, nan=False))  # type: ignore[attr-defined]
 
-    def _gaussian_measurement(self, values: np.ndarray, sensitivity: float, sigma: float):
+    def _measurement(self, kind: str, values: np.ndarray, sensitivity: float, scale: float):
+        """OpenDP's Gaussian (zCDP) or Laplace (pure DP) measurement for ``values``: on the
+        integers when values and sensitivity are integers (exact discrete noise), on floats
+        otherwise; with the ``d_in`` its privacy map takes."""
         dp = self._dp
         integer = _integral(values) and _integral(sensitivity)
-        metric = dp.l2_distance(T=int if integer else float)  # type: ignore[attr-defined]
-        meas = dp.m.make_gaussian(self._vector(integer), metric, scale=float(sigma))  # type: ignore[attr-defined]
-        return meas, integer
+        kind_t = int if integer else float
+        gaussian = kind == "gaussian"
+        metric = (dp.l2_distance if gaussian else dp.l1_distance)(T=kind_t)  # type: ignore[attr-defined]
+        make = dp.m.make_gaussian if gaussian else dp.m.make_laplace  # type: ignore[attr-defined]
+        return make(self._vector(integer), metric, scale=float(scale)), kind_t(sensitivity)
+
+    def _draw(self, kind: str, values: np.ndarray, sensitivity: float,
+              scale: float) -> np.ndarray:
+        meas, _d_in = self._measurement(kind, values, sensitivity, scale)
+        flat = values.ravel()
+        integer = _integral(values) and _integral(sensitivity)
+        out = meas([int(v) for v in flat] if integer else flat.tolist())
+        return np.asarray(out, dtype=float).reshape(values.shape)
 
     def gaussian_cost(self, values: np.ndarray, sensitivity: float, sigma: float) -> float:
-        meas, integer = self._gaussian_measurement(values, sensitivity, sigma)
-        rho = float(meas.map(int(sensitivity) if integer else float(sensitivity)))
-        return max(sensitivity, sigma * math.sqrt(2.0 * rho))
+        meas, d_in = self._measurement("gaussian", values, sensitivity, sigma)
+        return max(sensitivity, sigma * math.sqrt(2.0 * float(meas.map(d_in))))
 
     def gaussian(self, values: np.ndarray, sensitivity: float, sigma: float) -> np.ndarray:
-        meas, integer = self._gaussian_measurement(values, sensitivity, sigma)
-        out = meas([int(v) for v in values.ravel()] if integer else values.ravel().tolist())
-        return np.asarray(out, dtype=float).reshape(values.shape)
-
-    def _laplace_measurement(self, values: np.ndarray, sensitivity: float, scale: float):
-        dp = self._dp
-        integer = _integral(values) and _integral(sensitivity)
-        metric = dp.l1_distance(T=int if integer else float)  # type: ignore[attr-defined]
-        meas = dp.m.make_laplace(self._vector(integer), metric, scale=float(scale))  # type: ignore[attr-defined]
-        return meas, integer
+        return self._draw("gaussian", values, sensitivity, sigma)
 
     def laplace_cost(self, values: np.ndarray, sensitivity: float, scale: float) -> float:
-        meas, integer = self._laplace_measurement(values, sensitivity, scale)
-        eps = float(meas.map(int(sensitivity) if integer else float(sensitivity)))
-        return max(sensitivity, eps * scale)
+        meas, d_in = self._measurement("laplace", values, sensitivity, scale)
+        return max(sensitivity, float(meas.map(d_in)) * scale)
 
     def laplace(self, values: np.ndarray, sensitivity: float, scale: float) -> np.ndarray:
-        meas, integer = self._laplace_measurement(values, sensitivity, scale)
-        out = meas([int(v) for v in values.ravel()] if integer else values.ravel().tolist())
-        return np.asarray(out, dtype=float).reshape(values.shape)
+        return self._draw("laplace", values, sensitivity, scale)
 
     def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int:
         dp = self._dp
