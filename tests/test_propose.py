@@ -241,7 +241,20 @@ def test_conform_maps_unseen_values_to_missing_and_clips():
     out, notes = conform(df, schema)
     assert out["c"].isna().tolist() == [False, True, True]
     assert out["x"].tolist() == [0.0, 3.0, 10.0]
-    assert "z" not in " ".join(notes)
+    text = " ".join(notes)
+    assert "z" not in text
+    assert notes == ("c: values outside the proposed schema set missing",
+                     "x: values outside the proposed schema clipped or set missing")
+    assert not any(ch.isdigit() for ch in text), "a count of private rows in a note"
+
+
+def test_conform_names_the_columns_of_dropped_rows_without_a_count():
+    schema = Schema((Column("c", "categorical", "str", values=("a", "b")),
+                     Column("x", "numeric", "float", min=0, max=10, allow_missing=True)))
+    df = pd.DataFrame({"c": ["a", "z", None, "b"], "x": [1.0, None, 2.0, 3.0]})
+    out, notes = conform(df, schema)
+    assert out["c"].tolist() == ["a", "b"] and len(out) == 2
+    assert notes[-1] == "rows dropped: missing where the schema allows none (columns c)"
 
 
 # ----- guards ---------------------------------------------------------------------------------

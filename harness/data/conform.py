@@ -11,7 +11,10 @@ so the private table may hold values it left out. Its ``parameters.json`` carrie
   integer columns);
 - a missing value in a column without ``allow_missing``: the row is dropped.
 
-Notes give counts per column, never a value or a row.
+Notes name the columns that were changed and what was done to them, never a value, a row or
+a count: a count of private rows is a statistic of the private data, and the notes are printed
+and written into the sweep's plan. What a column holds outside the proposal is one bit per
+column, as the other pre-sweep warnings (:mod:`harness.data.guards`).
 """
 
 from __future__ import annotations
@@ -75,12 +78,13 @@ def conform(df: pd.DataFrame, schema: Schema) -> tuple[pd.DataFrame, tuple[str, 
         fitted, changed = conform_column(col, out[col.name])
         out[col.name] = fitted
         if changed:
-            notes.append(f"{col.name}: {changed} value(s) outside the proposed schema "
+            notes.append(f"{col.name}: values outside the proposed schema "
                          + ("set missing" if col.kind != "numeric" else "clipped or set missing"))
     required = [c.name for c in schema.columns if not c.allow_missing and c.name in out]
     gone = out[required].isna().any(axis=1)
     if gone.any():
-        notes.append(f"{int(gone.sum())} row(s) dropped: missing where the schema allows none")
+        notes.append("rows dropped: missing where the schema allows none (columns "
+                     + ", ".join(c for c in required if out[c].isna().any()) + ")")
         out = out[~gone].reset_index(drop=True)
     return out, tuple(notes)
 
