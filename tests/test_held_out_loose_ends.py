@@ -150,10 +150,11 @@ def test_taxi_data_and_a_chosen_delta_keep_their_delta(small_dataset):
     from harness.run.preflight import with_default_delta
 
     cfg = job_cfg({"name": "taxi_sim"})
-    taxi = type(small_dataset)("taxi_sim", small_dataset.schema, small_dataset.private,
-                               small_dataset.public, unit="user", id_column="pid",
-                               max_records_per_individual=5)
-    assert with_default_delta(cfg, taxi, False) == (cfg, "")
+    for name in ("taxi_sim", "taxi_sim_2020", "chicago_sample"):  # every scoring year
+        taxi = type(small_dataset)(name, small_dataset.schema, small_dataset.private,
+                                   small_dataset.public, unit="user", id_column="pid",
+                                   max_records_per_individual=5)
+        assert with_default_delta(cfg, taxi, False) == (cfg, ""), name
     assert with_default_delta(cfg, small_dataset, True) == (cfg, "")
     other = job_cfg({"name": "x"}, delta=1e-9)
     assert with_default_delta(other, small_dataset, False) == (other, "")

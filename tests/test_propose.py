@@ -276,6 +276,13 @@ def test_guards_each_warn_once_with_the_fix():
     assert len(huge) == 1 and "'c'" in huge[0] and "coarsen" in huge[0]
 
 
+def test_the_challenges_fixed_bins_get_no_one_bin_warning():
+    skewed = small(500, np.random.default_rng(0).exponential(5, 500))
+    for name in ("taxi_sim", "taxi_sim_2020", "chicago_sample"):
+        taxi = Dataset(name, skewed.schema, skewed.private)
+        assert dataset_warnings(taxi) == [], name
+
+
 # ----- a refused sweep leaves nothing behind -------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["unknown column", "invalid schema", "unparsable datetime"])

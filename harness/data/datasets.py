@@ -155,6 +155,17 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
 
 
+#: Datasets of the taxi challenge (every scoring year of ``taxi_sim``, the real sample): their
+#: schema and delta are the competition's, not the user's to choose.
+CHALLENGE_DATASETS = ("taxi_sim", "chicago_sample")
+
+
+def is_challenge_dataset(name: str) -> bool:
+    """Whether ``name`` is a taxi challenge dataset (``taxi_sim``, ``taxi_sim_<year>``,
+    ``chicago_sample``)."""
+    return name in CHALLENGE_DATASETS or name.startswith("taxi_sim_")
+
+
 def load_shared_dataset(name: str, data_dir: str | None = None, public_fraction: float = 0.0,
                         split_seed: int = 0, max_rows: int | None = None) -> Dataset:
     """A benchmark dataset from the shared data folder (``NAME.zip`` + ``NAME-domain.json``)."""

@@ -31,7 +31,7 @@ from typing import Any, Callable, Literal
 from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric
 
-from harness.data.datasets import Dataset, load_dataset
+from harness.data.datasets import Dataset, is_challenge_dataset, load_dataset
 from harness.data.guards import dataset_warnings
 from harness.errors import ConfigError, DPArenaError, NotApplicable
 from harness.redact import scrubbed_reason
@@ -76,8 +76,6 @@ def check_delta(rc: RunConfig, data: Dataset) -> None:
 
 #: The taxi challenge's delta (1/200^2), the preset of conf/privacy/*.yaml.
 CHALLENGE_DELTA = 2.5e-5
-#: Datasets for which the challenge's preset is the delta (the taxi competitions).
-CHALLENGE_DATASETS = ("taxi_sim", "chicago_sample")
 #: Persons assumed when no public figure bounds them (a billion: delta 1e-10 at most).
 PERSONS_WITHOUT_A_BOUND = 10**9
 
@@ -113,7 +111,7 @@ def with_default_delta(cfg: dict[str, Any], data: Dataset, delta_given: bool
     delta, the data is not a taxi competition's and the preset delta is in force; else
     ``cfg`` unchanged and ""."""
     privacy = cfg.get("privacy") or {}
-    if delta_given or data.name in CHALLENGE_DATASETS or \
+    if delta_given or is_challenge_dataset(data.name) or \
             not math.isclose(float(privacy.get("delta") or 0), CHALLENGE_DELTA):
         return cfg, ""
     delta, note = default_delta(data)
