@@ -20,15 +20,23 @@ Messages count unparseable values; they never show one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from harness.errors import DPArenaError
+from harness.errors import DPArenaError, SchemaError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.data.schema import Column
+
+class DatetimeColumn(Protocol):
+    """What this module reads of a schema column (:class:`harness.data.schema.Column` has it;
+    the schema imports this module, never the other way round)."""
+
+    name: str
+    resolution: str | None
+    format: str | None
+    min: object
+    max: object
 
 #: numpy datetime unit of each absolute resolution
 ABSOLUTE = {"year": "Y", "month": "M", "day": "D", "hour": "h", "minute": "m"}
@@ -42,7 +50,7 @@ DEFAULT_FORMAT = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d", "hour": "%Y
 DEFAULT_ANCHOR = pd.Timestamp("2001-01-01")  # a Monday
 
 
-def check_datetime_column(col: "Column") -> None:
+def check_datetime_column(col: DatetimeColumn) -> None:
     """Refuse a datetime schema entry that cannot define codes (public facts only)."""
     if col.resolution not in RESOLUTIONS:
         raise DPArenaError(f"datetime column {col.name!r} has resolution {col.resolution!r}",
@@ -70,15 +78,15 @@ def parse(values: pd.Series, fmt: str | None) -> pd.Series:
     return pd.to_datetime(text, format="ISO8601", errors="coerce")
 
 
-def bound_of(col: "Column", which: str) -> pd.Timestamp:
+def bound_of(col: DatetimeColumn, which: str) -> pd.Timestamp:
     return parse(pd.Series([str(getattr(col, which))]), col.format).iloc[0]
 
 
-def anchor(col: "Column") -> pd.Timestamp:
+def anchor(col: DatetimeColumn) -> pd.Timestamp:
     return bound_of(col, "min") if col.min is not None else DEFAULT_ANCHOR
 
 
-def datetime_size(col: "Column") -> int:
+def datetime_size(col: DatetimeColumn) -> int:
     """Number of codes (without the missing code)."""
     if col.resolution in PARTS:
         return PARTS[col.resolution]  # type: ignore[index]
@@ -86,7 +94,7 @@ def datetime_size(col: "Column") -> int:
     return int(hi - lo) + 1
 
 
-def absolute_units(col: "Column", stamps: pd.Series) -> np.ndarray:
+def absolute_units(col: DatetimeColumn, stamps: pd.Series) -> np.ndarray:
     """Whole units since the epoch at the column's absolute resolution."""
     unit = ABSOLUTE[col.resolution]  # type: ignore[index]
     return stamps.to_numpy(dtype="datetime64[ns]").astype(f"datetime64[{unit}]").astype(np.int64)
@@ -104,12 +112,11 @@ def part_codes(resolution: str, stamps: pd.Series) -> np.ndarray:
     return dt.dayofweek.to_numpy(dtype=np.int64) * 24 + dt.hour.to_numpy(dtype=np.int64)
 
 
-def datetime_codes(col: "Column", values: pd.Series) -> np.ndarray:
+def datetime_codes(col: DatetimeColumn, values: pd.Series) -> np.ndarray:
     """Codes of present values; raises (with a count, never a value) if some do not parse or
     fall outside ``[min, max]``."""
     problems = datetime_problems(col, values)
     if problems:
-        from harness.errors import SchemaError
         raise SchemaError(problems)
     stamps = parse(values, col.format)
     if col.resolution in PARTS:
@@ -118,7 +125,7 @@ def datetime_codes(col: "Column", values: pd.Series) -> np.ndarray:
     return (absolute_units(col, stamps) - origin).astype(np.int64)
 
 
-def datetime_values(col: "Column", codes: np.ndarray) -> np.ndarray:
+def datetime_values(col: DatetimeColumn, codes: np.ndarray) -> np.ndarray:
     """Strings (in the column's format) of codes: the unit's start, or a representative."""
     codes = np.asarray(codes, dtype=np.int64)
     fmt = col.format or DEFAULT_FORMAT[col.resolution]  # type: ignore[index]
@@ -150,7 +157,7 @@ def representatives(resolution: str, start: pd.Timestamp, codes: np.ndarray) -> 
     return (day + offsets).to_numpy(dtype="datetime64[ns]")
 
 
-def datetime_problems(col: "Column", values: pd.Series) -> list[str]:
+def datetime_problems(col: DatetimeColumn, values: pd.Series) -> list[str]:
     """Problems of present (non-missing) values: unparseable, or outside ``[min, max]`` at an
     absolute resolution. Counts only."""
     stamps = parse(values, col.format)

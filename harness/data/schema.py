@@ -29,6 +29,13 @@ from typing import Any, Iterable, Literal
 import numpy as np
 import pandas as pd
 
+from harness.data.datetimes import (
+    check_datetime_column,
+    datetime_codes,
+    datetime_problems,
+    datetime_size,
+    datetime_values,
+)
 from harness.errors import DPArenaError, SchemaError
 
 Kind = Literal["categorical", "numeric", "id", "datetime"]
@@ -64,7 +71,6 @@ class Column:
                                "(and an id column cannot be missing)",
                                "set allow_missing to true or false")
         if self.kind == "datetime":
-            from harness.data.datetimes import check_datetime_column
             check_datetime_column(self)
         if self.kind == "categorical" and not self.values:
             raise DPArenaError(f"categorical column {self.name!r} has no 'values'",
@@ -95,7 +101,6 @@ class Column:
         if self.kind == "numeric":
             return len(self.cut_points) + 1
         if self.kind == "datetime":
-            from harness.data.datetimes import datetime_size
             return datetime_size(self)
         raise DPArenaError(f"id column {self.name!r} has no discrete domain")
 
@@ -336,7 +341,6 @@ def encode_column(col: Column, values: pd.Series) -> np.ndarray:
         codes[present] = encode_column(replace(col, allow_missing=False), values[present])
         return codes
     if col.kind == "datetime":
-        from harness.data.datetimes import datetime_codes
         return datetime_codes(col, values)
     arr = values.to_numpy()
     if col.kind == "categorical":
@@ -358,7 +362,6 @@ def decode_column(col: Column, codes: np.ndarray, rng: np.random.Generator,
     if col.allow_missing:
         return with_missing(col, codes, rng, reference)
     if col.kind == "datetime":
-        from harness.data.datetimes import datetime_values
         return datetime_values(col, codes)
     if col.kind == "categorical":
         return np.asarray(col.values, dtype=object if col.dtype == "str" else None)[codes]
@@ -411,7 +414,6 @@ def _column_problems(col: Column, s: pd.Series) -> list[str]:
     if not len(vals):
         return out
     if col.kind == "datetime":
-        from harness.data.datetimes import datetime_problems
         return out + datetime_problems(col, vals)
     numeric_col = col.kind in ("numeric", "id") or all(
         isinstance(v, (int, np.integer)) for v in (col.values or ())
