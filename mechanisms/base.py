@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,22 @@ class Mechanism(ABC):
         many rows an external contestant emitted outside the schema and were dropped); called
         after ``fit_sample`` in the same process. Default: none."""
         return {}
+
+    def output_files(self) -> dict[str, Any]:
+        """Public records about the last ``fit_sample`` to log with the run, as artifact path
+        -> JSON-able object (e.g. what a wrapper chose and why). Default: none."""
+        return {}
+
+    def source_modules(self) -> tuple[str, ...]:
+        """The modules whose source this mechanism runs (part of the run's code
+        fingerprint, with what they import); a wrapper adds the wrapped mechanism's."""
+        return (type(self).__module__,)
+
+    def settings_label(self, configured: str) -> str:
+        """How the board names this mechanism's settings: ``configured``, the settings that
+        differ from the shipped option (:func:`mechanisms.hyperparameter_label`); a wrapper
+        may name its own (a search names its grid)."""
+        return configured
 
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What this mechanism will trim or cap on ``data`` because of its settings (e.g.

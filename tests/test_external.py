@@ -238,7 +238,7 @@ def test_a_missing_contestant_environment_names_the_install_command(tmp_path, mo
 
 
 def test_a_sweep_naming_a_missing_environment_fails_before_launch(tmp_path, monkeypatch):
-    from harness.run.preflight import plan_sweep
+    from harness.sweep.plan import plan_sweep
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path / "empty"))
     cfg = {"dataset": {"name": "taxi_sim", "n_private": 2000, "n_public": 2000},

@@ -59,7 +59,7 @@ def test_the_board_shows_the_metric_setting_not_its_hash():
 
 
 def test_planning_says_what_it_is_doing_when_it_takes_long():
-    from harness.cli.sweep import planning_reporter
+    from harness.sweep.plan import planning_reporter
 
     stream = io.StringIO()
     say = planning_reporter(every_s=0.0, stream=stream)
@@ -71,7 +71,7 @@ def test_planning_says_what_it_is_doing_when_it_takes_long():
 
 
 def test_plan_sweep_reports_each_job():
-    from harness.run.preflight import plan_sweep
+    from harness.sweep.plan import plan_sweep
 
     seen = []
     plan_sweep([{"mechanism": {"name": "nope"}}] * 3, on_job=lambda k, n: seen.append((k, n)))
@@ -111,7 +111,7 @@ def job_cfg(dataset, delta=2.5e-5):
 
 
 def test_a_table_over_40000_rows_gets_the_documented_delta_not_a_refusal(tmp_path):
-    from harness.run.preflight import plan_sweep
+    from harness.sweep.plan import plan_sweep
 
     dataset = record_table(tmp_path, 45_000, max_records=50_000)
     plan = plan_sweep([job_cfg(dataset)] * 2, delta_given=[False, False])
@@ -126,7 +126,7 @@ def test_a_table_over_40000_rows_gets_the_documented_delta_not_a_refusal(tmp_pat
 
 
 def test_without_a_public_figure_the_bound_is_a_billion_persons(tmp_path):
-    from harness.run.preflight import plan_sweep
+    from harness.sweep.plan import plan_sweep
 
     plan = plan_sweep([job_cfg(record_table(tmp_path, 45_000))], delta_given=[False])
     assert plan.jobs[0].verdict == "run" and plan.jobs[0].delta == 1e-10
@@ -163,7 +163,7 @@ def test_taxi_data_and_a_chosen_delta_keep_their_delta(small_dataset):
 
 
 def test_which_overrides_choose_the_delta():
-    from harness.cli.sweep import sets_delta
+    from harness.sweep.plan import sets_delta
 
     assert sets_delta(["privacy.delta=1e-9"]) and sets_delta(["privacy=zcdp"])
     assert sets_delta(["competition=sprint3"])

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import launch_checks
+from harness.sweep import launch_checks
 from harness.cli.compose import composition_problem
 from harness.errors import ConfigError
-from harness.run.preflight import plan_sweep
+from harness.sweep.plan import plan_sweep
+from harness.sweep.records import JobPlan, SweepPlan
 from mechanisms import make_mechanism
 from metrics import make_metric
 from tests.sweep_support import CSV, dp_arena, runs_of
@@ -150,11 +151,11 @@ def test_a_tracking_server_that_answers_passes_and_local_stores_are_not_probed()
 
 
 def test_nothing_runs_when_every_job_is_na_or_a_duplicate():
-    jobs = [{"verdict": "n/a"}, {"verdict": "n/a"}]
+    jobs = (JobPlan(0, "n/a"), JobPlan(1, "n/a"))
     assert "every one of the sweep's 2 jobs is n/a (2)" in launch_checks.nothing_runs(
-        {"total": 0, "jobs": jobs})
-    assert launch_checks.nothing_runs({"total": 1, "jobs": jobs}) is None
-    assert launch_checks.nothing_runs({"total": None, "jobs": jobs}) is None  # a search
+        SweepPlan(total=0, jobs=jobs))
+    assert launch_checks.nothing_runs(SweepPlan(total=1, jobs=jobs)) is None
+    assert launch_checks.nothing_runs(SweepPlan(total=None, jobs=jobs)) is None  # a search
 
 
 # ----- end to end: nothing started ------------------------------------------------------------

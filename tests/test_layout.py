@@ -1,6 +1,6 @@
 """The code's layout: a room imports only rooms on its own floor or below (README, "How the code
-is laid out"), read from every import statement of every module, including ones inside
-functions."""
+is laid out"), and no module imports itself round a circle, read from every import statement
+of every module, including ones inside functions and type-checking blocks."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ FLOORS: dict[str, int] = {
     "mechanisms": 2, "metrics": 2,
     "harness.report": 3,
     "harness.run": 4,
-    "harness.audit": 5,
+    "harness.audit": 5, "harness.sweep": 5,
     "harness.cli": 6,
 }
 PACKAGES = ("harness", "mechanisms", "metrics")
@@ -68,16 +68,102 @@ def test_rooms_never_import_a_higher_floor():
     assert not violations, "\n".join(violations)
 
 
+def probe_tree(root: Path, modules: dict[str, str]) -> list[Path]:
+    """Modules (dotted name -> source) written as files under ``root``, never the product."""
+    paths = []
+    for name, source in modules.items():
+        path = root.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        paths.append(path)
+    return paths
+
+
 def test_the_check_sees_a_violation(tmp_path, monkeypatch):
     """The rule can fail: a data module importing the runner is caught."""
-    fake = ROOT / "harness" / "data" / "_layout_probe.py"
-    monkeypatch.setattr("tests.test_layout.product_modules", lambda: [fake])
-    fake.write_text("from harness.run.runner import run_one\n")
-    try:
-        with pytest.raises(AssertionError, match="harness.data._layout_probe imports"):
-            test_rooms_never_import_a_higher_floor()
-    finally:
-        fake.unlink()
+    fake = probe_tree(tmp_path, {"harness.data._layout_probe":
+                                 "from harness.run.runner import run_one\n"})
+    monkeypatch.setattr("tests.test_layout.ROOT", tmp_path)
+    monkeypatch.setattr("tests.test_layout.product_modules", lambda: fake)
+    with pytest.raises(AssertionError, match="harness.data._layout_probe imports"):
+        test_rooms_never_import_a_higher_floor()
+
+
+def module_graph(paths: list[Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ``paths`` it imports (``from pkg import mod`` is ``pkg.mod``)."""
+    names = {module_name(p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in names else base
+                             for a in node.names)
+        graph[name] = {m for m in map(lambda t: known_prefix(t, names), found)
+                       if m and m != name}
+    return graph
+
+
+def known_prefix(target: str, names: dict[str, Path]) -> str | None:
+    parts = target.split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts), 0, -1)
+                 if ".".join(parts[:n]) in names), None)
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every set of modules that import each other round a circle (Tarjan's strongly
+    connected components with more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_imports_itself_round_a_circle():
+    """A lazy import inside a function hides a circle from Python, not from this check."""
+    found = circles(module_graph(product_modules()))
+    assert not found, "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_circle_check_sees_a_circle_inside_a_room(tmp_path, monkeypatch):
+    fake = probe_tree(tmp_path, {
+        "harness.run._probe_a": "def f():\n    from harness.run._probe_b import g\n",
+        "harness.run._probe_b": "from harness.run import _probe_a\n"})
+    monkeypatch.setattr("tests.test_layout.ROOT", tmp_path)
+    monkeypatch.setattr("tests.test_layout.product_modules", lambda: fake)
+    with pytest.raises(AssertionError, match="harness.run._probe_a <-> harness.run._probe_b"):
+        test_no_module_imports_itself_round_a_circle()
 
 
 def test_every_package_says_what_lives_there():

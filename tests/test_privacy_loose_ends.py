@@ -149,10 +149,13 @@ def test_run_params_hold_no_credentials():
 
 
 def test_the_parent_runs_command_holds_no_credentials(tmp_path, tracking_uri):
-    from harness.cli.sweep import start_parent_runs
+    from harness.sweep.parents import start_parent_runs
     from harness.report.tracking import client_for
 
-    plan = {"experiments": ["dp-arena/t"], "tracking_uri": tracking_uri, "total": 1}
+    from harness.sweep.records import JobPlan, SweepPlan
+
+    plan = SweepPlan((JobPlan(0, "run", experiment="dp-arena/t"),), tracking_uri=tracking_uri,
+                     total=1)
     parents = start_parent_runs(plan, tmp_path, ["tracking.uri=https://u:pw@h/", "trial=0"])
     run = client_for(tracking_uri).get_run(parents["dp-arena/t"])
     assert run.data.params["command"] == "tracking.uri=https://h/ trial=0"
@@ -175,7 +178,7 @@ def test_prepared_private_files_are_owner_only(tmp_path):
 
 # ----- memory limit ---------------------------------------------------------------------------
 def test_a_file_larger_than_the_memory_limit_is_refused_unread(tmp_path, monkeypatch):
-    from harness.run import preflight
+    from harness.sweep import plan as preflight
 
     data = tmp_path / "big.csv"
     data.write_text("a\n" + "1\n" * 600_000)  # 1.2 MB

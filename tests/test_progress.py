@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from harness.cli.progress import (
+from harness.sweep.progress import (
     RELATIVE_COST,
     ProgressMonitor,
     RunState,
@@ -22,6 +22,7 @@ from harness.cli.progress import (
     progress_line,
     sweep_state,
 )
+from harness.sweep.records import SweepPlan, from_json
 
 #: The default sweep's mechanisms in Hydra's order (mechanism-major: fast ones come first).
 DEFAULT = ["independent", "archetype", "prefix_tree", "mst", "aim", "adaptive_grid",
@@ -109,10 +110,11 @@ def write(path, record):
         json.dumps(record))
 
 
-def plan_of(n: int) -> dict:
+def plan_of(n: int) -> SweepPlan:
     jobs = [{"index": i, "verdict": "run", "mechanism": "independent", "label": f"job{i}"}
             for i in range(n)]
-    return {"total": n, "jobs": jobs + [{"index": n, "verdict": "n/a", "mechanism": "aim"}]}
+    return from_json(SweepPlan, {"total": n, "jobs": jobs + [{"index": n, "verdict": "n/a",
+                                                              "mechanism": "aim"}]})
 
 
 def test_state_is_read_from_the_sweep_folder(tmp_path):

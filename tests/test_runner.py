@@ -284,7 +284,7 @@ def test_public_view_never_holds_the_private_part(small_dataset):
 
 def test_what_a_mechanism_trims_is_one_note_per_sweep_not_one_per_run(csv_files, tracking_uri):
     """AIM's workload trim (domain sizes only) is planned once for all jobs that share it."""
-    from harness.run.preflight import plan_sweep
+    from harness.sweep.plan import plan_sweep
 
     tmp_path, _ = csv_files
     tiny = {"name": "aim", "max_cells": 12}  # every 3-way marginal of the small schema is larger

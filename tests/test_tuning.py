@@ -11,8 +11,8 @@ import pytest
 from mlflow import MlflowClient
 
 from harness.privacy.accounting import Budget
-from harness.run.tuning import (candidates, parse_space, remaining_budget,
-                            selection_utility, utility_sensitivity)
+from harness.run.dp_select import remaining_budget, selection_utility, utility_sensitivity
+from harness.run.tuning import candidates, parse_space
 from mechanisms.base import clip_contributions
 
 

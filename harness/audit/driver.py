@@ -29,7 +29,6 @@ The verdict is ``VIOLATION`` when the lower bound exceeds the claimed epsilon, e
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import shutil
@@ -50,6 +49,7 @@ from harness.report.tracking import (
     flatten,
     source_fingerprint,
 )
+from harness.run.content import content_hash, mechanism_content
 from harness.run.preflight import check_run
 from harness.run.runner import (
     RunConfig,
@@ -174,13 +174,9 @@ def check_auditable(rc: RunConfig, mechanism) -> None:
 
 def audit_key(rc: RunConfig, fingerprint: str, settings: AuditSettings, code: str) -> str:
     """What the cached runs depend on (not the number of runs or the confidence)."""
-    content = {"mechanism": rc.mechanism, "params": rc.mechanism_params,
-               "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
-               "accountant": rc.accountant, "dataset": rc.dataset, "fingerprint": fingerprint,
-               "canary": settings.canary, "statistic": settings.statistic, "code": code,
-               "view": settings.view, "neighbours": settings.neighbours,
-               "sampler": rc.sampler}
-    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return content_hash({**mechanism_content(rc), "fingerprint": fingerprint, "code": code,
+                         "canary": settings.canary, "statistic": settings.statistic,
+                         "view": settings.view, "neighbours": settings.neighbours})
 
 
 def audit_tags(rc: RunConfig, hyper: str, data_id: str, data, canary: Canary,

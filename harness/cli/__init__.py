@@ -1,8 +1,9 @@
-"""Command-line entry points (the top floor; may import every other room).
+"""Command-line entry points (the top floor; may import every other room). Only entry points
+live here: the sweep's life is :mod:`harness.sweep`.
 
 - :mod:`~harness.cli.main`: ``dp-arena``, the Hydra sweep app (one job = one run);
-- :mod:`~harness.cli.callbacks`: the sweep's opening and closing callback (checks, summary,
-  tuning, board);
+- :mod:`~harness.cli.callbacks`: the Hydra callback that opens and closes a sweep;
+- :mod:`~harness.cli.notebook`: the Python API (a competition on a DataFrame);
 - :mod:`~harness.cli.board`: ``dp-arena-board``;
 - :mod:`~harness.cli.simulate`: ``dp-arena-simulate``;
 - :mod:`~harness.cli.score`: ``dp-arena-score``;
@@ -10,6 +11,5 @@
 - :mod:`~harness.cli.schemas`: the typed config schemas, registered with Hydra's ConfigStore;
 - :mod:`~harness.cli.compose`: the command line's config checked before Hydra starts (one
   message, exit 2);
-- :mod:`~harness.cli.sweep`: a sweep's plan, parent runs, progress and stop handling;
 - :mod:`~harness.cli.exits`: how the argparse commands end on bad input.
 """

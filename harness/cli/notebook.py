@@ -24,12 +24,12 @@ machinery, step by step:
    names the frame, before any run.
 4. **Each job's config** is composed by Hydra from ``conf/`` with the overrides the command line
    would carry (``mechanism=NAME privacy.epsilon=E trial=T dataset=csv dataset.path=...``), and
-   the whole set goes through :func:`harness.run.preflight.plan_sweep`, the sweep's own check:
+   the whole set goes through :func:`harness.sweep.plan.plan_sweep`, the sweep's own check:
    every distinct problem once in one error, n/a and duplicate jobs listed; nothing starts
    while any job is invalid.
 5. **Runs**: one MLflow parent run per experiment (``kind=sweep``, its ``command`` param the
    equivalent ``dp-arena`` overrides), then every job through
-   :func:`harness.cli.main.execute_job` (:func:`harness.run.runner.run_one`: the ledger and
+   :func:`harness.sweep.job.execute_job` (:func:`harness.run.runner.run_one`: the ledger and
    release API, the limits in a child process, the same params, tags, metrics and artifacts),
    one progress line per run (``[k/N] done ... ETA``), the sweep summary.
 6. **The board** of this call's runs (plus the n/a rows) by
@@ -229,51 +229,37 @@ def loaded_check(dataset: dict[str, Any]) -> None:
 
 
 # ----- composing the jobs -------------------------------------------------------------------
-def compose_jobs(jobs: list[list[str]]) -> tuple[list[dict[str, Any]], dict[int, str]]:
-    """Each job's resolved config as the sweep composes it (``mechanism_preset`` added), and
-    the jobs whose overrides do not compose (index -> one message)."""
+def compose_jobs(jobs: list[list[str]]) -> list[Any]:
+    """Each job's config as the sweep composes it (a :class:`~harness.run.config.RunConfig`),
+    or the :class:`~harness.errors.ConfigError` composing it raised (one message)."""
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf, open_dict
 
     import harness.cli.schemas  # noqa: F401 - the typed schemas the config starts from
     from harness.params import config_problem
     from harness.resources import config_dir
-    from harness.run.config import preset_of
+    from harness.sweep.plan import run_config_of
 
-    configs: list[dict[str, Any]] = []
-    broken: dict[int, str] = {}
+    configs: list[Any] = []
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3",
                                job_name="notebook"):
-        for index, overrides in enumerate(jobs):
+        for overrides in jobs:
             try:
-                cfg = compose("config", overrides=overrides, return_hydra_config=True)
+                configs.append(run_config_of(compose("config", overrides=overrides,
+                                                     return_hydra_config=True)))
+            except DPArenaError as exc:
+                configs.append(exc)
             except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
-                broken[index] = str(config_problem(exc))
-                configs.append({})
-                continue
-            option = OmegaConf.select(cfg, "hydra.runtime.choices.mechanism")
-            with open_dict(cfg):
-                cfg.pop("hydra", None)
-            plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore
-            plain["mechanism_preset"] = preset_of(option, (plain.get("mechanism") or {})
-                                                  .get("name"))
-            configs.append(plain)
-    return configs, broken
+                configs.append(config_problem(exc))
+    return configs
 
 
-def planned(configs: list[dict[str, Any]], broken: dict[int, str], labels: list[str]):
-    """The sweep's plan (:func:`plan_sweep`); raises one :class:`DPArenaError` listing every
-    distinct problem (with how many jobs it affects) when any job is invalid, or when no
-    mechanism applies."""
-    from harness.run.preflight import JobPlan, SweepPlan, plan_sweep
+def planned(configs: list[Any], labels: list[str]):
+    """The sweep's plan (:func:`harness.sweep.plan.plan_sweep`); raises one
+    :class:`DPArenaError` listing every distinct problem (with how many jobs it affects) when
+    any job is invalid, or when no mechanism applies."""
+    from harness.sweep.plan import plan_sweep
 
-    ok = [i for i in range(len(configs)) if i not in broken]
-    sub = plan_sweep([configs[i] for i in ok], [labels[i] for i in ok])
-    jobs = {i: JobPlan(i, j.verdict, j.label, j.reason,
-                       ok[j.same_as] if j.same_as is not None else None, j.experiment, j.row)
-            for i, j in zip(ok, sub.jobs)}
-    jobs.update({i: JobPlan(i, "invalid", labels[i], reason) for i, reason in broken.items()})
-    plan = SweepPlan(tuple(jobs[i] for i in range(len(configs))), sub.metrics_na, sub.notes)
+    plan = plan_sweep(configs, labels)
     problems = plan.problems()
     if problems:
         lines = [f"the competition was not started: {len(problems)} problem"
@@ -353,28 +339,30 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
                 metric: str | None, progress: bool) -> pd.DataFrame:
     """Compose, check, run and rank ``jobs`` (steps 4-6 of the module docstring); the last
     ``n_shared`` overrides of every job are the same (not repeated in messages)."""
-    from harness.cli.callbacks import not_applicable_records, print_summary
-    from harness.cli.main import describe, execute_job, report_job
-    from harness.cli.sweep import announce, duration, end_parent_runs, start_parent_runs
+    from dataclasses import replace
+
     from harness.report.leaderboard import with_not_applicable
     from harness.report.render import write_outputs
+    from harness.run.config import RunConfig
+    from harness.sweep.job import execute_job, report_job
+    from harness.sweep.parents import end_parent_runs, start_parent_runs
+    from harness.sweep.plan import announce
+    from harness.sweep.progress import duration
+    from harness.sweep.records import Outcome
+    from harness.sweep.summary import not_applicable_records, print_summary
 
-    configs, broken = compose_jobs(jobs)
-    labels = [describe(c) if c else " ".join(j[:len(j) - n_shared])
+    configs = compose_jobs(jobs)
+    labels = [c.label if isinstance(c, RunConfig) else " ".join(j[:len(j) - n_shared])
               for c, j in zip(configs, jobs)]
-    plan = planned(configs, broken, labels)
+    plan = planned(configs, labels)
     sweep = f"notebook/{time.strftime('%Y-%m-%d/%H-%M-%S')}"
     to_run = plan.of("run")
     experiment, = plan.experiments or [""]  # one dataset, one experiment
-    sweep_plan = {"total": len(to_run), "experiments": plan.experiments,
-                  "tracking_uri": (configs[to_run[0].index].get("tracking") or {}).get("uri"),
-                  "jobs": [{"verdict": j.verdict, "row": j.row, "reason": j.reason}
-                           for j in plan.jobs],
-                  "metrics_na": plan.metrics_na, "notes": plan.notes, "parents": {}}
-    records: list[dict[str, Any]] = []
+    plan = replace(plan, total=len(to_run), tracking_uri=configs[to_run[0].index].tracking_uri)
+    outcomes: list[Outcome] = []
     with redirect_stdout(sys.stdout if progress else io.StringIO()):
-        announce(sweep_plan)
-        sweep_plan["parents"] = start_parent_runs(sweep_plan, Path(sweep), command)
+        announce(plan)
+        plan = replace(plan, parents=start_parent_runs(plan, Path(sweep), command))
         # Each job in a freshly spawned interpreter, as the command line's launcher does:
         # the run's isolated child is a fork, and forking a process that already runs threads
         # (a notebook kernel or a test process that has used JAX) can deadlock the child.
@@ -383,26 +371,24 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
         try:
             started = time.time()
             for k, job in enumerate(to_run, start=1):
-                cfg = {**configs[job.index], "sweep": sweep,
-                       "parent_runs": sweep_plan["parents"]}
-                records.append(worker.submit(execute_job, cfg).result())
+                rc = replace(configs[job.index], sweep=sweep, parent_runs=dict(plan.parents))
+                outcomes.append(worker.submit(execute_job, rc).result())
                 left = (time.time() - started) / k * (len(to_run) - k)
-                report_job(records[-1], (f"[{k}/{len(to_run)}]",
-                                         f"ETA {duration(left)}" if k < len(to_run) else ""))
-            na = [{"status": "N/A", "label": j.label, "message": j.reason, "row": j.row}
-                  for j in plan.of("n/a")]
-            text = print_summary(records + na, Path(sweep))
+                report_job(outcomes[-1], (f"[{k}/{len(to_run)}]",
+                                          f"ETA {duration(left)}" if k < len(to_run) else ""))
+            na = [Outcome("N/A", j.label, message=j.reason, row=j.row) for j in plan.of("n/a")]
+            text = print_summary(outcomes + na, Path(sweep))
             runs, board = experiment_board(
-                experiment, records[0].get("tracking_uri"), metric,
-                run_ids=[r["run_id"] for r in records if r.get("run_id")])
+                experiment, outcomes[0].tracking_uri, metric,
+                run_ids=[o.run_id for o in outcomes if o.run_id])
             board = with_not_applicable(board, not_applicable_records(na))
-            status = "FAILED" if any(r["status"] == "FAILED" for r in records) else "FINISHED"
+            status = "FAILED" if any(o.failed for o in outcomes) else "FINISHED"
             with tempfile.TemporaryDirectory(prefix="dp-arena-board-") as tmp:
                 files = write_outputs(board, runs, tmp, title=f"dp-arena: {experiment}")
-                end_parent_runs(sweep_plan, status, [Path(f) for f in files], text)
+                end_parent_runs(plan, status, [Path(f) for f in files], text)
         except BaseException as exc:
             stopped = isinstance(exc, (KeyboardInterrupt, SystemExit))
-            end_parent_runs(sweep_plan, "KILLED" if stopped else "FAILED",
+            end_parent_runs(plan, "KILLED" if stopped else "FAILED",
                             summary=f"stopped: {type(exc).__name__}")
             raise
         finally:

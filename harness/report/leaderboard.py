@@ -44,6 +44,8 @@ HTML cell is escaped by pandas Styler (``escape="html"``) and the page by jinja2
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -505,29 +507,54 @@ NOT_APPLICABLE_COLUMNS = ("epsilon", "rank", "tied", "mechanism", "hyperparamete
                           "ranked", "reference", "delta", "dataset", "status", "reason")
 
 
-def not_applicable_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
+@dataclass(frozen=True)
+class NotApplicableRow:
+    """A mechanism that does not apply to a dataset, as the board shows it (public facts only:
+    the setting, the budget, the dataset's name and unit, and why)."""
+
+    mechanism: str
+    epsilon: float
+    hyperparameters: str = "-"
+    delta: float | None = None
+    dataset: str = ""
+    accountant: str = ""
+    privacy_unit: str = ""
+    trial: int | None = None
+    reason: str = ""
+
+    @classmethod
+    def of(cls, record: "NotApplicableRow | Mapping[str, Any]") -> "NotApplicableRow":
+        """A row from itself or from a mapping with the same keys (missing ones defaulted)."""
+        if isinstance(record, NotApplicableRow):
+            return record
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in known})
+
+
+def not_applicable_rows(records: Iterable[NotApplicableRow | Mapping[str, Any]]) -> pd.DataFrame:
     """Board rows for mechanisms that do not apply to a dataset (never run, never ranked).
 
-    Each record has ``mechanism``, ``hyperparameters``, ``epsilon``, ``delta``, ``dataset`` and
-    ``reason`` (e.g. ``{"mechanism": "archetype", "hyperparameters": "-", "epsilon": 1.0,
-    "delta": 1e-9, "dataset": "adult", "reason": "needs user-level data"}``). The rows have
-    the columns ``NOT_APPLICABLE_COLUMNS``: ``status`` ``"n/a"``, the ``reason``, ``kind``
-    ``"n/a"``, no scores (NaN), no rank (NA), ``n``/``failed``/``unfinished`` 0, ``delta`` as
-    ``delta_text``. Append them with ``with_not_applicable``."""
-    rows = [{"epsilon": float(r["epsilon"]), "rank": pd.NA, "tied": False,
-             "mechanism": str(r["mechanism"]), "hyperparameters": str(r.get("hyperparameters",
-                                                                          "-")),
+    Each record is a :class:`NotApplicableRow` or a mapping with its keys (``mechanism``,
+    ``hyperparameters``, ``epsilon``, ``delta``, ``dataset`` and ``reason``, e.g.
+    ``{"mechanism": "archetype", "hyperparameters": "-", "epsilon": 1.0, "delta": 1e-9,
+    "dataset": "adult", "reason": "needs user-level data"}``). The rows have the columns
+    ``NOT_APPLICABLE_COLUMNS``: ``status`` ``"n/a"``, the ``reason``, ``kind`` ``"n/a"``, no
+    scores (NaN), no rank (NA), ``n``/``failed``/``unfinished`` 0, ``delta`` as ``delta_text``.
+    Append them with ``with_not_applicable``."""
+    rows = [{"epsilon": float(r.epsilon), "rank": pd.NA, "tied": False,
+             "mechanism": str(r.mechanism), "hyperparameters": str(r.hyperparameters),
              "tuning": "", "kind": "n/a", "marks": "", "mean": math.nan, "ci95": math.nan,
              "std": math.nan, "n": 0, "failed": 0, "unfinished": 0, "ranked": False,
-             "reference": "", "delta": delta_text(r.get("delta")),
-             "dataset": str(r.get("dataset", "")), "status": "n/a", "reason": str(r["reason"])}
-            for r in records]
+             "reference": "", "delta": delta_text(r.delta),
+             "dataset": str(r.dataset), "status": "n/a", "reason": str(r.reason)}
+            for r in map(NotApplicableRow.of, records)]
     out = pd.DataFrame(rows, columns=list(NOT_APPLICABLE_COLUMNS))
     out["rank"] = out["rank"].astype("Int64")
     return out
 
 
-def with_not_applicable(board: pd.DataFrame, records: list[dict[str, Any]]) -> pd.DataFrame:
+def with_not_applicable(board: pd.DataFrame,
+                        records: list[NotApplicableRow | Mapping[str, Any]]) -> pd.DataFrame:
     """``board`` with ``not_applicable_rows(records)`` after the rows of their epsilon (the
     board's ``attrs`` kept)."""
     return append_rows(board, not_applicable_rows(records)) if records else board

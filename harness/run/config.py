@@ -1,88 +1,75 @@
-"""A run's configuration: the resolved Hydra config of one job, checked and pulled apart.
+"""A run's configuration, in one shape: the typed settings Hydra composed, and what a sweep adds.
 
-- :class:`RunConfig`: what a run needs (mechanism and settings, budget, accountant, trial,
-  dataset config, metrics, tracking, limits, tuning, noise mode);
-- :func:`parse_run_config`: the checks that need no data (types and unknown keys by the
-  typed schema :class:`~harness.run.settings.RunSettings`, which Hydra also checks every
-  composed config against; then the ranges), raising one :class:`ConfigError`;
+- :func:`settings_of`: the one conversion of a config to :class:`RunSettings`: Hydra's
+  composed config (typed by the schema) through ``OmegaConf.to_object``, a config dict built
+  in Python through the same schema (:func:`harness.params.structured`); types and unknown keys
+  are refused there, with one :class:`ConfigError`;
+- :class:`RunConfig`: those settings (checked: :func:`check_settings`, the ranges the types
+  cannot say) and what the sweep adds to a job (its folder, its parent runs, the preset the
+  mechanism option names); everything else is read from the settings (its properties);
+- :func:`experiment_for`: the MLflow experiment a run logs to;
 - :func:`build_components`: the mechanism and metric objects (unknown names or settings are
-  refused by their dataclasses), after importing ``plugins``.
+  refused by their dataclasses), after importing ``plugins``; under ``tuning.mode=dp_select``
+  the mechanism is wrapped by the selector (:class:`harness.run.dp_select.DPSelect`);
+- :func:`run_label`: a run's readable name.
 
-The sweep checks every job with these before any job starts (:mod:`harness.run.preflight`);
-the runner checks again in the worker, so a single run is refused the same way.
+The sweep checks every job with these before any job starts (:mod:`harness.sweep.plan`); the
+runner checks again in the worker, so a single run is refused the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
+from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.params import structured
+from harness.params import config_problem, structured
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
 from harness.privacy.noise import NoiseMode, check_noise_mode
 from harness.privacy.release import accountant_for, check_sampler
 from harness.run.settings import Limits, RunSettings, Tuning
-from harness.run.tuning import candidates, parse_space
-from mechanisms import Mechanism, make_mechanism
+from mechanisms import Mechanism, hyperparameter_label, make_mechanism
 from metrics import Metric, make_metric
 
-#: Keys the harness adds to a job's config (not user settings): the sweep's folder, its
-#: parent runs, and the mechanism preset the config option named.
+#: Keys a config dict may carry beside the settings (what a sweep adds to a job).
 RUNTIME_KEYS = ("sweep", "parent_runs", "mechanism_preset")
+#: The groups a config dict must have.
+REQUIRED_GROUPS = ("dataset", "mechanism", "privacy")
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """The validated content of one run's config."""
+def settings_of(cfg: Any) -> RunSettings:
+    """``cfg`` as :class:`RunSettings`: a composed Hydra config typed by the schema
+    (``OmegaConf.to_object``), a mapping checked against the schema, or settings as they
+    are. Raises one :class:`ConfigError` (the setting, the problem, the fix)."""
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
-    mechanism: str
-    mechanism_params: dict[str, Any]
-    budget: Budget
-    accountant: str
-    trial: int
-    seed: int
-    dataset: dict[str, Any]
-    metrics: dict[str, dict[str, Any]]
-    experiment: str  # "" = dp-arena/<dataset name>, known once the dataset is loaded
-    tracking_uri: str | None
-    log_private_synthetic: bool
-    sweep: str = ""
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-    limits: Limits = field(default_factory=Limits)
-    tuning: Tuning = field(default_factory=Tuning)
-    resume: bool = True
-    plugins: tuple[str, ...] = ()
-    competition: str = ""
-    noise: NoiseMode = "secret"
-    #: the noise backend (``numpy`` or ``opendp``, :mod:`harness.privacy.release`)
-    sampler: str = "numpy"
-    log_private_tables: bool = False
-    allow_large_delta: bool = False
-    #: The sweep's parent run per experiment (set by the sweep; runs are its children).
-    parent_runs: dict[str, str] = field(default_factory=dict)
-    #: The config option chosen when it is a preset of the mechanism (``aim_quick`` ->
-    #: ``quick``); labels show it as ``[quick]``.
-    preset: str = ""
-    #: MLflow system metrics (CPU, memory, disk, network) sampled during the run (opt-in).
-    system_metrics: bool = False
-
-
-
-
-def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
-    """Check a resolved config dict against :class:`RunSettings` (types, unknown keys) and the
-    ranges, and pull out what a run needs (raises one ConfigError)."""
-    for key in ("dataset", "mechanism", "privacy"):
-        if not isinstance(cfg.get(key), dict):
+    if isinstance(cfg, RunSettings):
+        return cfg
+    if isinstance(cfg, DictConfig):
+        if isinstance(OmegaConf.get_type(cfg), type) and \
+                issubclass(OmegaConf.get_type(cfg), RunSettings):  # type: ignore[arg-type]
+            try:
+                return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+            except OmegaConfBaseException as exc:
+                raise config_problem(exc) from None
+        cfg = OmegaConf.to_container(cfg, resolve=True)
+    for key in REQUIRED_GROUPS:
+        if not isinstance(cfg.get(key), Mapping):
             raise ConfigError(f"config has no '{key}' group", f"add {key}=... to the command")
-    settings = structured(RunSettings, {k: v for k, v in cfg.items() if k not in RUNTIME_KEYS})
-    mech = dict(settings.mechanism)
-    name = mech.pop("name", None)
-    if not name:
+    return structured(RunSettings, {k: v for k, v in cfg.items() if k not in RUNTIME_KEYS})
+
+
+def check_settings(settings: RunSettings) -> None:
+    """The checks the schema's types cannot make (ranges, names, combinations): one
+    :class:`ConfigError` for the first problem."""
+    if not settings.mechanism.get("name"):
         raise ConfigError("mechanism config has no 'name'", "use mechanism=NAME")
     privacy = settings.privacy
-    budget = Budget(privacy.epsilon, privacy.delta)
+    Budget(privacy.epsilon, privacy.delta)
     check_accountant(privacy.accountant)
     check_noise_mode(privacy.noise)
     check_sampler(privacy.sampler)
@@ -90,31 +77,171 @@ def parse_run_config(cfg: dict[str, Any]) -> RunConfig:
         raise ConfigError("privacy.sampler=opendp draws from the operating system's entropy and "
                           "cannot replay noise (privacy.noise=replayable)",
                           "drop privacy.noise=replayable, or use privacy.sampler=numpy")
-    metrics_cfg = {k: dict(v or {}) for k, v in settings.metrics.items() if v is not False}
-    if not metrics_cfg:
+    if not enabled_metrics(settings):
         raise ConfigError("no metrics configured", "use metrics=default")
     if settings.trial < 0 or settings.seed < 0:
         raise ConfigError(f"trial and seed must be non-negative integers (got {settings.trial!r}"
                           f", {settings.seed!r})", "e.g. trial=0 seed=0")
     settings.limits.check()
-    tuning = replace(settings.tuning, final_trials=tuple(settings.tuning.final_trials))
-    tuning.check()
-    tracking = settings.tracking
-    accountant = accountant_for(privacy.sampler, privacy.accountant)  # type: ignore[arg-type]
-    return RunConfig(name, mech, budget, accountant, settings.trial, settings.seed,
-                     dict(settings.dataset), metrics_cfg, tracking.experiment or "",
-                     tracking.uri, tracking.log_private_synthetic,
-                     str(cfg.get("sweep", "")), cfg,
-                     limits=settings.limits, tuning=tuning, resume=settings.resume,
-                     plugins=tuple(settings.plugins),
-                     competition=settings.competition.name if settings.competition else "",
-                     noise=privacy.noise,  # type: ignore[arg-type]
-                     sampler=privacy.sampler,
-                     log_private_tables=tracking.log_private_tables,
-                     allow_large_delta=privacy.allow_large_delta,
-                     parent_runs=dict(cfg.get("parent_runs") or {}),
-                     preset=str(cfg.get("mechanism_preset") or ""),
-                     system_metrics=tracking.system_metrics)
+    settings.tuning.check()
+
+
+def enabled_metrics(settings: RunSettings) -> dict[str, dict[str, Any]]:
+    """Metric name -> its settings, for every metric not switched off (``metrics.X=false``)."""
+    return {k: dict(v or {}) for k, v in settings.metrics.items() if v is not False}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run's configuration: the checked :class:`RunSettings` and what a sweep adds.
+    Build it with :func:`parse_run_config`; read the settings through the properties."""
+
+    settings: RunSettings
+    #: the sweep's folder ("" outside a sweep)
+    sweep: str = ""
+    #: the sweep's parent run per experiment (runs are its children)
+    parent_runs: Mapping[str, str] = field(default_factory=dict)
+    #: the preset the mechanism option names (``aim_quick`` -> ``quick``); labels show it
+    preset: str = ""
+
+    @property
+    def mechanism(self) -> str:
+        return str(self.settings.mechanism["name"])
+
+    @property
+    def mechanism_params(self) -> dict[str, Any]:
+        return {k: v for k, v in self.settings.mechanism.items() if k != "name"}
+
+    @cached_property
+    def budget(self) -> Budget:
+        return Budget(self.settings.privacy.epsilon, self.settings.privacy.delta)
+
+    @property
+    def accountant(self) -> str:
+        """The accountant the run composes with (the ``opendp`` sampler's is zCDP)."""
+        privacy = self.settings.privacy
+        return accountant_for(privacy.sampler, privacy.accountant)  # type: ignore[arg-type]
+
+    @property
+    def trial(self) -> int:
+        return self.settings.trial
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def dataset(self) -> dict[str, Any]:
+        return dict(self.settings.dataset)
+
+    @property
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        return enabled_metrics(self.settings)
+
+    @property
+    def noise(self) -> NoiseMode:
+        return self.settings.privacy.noise  # type: ignore[return-value]
+
+    @property
+    def sampler(self) -> str:
+        return self.settings.privacy.sampler
+
+    @property
+    def allow_large_delta(self) -> bool:
+        return self.settings.privacy.allow_large_delta
+
+    @property
+    def limits(self) -> Limits:
+        return self.settings.limits
+
+    @property
+    def tuning(self) -> Tuning:
+        return self.settings.tuning
+
+    @property
+    def resume(self) -> bool:
+        return self.settings.resume
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        return tuple(self.settings.plugins)
+
+    @property
+    def competition(self) -> str:
+        return self.settings.competition.name if self.settings.competition else ""
+
+    @property
+    def experiment(self) -> str:
+        """``tracking.experiment`` ("": ``dp-arena/<competition or dataset>``, see
+        :func:`experiment_for`)."""
+        return self.settings.tracking.experiment or ""
+
+    @property
+    def tracking_uri(self) -> str | None:
+        return self.settings.tracking.uri
+
+    @property
+    def log_private_synthetic(self) -> bool:
+        return self.settings.tracking.log_private_synthetic
+
+    @property
+    def log_private_tables(self) -> bool:
+        return self.settings.tracking.log_private_tables
+
+    @property
+    def system_metrics(self) -> bool:
+        return self.settings.tracking.system_metrics
+
+    @property
+    def label(self) -> str:
+        """The run's name (:func:`run_label`), unique within a sweep."""
+        return run_label(self.mechanism, self.mechanism_params, self.preset, self.accountant,
+                         self.settings.privacy.epsilon, self.trial, self.tuning.stage_label)
+
+    def replaced(self, **changes: Any) -> RunConfig:
+        """This config with root settings replaced (``trial=2``,
+        ``privacy=replace(rc.settings.privacy, delta=1e-9)``), checked again."""
+        settings = replace(self.settings, **changes)
+        check_settings(settings)
+        return replace(self, settings=settings)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as plain containers, with what the sweep added (the run's params)."""
+        from omegaconf import OmegaConf
+
+        out: dict[str, Any] = OmegaConf.to_container(  # type: ignore[assignment]
+            OmegaConf.structured(self.settings), resolve=True)
+        if self.sweep:
+            out["sweep"] = self.sweep
+        if self.parent_runs:
+            out["parent_runs"] = dict(self.parent_runs)
+        if self.preset:
+            out["mechanism_preset"] = self.preset
+        return out
+
+
+def parse_run_config(cfg: Any, *, sweep: str | None = None,
+                     parent_runs: Mapping[str, str] | None = None,
+                     preset: str | None = None) -> RunConfig:
+    """A run's config from Hydra's composed config, a config dict or :class:`RunSettings`
+    (:func:`settings_of`), checked (:func:`check_settings`). A config dict may carry what a
+    sweep adds (:data:`RUNTIME_KEYS`); the keyword arguments take precedence."""
+    settings = settings_of(cfg)
+    check_settings(settings)
+    given = cfg if isinstance(cfg, Mapping) else {}
+    return RunConfig(settings,
+                     sweep=str(sweep if sweep is not None else given.get("sweep") or ""),
+                     parent_runs=dict(parent_runs if parent_runs is not None
+                                      else given.get("parent_runs") or {}),
+                     preset=str(preset if preset is not None
+                                else given.get("mechanism_preset") or ""))
+
+
+def experiment_for(rc: RunConfig, data: Dataset) -> str:
+    """``tracking.experiment``, else ``dp-arena/<competition or dataset>``; tuning search
+    runs go to ``<that>/tuning`` so they never mix with scored runs."""
+    base = rc.experiment or f"dp-arena/{rc.competition or data.name}"
+    return f"{base}/tuning" if rc.tuning.searches else base
 
 
 def load_plugins(modules: tuple[str, ...]) -> None:
@@ -131,16 +258,16 @@ def load_plugins(modules: tuple[str, ...]) -> None:
 
 
 def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
-    """Instantiate the mechanism and metrics (unknown names/settings -> ConfigError)."""
+    """Instantiate the mechanism and metrics (unknown names/settings -> ConfigError); under
+    ``tuning.mode=dp_select`` the mechanism is the selector wrapping it (every candidate
+    setting built, so a bad one is refused now)."""
+    from harness.run.dp_select import DPSelect
+
     load_plugins(rc.plugins)
-    mechanism = make_mechanism(rc.mechanism, rc.mechanism_params)
-    if rc.tuning.mode == "dp_select":
-        for setting in candidates(parse_space(rc.tuning.space)):
-            make_mechanism(rc.mechanism, {**rc.mechanism_params, **setting})
+    mechanism = DPSelect.around(rc.mechanism, rc.mechanism_params, rc.tuning) \
+        if rc.tuning.selects else make_mechanism(rc.mechanism, rc.mechanism_params)
     metrics = {name: make_metric(name, settings) for name, settings in rc.metrics.items()}
     return mechanism, metrics
-
-
 
 
 def run_label(mechanism: str, params: dict[str, Any], preset: str, accountant: str | None,
@@ -148,8 +275,6 @@ def run_label(mechanism: str, params: dict[str, Any], preset: str, accountant: s
     """A run's readable, unique name: mechanism, the settings that differ from its shipped
     config (abbreviated), the accountant when not the default, epsilon, trial and the tuning
     stage, e.g. ``aim[quick](rounds=8) zcdp eps=1 trial=2``."""
-    from mechanisms import hyperparameter_label
-
     preset = label_preset(preset, accountant)
     lead = f"[{preset}]" if preset else ""
     rest = hyperparameter_label(mechanism, params, preset).removeprefix(lead).lstrip(",")

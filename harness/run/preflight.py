@@ -1,5 +1,5 @@
-"""Checking runs before they start: one job (in the worker) and a whole sweep (in the
-launching process, before any job folder or MLflow run exists).
+"""Checking one run before it starts (in the worker, and for every job of a sweep in the
+launching process, :mod:`harness.sweep.plan`, before any job folder or MLflow run exists).
 
 - :func:`check_run`: what a run needs beyond its config: the data view the mechanism sees
   (the public view for ``tuning.view=public``), the mechanism applies to it
@@ -7,13 +7,8 @@ launching process, before any job folder or MLflow run exists).
   apply (the others are ``n/a`` with a reason), and a delta below 1/(number of persons);
 - :func:`check_data_size`: a data file larger than ``limits.memory_limit_mb`` is refused
   before it is loaded (the launcher and the worker load the data outside the run's child).
-- :func:`plan_sweep`: every job of a sweep through :func:`parse_run_config`,
-  :func:`build_components` and :func:`check_run`, loading each distinct dataset once. Each job
-  gets a verdict: ``run``, ``n/a`` (the mechanism does not apply to the dataset: listed with the
-  reason, shown on the board, not a failure), ``duplicate`` (the same configuration as an
-  earlier job, e.g. ``adaptive_grid`` and ``adaptive_grid_zcdp`` under ``privacy=zcdp``: run
-  once) or ``invalid``. Invalid jobs are grouped by their message, so a bad value swept over 20
-  jobs is one problem, reported once, before anything starts.
+- :func:`with_default_delta`: the delta for data that is not a taxi competition's when the
+  command sets none (:func:`default_delta`, from public figures only).
 
 Only public facts leave these checks: the schema, the unit, whether a public part exists, and
 the one bit of the delta check (documented at :func:`check_delta`).
@@ -21,24 +16,20 @@ the one bit of the delta check (documented at :func:`check_delta`).
 
 from __future__ import annotations
 
-import json
 import math
 import zipfile
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any
 
-from mechanisms import Mechanism, hyperparameter_label
+from mechanisms import Mechanism
 from metrics import Metric
 
-from harness.data.datasets import Dataset, is_challenge_dataset, load_dataset
-from harness.data.guards import dataset_warnings
-from harness.errors import ConfigError, DPArenaError, NotApplicable
-from harness.redact import scrubbed_reason
-from harness.run.config import RunConfig, build_components, label_preset, parse_run_config
+from harness.data.datasets import Dataset, is_challenge_dataset
+from harness.errors import ConfigError
+from harness.run.config import RunConfig
 from harness.run.tuning import public_view
-
-Verdict = Literal["run", "n/a", "duplicate", "invalid"]
 
 
 @dataclass(frozen=True)
@@ -105,16 +96,29 @@ def default_delta(data: Dataset) -> tuple[float, str]:
                    "privacy.delta=... to choose (the taxi challenge's 2.5e-5 is for taxi data)")
 
 
-def with_default_delta(cfg: dict[str, Any], data: Dataset, delta_given: bool
-                       ) -> tuple[dict[str, Any], str]:
-    """``cfg`` with the default delta rule applied (and the note), when the command set no
-    delta, the data is not a taxi competition's and the preset delta is in force; else
-    ``cfg`` unchanged and ""."""
-    privacy = cfg.get("privacy") or {}
+def rule_delta(delta: float, data: Dataset, delta_given: bool) -> tuple[float | None, str]:
+    """The delta the default rule chooses (and the note), when the command set no delta, the
+    data is not a taxi competition's and the preset delta (``delta``) is in force; else
+    ``(None, "")``."""
     if delta_given or is_challenge_dataset(data.name) or \
-            not math.isclose(float(privacy.get("delta") or 0), CHALLENGE_DELTA):
+            not math.isclose(float(delta or 0), CHALLENGE_DELTA):
+        return None, ""
+    return default_delta(data)
+
+
+def with_default_delta(cfg: RunConfig | Mapping[str, Any], data: Dataset, delta_given: bool
+                       ) -> tuple[Any, str]:
+    """``cfg`` (a run config, or a config dict) with the default delta rule applied
+    (:func:`rule_delta`) and the note; else ``cfg`` unchanged and ""."""
+    if isinstance(cfg, RunConfig):
+        delta, note = rule_delta(cfg.budget.delta, data, delta_given)
+        if delta is None:
+            return cfg, ""
+        return cfg.replaced(privacy=replace(cfg.settings.privacy, delta=delta)), note
+    privacy = cfg.get("privacy") or {}
+    delta, note = rule_delta(privacy.get("delta"), data, delta_given)
+    if delta is None:
         return cfg, ""
-    delta, note = default_delta(data)
     return {**cfg, "privacy": {**privacy, "delta": delta}}, note
 
 
@@ -159,8 +163,6 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
     for any other problem."""
     view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
         if rc.tuning.view == "public" else data
-    if rc.tuning.mode == "dp_select" and data.public is None:
-        public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed)  # raises the reason
     mechanism.check_applicable(view)
     reasons = {name: m.not_applicable_reason(view) for name, m in metrics.items()}
     applicable = {name: m for name, m in metrics.items() if reasons[name] is None}
@@ -170,136 +172,3 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
                           "add a generic metric, e.g. metrics=kmarginal")
     check_delta(rc, data)
     return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r})
-
-
-# ----- a whole sweep ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class JobPlan:
-    """One job's verdict. ``reason``: why n/a / invalid; ``same_as``: the job a duplicate
-    repeats. ``row`` identifies an n/a job on the board (mechanism, settings, budget, data)."""
-
-    index: int
-    verdict: Verdict
-    label: str
-    reason: str = ""
-    same_as: int | None = None
-    experiment: str = ""
-    row: dict[str, Any] = field(default_factory=dict)
-    #: the delta the default rule chose (:func:`with_default_delta`); None: the config's
-    delta: float | None = None
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    jobs: tuple[JobPlan, ...]
-    #: metric name -> why it does not apply (per dataset), to say once up front
-    metrics_na: dict[str, str] = field(default_factory=dict)
-    #: "<job label's mechanism> on <dataset>: <note>" -> number of jobs, to say once up front
-    notes: dict[str, int] = field(default_factory=dict)
-
-    def of(self, verdict: Verdict) -> list[JobPlan]:
-        return [j for j in self.jobs if j.verdict == verdict]
-
-    def problems(self) -> dict[str, list[JobPlan]]:
-        """Invalid jobs grouped by message (one problem, however many jobs share it)."""
-        out: dict[str, list[JobPlan]] = {}
-        for job in self.of("invalid"):
-            out.setdefault(job.reason, []).append(job)
-        return out
-
-    @property
-    def experiments(self) -> list[str]:
-        return sorted({j.experiment for j in self.jobs if j.verdict == "run" and j.experiment})
-
-
-def plan_sweep(configs: list[dict[str, Any]], labels: list[str] | None = None,
-               on_job: Callable[[int, int], None] | None = None,
-               delta_given: list[bool] | None = None) -> SweepPlan:
-    """A verdict for every job config (resolved, without the ``hydra`` node); see the module
-    docstring. ``labels``: how to name each job in messages (default: its index);
-    ``on_job(k, n)``: called before job ``k`` of ``n`` is checked (progress);
-    ``delta_given``: per job, whether its command set the delta (default: all did); a job
-    that did not gets :func:`with_default_delta` (its plan entry carries the delta)."""
-    from harness.run.runner import experiment_for  # the runner imports this module
-
-    datasets: dict[str, Dataset | DPArenaError] = {}
-    seen: dict[str, int] = {}
-    jobs: list[JobPlan] = []
-    metrics_na: dict[str, str] = {}
-    notes: dict[str, int] = {}
-    for index, cfg in enumerate(configs):
-        if on_job is not None:
-            on_job(index, len(configs))
-        label = labels[index] if labels else f"job {index}"
-        try:
-            rc = parse_run_config(cfg)
-            mechanism, metrics = build_components(rc)
-            check_data_size(rc)
-            data = cached_dataset(datasets, rc.dataset)
-            given = delta_given[index] if delta_given is not None else True
-            cfg, delta_note = with_default_delta(cfg, data, given)
-            if delta_note:
-                rc = parse_run_config(cfg)
-                notes[delta_note] = 1
-            checked = check_run(rc, mechanism, metrics, data)
-        except NotApplicable as exc:
-            jobs.append(JobPlan(index, "n/a", label, exc.problem,
-                                row=na_row(rc, data)))  # type: ignore[possibly-undefined]
-            continue
-        except DPArenaError as exc:
-            jobs.append(JobPlan(index, "invalid", label, str(exc)))
-            continue
-        except Exception as exc:  # noqa: BLE001 - a bug or library error: still one message
-            jobs.append(JobPlan(index, "invalid", label, scrubbed_reason(exc)))
-            continue
-        metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
-        for warning in dataset_warnings(data):  # once per sweep (a dict key), not per job
-            notes[f"warning: {warning}"] = 1
-        preset = label_preset(rc.preset, rc.accountant)
-        who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"
-        for note in mechanism.notes(checked.view):  # once per job here, never in the run
-            notes[f"{who}: {note}"] = notes.get(f"{who}: {note}", 0) + 1
-        key = content_key(rc)
-        if key in seen:
-            jobs.append(JobPlan(index, "duplicate", label, same_as=seen[key]))
-            continue
-        seen[key] = index
-        jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data),
-                            delta=rc.budget.delta if delta_note else None))
-    return SweepPlan(tuple(jobs), metrics_na, notes)
-
-
-def cached_dataset(cache: dict[str, Dataset | DPArenaError], cfg: dict[str, Any]) -> Dataset:
-    """Each distinct dataset config is loaded once per sweep (and a failure reported once)."""
-    key = json.dumps(cfg, sort_keys=True, default=str)
-    if key not in cache:
-        try:
-            cache[key] = load_dataset(cfg)
-        except DPArenaError as exc:
-            cache[key] = exc
-    found = cache[key]
-    if isinstance(found, DPArenaError):
-        raise found
-    return found
-
-
-def content_key(rc: RunConfig) -> str:
-    """Everything that makes two jobs different computations (the run key without the data
-    fingerprint and code, which are the same within one sweep)."""
-    return json.dumps({"mechanism": rc.mechanism, "params": rc.mechanism_params,
-                       "budget": [rc.budget.epsilon, rc.budget.delta],
-                       "accountant": rc.accountant, "dataset": rc.dataset, "seed": rc.seed,
-                       "trial": rc.trial, "metrics": rc.metrics, "noise": rc.noise,
-                       "sampler": rc.sampler,
-                       "tuning": rc.raw.get("tuning"), "experiment": rc.experiment,
-                       "competition": rc.competition, "uri": rc.tracking_uri},
-                      sort_keys=True, default=str)
-
-
-def na_row(rc: RunConfig, data: Dataset) -> dict[str, Any]:
-    """How an n/a job appears on the board (public facts only)."""
-    return {"mechanism": rc.mechanism,
-            "hyperparameters": hyperparameter_label(rc.mechanism, rc.mechanism_params),
-            "epsilon": rc.budget.epsilon, "delta": rc.budget.delta,
-            "accountant": rc.accountant, "dataset": data.name, "privacy_unit": data.ledger_unit,
-            "trial": rc.trial}

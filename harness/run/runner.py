@@ -1,13 +1,16 @@
 """One run: dataset x mechanism (+ hyperparameters) x (epsilon, delta) x trial.
 
-``run_one(cfg)`` validates the whole configuration before touching data or MLflow, then
+``run_one(cfg)`` takes the run's config (:class:`harness.run.config.RunConfig`, or a config it
+converts once), validates it whole before touching data or MLflow, then
 loads the dataset, skips the run if its content key already finished (resume), and otherwise
 runs the mechanism against a fresh privacy ledger in a child process under the run's time and
 memory limits (:mod:`harness.run.isolation`), validates the synthetic table against the schema,
 scores it with every metric that applies, and logs params, metrics, tags and artifacts to
 MLflow. Any failure after the MLflow run started (an exception, an invalid table, a time or
-memory limit) marks it FAILED with the reason. Tuning modes (``tuning.mode``) are described in
-:mod:`harness.run.tuning`.
+memory limit) marks it FAILED with the reason. The runner fits whatever mechanism the config
+builds: under ``tuning.mode=dp_select`` that is the private selector wrapping the mechanism
+(:mod:`harness.run.dp_select`); the tuning modes are described in :mod:`harness.run.tuning`.
+The content key is derived from the run's one content description (:mod:`harness.run.content`).
 
 What a run writes is a DP release, public, or an opt-in that is labelled:
 
@@ -29,13 +32,13 @@ What a run writes is a DP release, public, or an opt-in that is labelled:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,15 +48,16 @@ import numpy as np
 import pandas as pd
 
 from harness.privacy.release import Releaser, make_sampler
-from mechanisms import Mechanism, hyperparameter_label, make_mechanism
+from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric, MetricResult
 
 from harness.data.conform import schema_numbers, schema_tags
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
 from harness.redact import command_without_credentials, scrubbed_reason
-from harness.run.config import (RunConfig, build_components, label_preset, parse_run_config,
-                                run_label)
+from harness.run.config import (RunConfig, build_components, experiment_for, label_preset,
+                                parse_run_config)
+from harness.run.content import content_hash, run_key
 from harness.run.isolation import call_isolated
 from harness.run.preflight import check_data_size, check_run
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
@@ -64,13 +68,26 @@ from harness.report.tracking import (METRIC_NA_TAG, client_for, code_version,
                                      ensure_experiment, find_finished_run,
                                      find_interrupted_run, flatten, mark_killed,
                                      source_fingerprint, source_tags)
-from harness.run.tuning import dp_select, parse_space, setting_label, space_label
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
+#: Modules every run executes besides its mechanism's and metrics' (code fingerprint roots).
+RUN_MODULES = ("harness.data.datasets", "harness.privacy.accounting", "harness.data.schema",
+               "harness.run.isolation")
 
 
-@dataclass
+@dataclass(frozen=True)
+class RunStarted:
+    """The MLflow run a run logs to, known once it is created (before any computation)."""
+
+    run_id: str
+    experiment: str
+    tracking_uri: str
+
+
+@dataclass(frozen=True)
 class RunOutcome:
+    """What a finished (or skipped) run produced."""
+
     status: str
     mechanism: str
     epsilon: float
@@ -88,49 +105,18 @@ class RunOutcome:
 
 def code_fingerprint(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric]) -> str:
     """Source fingerprint of the code this run executes (see tracking.source_fingerprint)."""
-    roots = (type(mechanism).__module__, *sorted(type(m).__module__ for m in metrics.values()),
-             "harness.data.datasets", "harness.privacy.accounting", "harness.data.schema",
-             "harness.run.isolation",
-             *(("harness.run.tuning",) if rc.tuning.mode != "none" else ()))
+    roots = (*mechanism.source_modules(), *sorted(type(m).__module__ for m in metrics.values()),
+             *RUN_MODULES, *(("harness.run.tuning",) if rc.tuning.tuned else ()))
     return source_fingerprint(tuple(roots))
 
 
-def run_key(rc: RunConfig, fingerprint: str, code: str | None = None) -> str:
-    """Content key of a run: same key = same computation. A re-launched sweep skips runs whose
-    key already FINISHED; the leaderboard counts each key once. ``code`` is the source
-    fingerprint of the code the run executes (default: of the mechanism's and metrics'
-    modules)."""
-    if code is None:
-        mechanism, metrics = build_components(rc)
-        code = code_fingerprint(rc, mechanism, metrics)
-    content = {
-        "mechanism": rc.mechanism, "params": rc.mechanism_params,
-        "epsilon": rc.budget.epsilon, "delta": rc.budget.delta, "accountant": rc.accountant,
-        "dataset": rc.dataset, "fingerprint": fingerprint, "seed": rc.seed, "trial": rc.trial,
-        "metrics": rc.metrics, "code": code, "noise": rc.noise, "sampler": rc.sampler,
-        "tuning": {"mode": rc.tuning.mode, "stage": rc.tuning.stage, "view": rc.tuning.view,
-                   "public_fraction": rc.tuning.public_fraction,
-                   "split_seed": rc.tuning.split_seed,
-                   "space": rc.tuning.space if rc.tuning.mode == "dp_select" else {},
-                   "select_share": rc.tuning.select_share if rc.tuning.mode == "dp_select"
-                   else None},
-    }
-    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:20]
-
-
-def experiment_for(rc: RunConfig, data: Dataset) -> str:
-    """``tracking.experiment``, else ``dp-arena/<competition or dataset>``; tuning search
-    runs go to ``<that>/tuning`` so they never mix with scored runs."""
-    base = rc.experiment or f"dp-arena/{rc.competition or data.name}"
-    return f"{base}/tuning" if rc.tuning.stage == "search" and rc.tuning.mode != "none" else base
-
-
-def run_one(cfg: dict[str, Any]) -> RunOutcome:
-    """Run, score and log one configuration. Raises DPArenaError for bad input found before
-    the MLflow run starts; failures after that are logged and re-raised (the MLflow run is
-    FAILED with the reason). A run whose content key already FINISHED is skipped (unless
-    ``resume=false``): the outcome is the earlier run's."""
-    rc = parse_run_config(cfg)
+def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> RunOutcome:
+    """Run, score and log one configuration (a :class:`RunConfig`, or anything
+    :func:`parse_run_config` reads). Raises DPArenaError for bad input found before the MLflow
+    run starts; failures after that are logged and re-raised (the MLflow run is FAILED with
+    the reason; ``on_start`` has been told which run it is). A run whose content key already
+    FINISHED is skipped (unless ``resume=false``): the outcome is the earlier run's."""
+    rc = cfg if isinstance(cfg, RunConfig) else parse_run_config(cfg)
     mechanism, metrics = build_components(rc)
     check_data_size(rc)
     data = load_dataset(rc.dataset)
@@ -151,29 +137,27 @@ def run_one(cfg: dict[str, Any]) -> RunOutcome:
             redo = f"run {interrupted.info.run_id[:8]} was interrupted ({interrupted.info.status})"
     tags = run_tags(rc, mechanism, data, fingerprint, key, code)
     tags.update(lineage_tags(rc, experiment, checked.metrics_na))
-    run = client.create_run(exp_id, run_name=run_name(rc), tags=tags)
-    run_id = run.info.run_id
-    outcome = RunOutcome(STATUS_FAILED, rc.mechanism, rc.budget.epsilon, rc.trial, run_id,
-                         experiment=experiment, tracking_uri=client.tracking_uri, redone=redo,
-                         metrics_na=checked.metrics_na)
+    run_id = client.create_run(exp_id, run_name=rc.label, tags=tags).info.run_id
+    if on_start is not None:
+        on_start(RunStarted(run_id, experiment, client.tracking_uri))
     try:
         with stop_signals_as_exit(), system_metrics(rc, client, run_id):
             log_params(client, run_id, rc)
             log_dataset_input(client, run_id, data, fingerprint, rc)
-            execute(rc, mechanism, checked.metrics, checked.view, client, run_id, outcome, key)
-        outcome.status = STATUS_OK
+            computed = execute(rc, mechanism, checked.metrics, checked.view, client, run_id, key)
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised
-        outcome.message = failure_message(rc.mechanism, exc, tuple(data.schema.names))
-        client.set_tag(run_id, "failure_reason", outcome.message[:5000])
+        message = failure_message(rc.mechanism, exc, tuple(data.schema.names))
+        client.set_tag(run_id, "failure_reason", message[:5000])
         client.set_terminated(run_id, STATUS_FAILED)
-        exc.dp_arena_run = {"run_id": run_id, "experiment": experiment,  # type: ignore[attr-defined]
-                            "tracking_uri": client.tracking_uri}
         raise
     except BaseException as exc:  # a stop signal or Ctrl-C: the run ends KILLED, with why
         mark_killed(client, run_id, f"stopped: {type(exc).__name__}")
         raise
     client.set_terminated(run_id, STATUS_OK)
-    return outcome
+    return RunOutcome(STATUS_OK, rc.mechanism, rc.budget.epsilon, rc.trial, run_id, experiment,
+                      computed.scores, seconds=computed.seconds,
+                      tracking_uri=client.tracking_uri, redone=redo,
+                      metrics_na=checked.metrics_na)
 
 
 def lineage_tags(rc: RunConfig, experiment: str, metrics_na: dict[str, str]) -> dict[str, str]:
@@ -244,13 +228,6 @@ def stop_signals_as_exit():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_name(rc: RunConfig) -> str:
-    """The MLflow run name: :func:`harness.run.config.run_label` (unique within a sweep)."""
-    tuning = f" [{rc.tuning.mode}:{rc.tuning.stage}]" if rc.tuning.mode != "none" else ""
-    return run_label(rc.mechanism, rc.mechanism_params, rc.preset, rc.accountant,
-                     rc.budget.epsilon, rc.trial, tuning)
-
-
 def skipped_outcome(rc: RunConfig, earlier, experiment: str, uri: str) -> RunOutcome:
     scores = {k: v for k, v in earlier.data.metrics.items() if "/" in k}
     return RunOutcome(STATUS_OK, rc.mechanism, rc.budget.epsilon, rc.trial, earlier.info.run_id,
@@ -270,7 +247,7 @@ class Computed:
 
 
 def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
-            client, run_id: str, outcome: RunOutcome, key: str) -> None:
+            client, run_id: str, key: str) -> Computed:
     """Compute in a child process under the run's limits, then log what it produced."""
     with tempfile.TemporaryDirectory(prefix="dp-arena-run-") as tmp:
         out = Path(tmp)
@@ -288,7 +265,7 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         if reason and not rc.log_private_synthetic:
             client.set_tag(run_id, "synthetic_logged",
                            f"false ({reason}; opt in with tracking.log_private_synthetic=true)")
-    outcome.scores, outcome.seconds = computed.scores, computed.seconds
+    return computed
 
 
 def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
@@ -300,26 +277,12 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     noise, rng = noise_rng(rc.noise, key).spawn(2)  # the releaser's noise; post-processing
     ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
     release = Releaser(ledger, make_sampler(rc.sampler, noise))
-    extra_tags: dict[str, str] = {}
-    budget = rc.budget
     with ResourceMonitor() as fit:
-        if rc.tuning.mode == "dp_select":
-            selection = dp_select(rc.mechanism, rc.mechanism_params, parse_space(rc.tuning.space),
-                                  data, rc.budget, release, rng, rc.tuning)
-            mechanism = make_mechanism(rc.mechanism, {**rc.mechanism_params, **selection.chosen})
-            budget = selection.final_budget
-            extra_tags = {"tuning_chosen": setting_label(selection.chosen),
-                          "tuning_reason": selection.reason}
-            (out / "tuning").mkdir()
-            (out / "tuning" / "dp_select.json").write_text(json.dumps(json_safe({
-                "chosen": selection.chosen, "candidates": selection.candidates,
-                "public_view_kmarginal2": selection.public_scores,
-                "epsilon_select": selection.eps_select, "sensitivity": selection.sensitivity,
-                "final_budget": {"epsilon": selection.final_budget.epsilon,
-                                 "delta": selection.final_budget.delta},
-                "reason": selection.reason}), indent=1))
-        synthetic = mechanism.fit_sample(data, budget, release, rng)
-    extra_tags.update(mechanism.output_tags())
+        synthetic = mechanism.fit_sample(data, rc.budget, release, rng)
+    extra_tags = mechanism.output_tags()
+    for path, record in mechanism.output_files().items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_text(json.dumps(json_safe(record), indent=1))
     synthetic = check_synthetic(synthetic, data, rc)
     with ResourceMonitor() as scoring:
         results = {name: metric.score(data, synthetic) for name, metric in metrics.items()}
@@ -385,12 +348,8 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
              key: str, code: str) -> dict[str, str]:
     tuning = rc.tuning
     private = mechanism.is_private and tuning.is_private
-    if tuning.mode == "dp_select":
-        hyper = space_label(parse_space(tuning.space))
-    else:
-        hyper = hyperparameter_label(rc.mechanism, rc.mechanism_params,
-                                     label_preset(rc.preset, rc.accountant))
-    hyper = accountant_label(rc.accountant, hyper)
+    hyper = accountant_label(rc.accountant, mechanism.settings_label(hyperparameter_label(
+        rc.mechanism, rc.mechanism_params, label_preset(rc.preset, rc.accountant))))
     tags = {
         "mechanism": rc.mechanism,
         "hyperparameters": hyper,
@@ -425,7 +384,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         tags["tuning_chosen"] = tuning.chosen
     if tuning.reason:
         tags["tuning_reason"] = tuning.reason[:5000]
-    if tuning.mode == "oracle":
+    if not tuning.is_private:
         tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
     elif mechanism.reference == "floor" and private_output_reason(mechanism, data):
         tags["non_private_note"] = "row count read from the private data (no public part)"
@@ -451,7 +410,7 @@ def settings_text(settings: dict[str, Any]) -> str:
 
 def short_hash(obj: Any) -> str:
     """16 hex digits of SHA-256 over ``obj`` as canonical JSON (for public configuration only)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return content_hash(obj, 16)
 
 
 def dataset_id(dataset_cfg: dict[str, Any], fingerprint: str) -> str:
@@ -490,7 +449,7 @@ def _tag(key: str, value: str):
 def log_params(client, run_id: str, rc: RunConfig) -> None:
     from mlflow.entities import Param
 
-    params = flatten({k: v for k, v in rc.raw.items() if k != "hydra"})
+    params = flatten(rc.as_dict())
     # a URI (tracking.uri, a dataset path) may carry a user name, password or token
     items = [Param(k, command_without_credentials([v])[0][:6000])
              for k, v in sorted(params.items())]

@@ -101,6 +101,34 @@ class Tuning:
                                   "tuning=dp_select_archetype")
 
     @property
+    def tuned(self) -> bool:
+        """False for an untuned run (``tuning.mode=none``)."""
+        return self.mode != "none"
+
+    @property
+    def selects(self) -> bool:
+        """True when the run chooses its setting privately (the dp_select wrapper)."""
+        return self.mode == "dp_select"
+
+    @property
+    def searches(self) -> bool:
+        """A search run of a tuning sweep (``public``/``oracle``): logged apart, its score is
+        the search's objective, never a result."""
+        return self.mode in ("public", "oracle") and self.stage == "search"
+
+    @property
+    def stage_label(self) -> str:
+        """`` [public:search]`` for a tuned run's name ("" when untuned)."""
+        return f" [{self.mode}:{self.stage}]" if self.tuned else ""
+
+    def content(self) -> dict[str, Any]:
+        """What of the tuning changes a run's computation (part of its content key)."""
+        return {"mode": self.mode, "stage": self.stage, "view": self.view,
+                "public_fraction": self.public_fraction, "split_seed": self.split_seed,
+                "space": self.space if self.selects else {},
+                "select_share": self.select_share if self.selects else None}
+
+    @property
     def view(self) -> str:
         """Which data the run's mechanism sees and is scored against."""
         return "public" if self.mode == "public" and self.stage == "search" else "private"

@@ -3,7 +3,9 @@ expected cost, read from the sweep folder (so it works with every launcher that 
 joblib, SLURM, Ray).
 
 - Each job writes ``started.json`` into its output folder when it starts and ``outcome.json``
-  when it ends (:mod:`harness.cli.main`); :func:`sweep_state` reads both against the plan.
+  when it ends (:mod:`harness.sweep.job`; the records are :mod:`harness.sweep.records`);
+  :func:`sweep_state` reads both against the plan, :func:`progress_text` is a job's
+  ``[k/N]`` and ETA.
 - :func:`eta_seconds`: remaining work / workers. A pending run costs the mean wall time of the
   finished runs of its mechanism; a mechanism with none finished yet costs its shipped relative
   cost (:data:`RELATIVE_COST`, a rough prior from measured default sweeps) times the sweep's
@@ -21,7 +23,6 @@ joblib, SLURM, Ray).
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import threading
@@ -31,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-STARTED_FILE = "started.json"
-OUTCOME_FILE = "outcome.json"
-NOT_RUN = ("N/A", "DUPLICATE")
+from harness.sweep.records import SweepPlan, read_outcomes, read_started
+
 #: Seconds between plain progress lines while nothing finishes.
 HEARTBEAT_S = 30.0
 #: Relative cost of a run per mechanism (1 = independent), a prior for mechanisms with no
@@ -120,43 +120,42 @@ def duration(seconds: float) -> str:
 
 
 # ----- reading the sweep folder ---------------------------------------------------------------
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def sweep_state(sweep_dir: str | Path, plan: dict[str, Any], now: float | None = None
+def sweep_state(sweep_dir: str | Path, plan: SweepPlan, now: float | None = None
                 ) -> list[RunState]:
     """Every planned run's state, from the ``started.json`` / ``outcome.json`` files of the
     job folders (a job folder is named by its job number, as Hydra names them)."""
     now = time.time() if now is None else now
-    folder = Path(sweep_dir)
-    started, ended = {}, {}
-    for path in folder.glob(f"*/{STARTED_FILE}"):
-        if (record := read_json(path)) is not None:
-            started[int(record.get("index", -1))] = record
-    for path in folder.glob(f"*/{OUTCOME_FILE}"):
-        if (record := read_json(path)) is not None and record.get("status") not in NOT_RUN:
-            index = int(record.get("index", -1))
-            ended[index if index >= 0 else f"?{path.parent.name}"] = record
+    started = {s.index: s for s in read_started(sweep_dir)}
+    ended = {}
+    for folder, outcome in read_outcomes(sweep_dir):
+        if outcome.ran:
+            ended[outcome.index if outcome.index >= 0 else f"?{folder}"] = outcome
     runs = []
-    for job in plan.get("jobs", []):
-        if job.get("verdict") != "run":
-            continue
-        index, mech, label = job["index"], job.get("mechanism") or "?", job.get("label", "")
-        if index in ended:
-            record = ended.pop(index)
-            status = "failed" if record.get("status") == "FAILED" else "done"
-            runs.append(RunState(mech, status, float(record.get("wall_seconds") or
-                                                     record.get("seconds") or 0.0), label))
-        elif index in started:
-            runs.append(RunState(mech, "running", max(now - float(started[index]["started"]),
-                                                      0.0), label))
+    for job in plan.of("run"):
+        mech = job.mechanism or "?"
+        if job.index in ended:
+            outcome = ended.pop(job.index)
+            runs.append(RunState(mech, "failed" if outcome.failed else "done", outcome.elapsed,
+                                 job.label))
+        elif job.index in started:
+            runs.append(RunState(mech, "running", max(now - started[job.index].started, 0.0),
+                                 job.label))
         else:
-            runs.append(RunState(mech, "pending", 0.0, label))
+            runs.append(RunState(mech, "pending", 0.0, job.label))
     return runs
+
+
+def progress_text(sweep_dir: str | Path, plan: SweepPlan | None) -> tuple[str, str]:
+    """``("[k/N]", "ETA 1m20s")`` from the started/outcome files written so far (k counts
+    runs, not n/a or duplicate jobs; the ETA weighted by each run's expected cost,
+    :func:`eta_seconds`); empty strings outside a planned sweep."""
+    if not plan or not plan.total or plan.searched:
+        return "", ""
+    runs = sweep_state(sweep_dir, plan)
+    c = counts(runs)
+    eta = eta_seconds(runs, plan.workers or 2) if c.done < c.total else None
+    flight = f" ({c.running} in flight)" if c.running else ""
+    return f"[{c.done}/{c.total}]", (f"ETA {duration(eta)}{flight}" if eta is not None else "")
 
 
 @dataclass(frozen=True)
@@ -189,7 +188,7 @@ def progress_line(runs: list[RunState], workers: int) -> str:
 class ProgressMonitor:
     """Shows a sweep's progress from the launching process (see the module docstring)."""
 
-    def __init__(self, sweep_dir: Path, plan: dict[str, Any], workers: int,
+    def __init__(self, sweep_dir: Path, plan: SweepPlan, workers: int,
                  stream: Any = None, poll_s: float = 1.0, heartbeat_s: float = HEARTBEAT_S,
                  echo_changes: bool = False):
         """``echo_changes``: a plain line for every finished run too (launchers whose workers
@@ -203,7 +202,7 @@ class ProgressMonitor:
         self._bar = None
 
     def start(self) -> "ProgressMonitor":
-        if self.plan.get("total"):
+        if self.plan.total:
             self._thread.start()
         return self
 

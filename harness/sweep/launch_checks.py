@@ -20,10 +20,10 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError
 from harness.redact import without_credentials
+from harness.sweep.records import SweepPlan
 
 #: Seconds the tracking server has to answer the pre-check.
 SERVER_TIMEOUT_S = 5.0
@@ -79,11 +79,10 @@ def check_tracking_server(uri: str | None, timeout_s: float = SERVER_TIMEOUT_S) 
                           f"(leave it unset for the local store mlflow.db)") from None
 
 
-def nothing_runs(plan: dict[str, Any]) -> str | None:
+def nothing_runs(plan: SweepPlan) -> str | None:
     """Why nothing of a planned sweep can run, or ``None`` when some job runs."""
-    if plan.get("total") is None or plan["total"] > 0:
+    if plan.total is None or plan.total > 0:
         return None
-    na = sum(1 for j in plan["jobs"] if j["verdict"] == "n/a")
-    return (f"nothing to run: every one of the sweep's {len(plan['jobs'])} jobs is n/a "
-            f"({na}) or repeats another job\n  fix: choose a mechanism that applies to the "
-            f"dataset (the n/a lines above say why each does not)")
+    return (f"nothing to run: every one of the sweep's {len(plan.jobs)} jobs is n/a "
+            f"({len(plan.of('n/a'))}) or repeats another job\n  fix: choose a mechanism that "
+            f"applies to the dataset (the n/a lines above say why each does not)")

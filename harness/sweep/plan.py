@@ -1,0 +1,289 @@
+"""A sweep's plan: every job composed and checked in the launching process before any starts.
+
+- :func:`expand_jobs`: the jobs of a Hydra sweep, expanded as Hydra's basic sweeper does (the
+  cartesian product of ``hydra.sweeper.params`` and the command line, in its order, so job
+  number = index), through Hydra's public override parser;
+- :func:`compose_job`: each job's config composed with Hydra's config loader and converted
+  once to a :class:`~harness.run.config.RunConfig`;
+- :func:`plan_sweep`: every job through the checks a run makes
+  (:func:`~harness.run.config.build_components`, :func:`~harness.run.preflight.check_run`),
+  loading each distinct dataset once. Each job gets a verdict: ``run``, ``n/a`` (the mechanism
+  does not apply to the dataset: listed with the reason, shown on the board, not a failure),
+  ``duplicate`` (the same computation as an earlier job, by
+  :func:`~harness.run.content.job_key`, e.g. ``adaptive_grid`` and ``adaptive_grid_zcdp``
+  under ``privacy=zcdp``: run once) or ``invalid``;
+- :func:`plan_for`: the whole plan of a Hydra sweep (:class:`~harness.sweep.records.SweepPlan`).
+  Invalid jobs are grouped by their message, so a bad value swept over 20 jobs is one problem,
+  reported once (:func:`report_problems`), and the sweep exits 2 before any job folder or
+  MLflow run exists. Sweepers that are not the basic one (Optuna's search spaces) are checked
+  on the base config. :func:`announce` says up front what will not run, and why.
+
+Only public facts leave these checks (see :mod:`harness.run.preflight`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from harness.data.datasets import Dataset, load_dataset
+from harness.data.guards import dataset_warnings
+from harness.errors import ConfigError, DPArenaError, NotApplicable
+from harness.params import config_problem
+from harness.redact import scrubbed_reason
+from harness.report.leaderboard import NotApplicableRow
+from harness.run.config import (RunConfig, build_components, experiment_for, label_preset,
+                                parse_run_config, preset_of)
+from harness.run.content import job_key
+from harness.run.preflight import check_data_size, check_run, with_default_delta
+from harness.sweep.records import JobPlan, SweepPlan
+from mechanisms import hyperparameter_label
+
+
+# ----- the jobs -------------------------------------------------------------------------------
+def expand_jobs(config: DictConfig) -> list[list[str]] | None:
+    """Every job's overrides, in the order Hydra's basic sweeper launches them (job number =
+    index): for each key its values (a sweep's, else the one), the last override of a key
+    replacing an earlier one in its place, then the cartesian product. ``None`` for another
+    sweeper (Optuna's jobs are chosen as the study goes)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if OmegaConf.select(config, "hydra.runtime.choices.hydra/sweeper") != "basic":
+        return None
+    params = OmegaConf.select(config, "hydra.sweeper.params") or {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
+    parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+    values: dict[str, list[str]] = {}
+    for override in parser.parse_overrides(arguments):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            values[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            values[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
+        else:
+            raise ConfigError(f"{override.input_line}: the basic sweeper runs lists and ranges, "
+                              f"not {override.value_type.name if override.value_type else 'this'}",
+                              "give the values (a,b,c) or range(start,stop,step), or use "
+                              "tuning=public for a search")
+    return [list(job) for job in itertools.product(*values.values())]
+
+
+def compose_job(config: DictConfig, overrides: list[str]) -> RunConfig:
+    """The config one job will run: composed by Hydra's config loader with the job's
+    overrides, converted once (the preset comes from the mechanism option Hydra chose)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    loaded = GlobalHydra.instance().config_loader().load_sweep_config(config, overrides)
+    return run_config_of(loaded)
+
+
+def run_config_of(composed: DictConfig) -> RunConfig:
+    """A composed config (with its ``hydra`` node) as a :class:`RunConfig`."""
+    option = OmegaConf.select(composed, "hydra.runtime.choices.mechanism")
+    composed = composed.copy()
+    with open_dict(composed):
+        composed.pop("hydra", None)
+    return parse_run_config(composed, preset=preset_of(
+        option, OmegaConf.select(composed, "mechanism.name")))
+
+
+def sets_delta(overrides: list[str]) -> bool:
+    """Whether a job's overrides choose its delta: ``privacy.delta=``, a ``privacy=`` option
+    or a competition (whose preset is the challenge's)."""
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    return bool(keys & {"privacy.delta", "privacy", "competition"})
+
+
+# ----- the verdicts ---------------------------------------------------------------------------
+def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
+               on_job: Callable[[int, int], None] | None = None,
+               delta_given: Sequence[bool] | None = None) -> SweepPlan:
+    """A verdict for every job (see the module docstring). A job is a :class:`RunConfig`, a
+    config dict (resolved, without the ``hydra`` node), or the :class:`DPArenaError` that
+    composing it raised (invalid, with that message). ``labels``: how to name each job in
+    messages (default: its run label); ``on_job(k, n)``: called before job ``k`` of ``n`` is
+    checked (progress); ``delta_given``: per job, whether its command set the delta (default:
+    all did); a job that did not gets :func:`with_default_delta` (its entry carries it)."""
+    datasets: dict[str, Dataset | DPArenaError] = {}
+    seen: dict[str, int] = {}
+    jobs: list[JobPlan] = []
+    metrics_na: dict[str, str] = {}
+    notes: dict[str, int] = {}
+    for index, cfg in enumerate(configs):
+        if on_job is not None:
+            on_job(index, len(configs))
+        label = labels[index] if labels else f"job {index}"
+        rc = data = None
+        try:
+            if isinstance(cfg, BaseException):
+                raise cfg
+            rc = cfg if isinstance(cfg, RunConfig) else parse_run_config(cfg)
+            label = labels[index] if labels else rc.label
+            mechanism, metrics = build_components(rc)
+            check_data_size(rc)
+            data = cached_dataset(datasets, rc.dataset)
+            given = delta_given[index] if delta_given is not None else True
+            rc, delta_note = with_default_delta(rc, data, given)
+            if delta_note:
+                notes[delta_note] = 1
+            checked = check_run(rc, mechanism, metrics, data)
+        except NotApplicable as exc:
+            jobs.append(JobPlan(index, "n/a", label, exc.problem, row=na_row(rc, data),
+                                mechanism=rc.mechanism if rc else ""))
+            continue
+        except DPArenaError as exc:
+            jobs.append(JobPlan(index, "invalid", label, str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a bug or library error: still one message
+            jobs.append(JobPlan(index, "invalid", label, scrubbed_reason(exc)))
+            continue
+        metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
+        for warning in dataset_warnings(data):  # once per sweep (a dict key), not per job
+            notes[f"warning: {warning}"] = 1
+        preset = label_preset(rc.preset, rc.accountant)
+        who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"
+        for note in mechanism.notes(checked.view):  # once per job here, never in the run
+            notes[f"{who}: {note}"] = notes.get(f"{who}: {note}", 0) + 1
+        key = job_key(rc)
+        if key in seen:
+            jobs.append(JobPlan(index, "duplicate", label, same_as=seen[key],
+                                mechanism=rc.mechanism))
+            continue
+        seen[key] = index
+        jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data),
+                            delta=rc.budget.delta if delta_note else None,
+                            mechanism=rc.mechanism))
+    return SweepPlan(tuple(jobs), metrics_na, notes)
+
+
+def cached_dataset(cache: dict[str, Dataset | DPArenaError], cfg: dict[str, Any]) -> Dataset:
+    """Each distinct dataset config is loaded once per sweep (and a failure reported once)."""
+    key = json.dumps(cfg, sort_keys=True, default=str)
+    if key not in cache:
+        try:
+            cache[key] = load_dataset(cfg)
+        except DPArenaError as exc:
+            cache[key] = exc
+    found = cache[key]
+    if isinstance(found, DPArenaError):
+        raise found
+    return found
+
+
+def na_row(rc: RunConfig | None, data: Dataset | None) -> NotApplicableRow | None:
+    """How an n/a job appears on the board (public facts only)."""
+    if rc is None or data is None:
+        return None
+    return NotApplicableRow(rc.mechanism, rc.budget.epsilon,
+                            hyperparameter_label(rc.mechanism, rc.mechanism_params),
+                            rc.budget.delta, data.name, rc.accountant, data.ledger_unit,
+                            rc.trial)
+
+
+# ----- a Hydra sweep's plan -------------------------------------------------------------------
+def plan_for(config: DictConfig) -> SweepPlan:
+    """The sweep's plan (see the module docstring); raises :class:`SystemExit` (2) after
+    printing the problems when any job is invalid."""
+    jobs = expand_jobs(config)
+    overrides = jobs if jobs is not None else [[]]
+    configs: list[RunConfig | DPArenaError] = []
+    labels: list[str] = []
+    say = planning_reporter()
+    for index, job in enumerate(overrides):
+        say("composing", index, len(overrides))
+        try:
+            rc = compose_job(config, job) if jobs is not None else run_config_of(config)
+            configs.append(rc)
+            labels.append(rc.label)
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
+            configs.append(exc if isinstance(exc, DPArenaError) else config_problem(exc))
+            labels.append(" ".join(job))
+    planned = plan_sweep(configs, labels, on_job=lambda k, n: say("checking", k, n),
+                         delta_given=[jobs is None or sets_delta(job) for job in overrides])
+    problems = planned.problems()
+    if problems:
+        report_problems(problems, len(overrides))
+        raise SystemExit(2)
+    first = next((c for c in configs if isinstance(c, RunConfig)), None)
+    return replace(planned, started=time.time(), searched=jobs is None,
+                   total=len(planned.of("run")) if jobs is not None else None,
+                   jobs=tuple(replace(j, overrides=tuple(overrides[j.index]) if jobs else ())
+                              for j in planned.jobs),
+                   workers=workers_of(config),
+                   tracking_uri=first.tracking_uri if first is not None else None)
+
+
+def workers_of(config: DictConfig) -> int:
+    """How many runs the launcher runs at once (joblib's n_jobs, SLURM's array parallelism)."""
+    for key in ("hydra.launcher.n_jobs", "hydra.launcher.array_parallelism"):
+        try:
+            value = OmegaConf.select(config, key)
+            if value is not None and int(value) > 0:
+                return int(value)
+        except Exception:  # noqa: BLE001 - an unresolvable value: the default below
+            continue
+    return int(os.environ.get("DP_ARENA_JOBS", "2") or 2)
+
+
+#: Seconds of planning before the first progress line, and between lines.
+PLANNING_EVERY_S = 5.0
+
+
+def planning_reporter(every_s: float = PLANNING_EVERY_S, stream: Any = None):
+    """``say(step, k, n)``: a ``planning: checking job k of n (12s)`` line on stderr when
+    planning has run ``every_s`` seconds since the last line (silent for quick plans)."""
+    began = last = time.monotonic()
+
+    def say(step: str, k: int, n: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= every_s:
+            print(f"planning: {step} job {k + 1} of {n} ({now - began:.0f}s)",
+                  file=stream or sys.stderr, flush=True)
+            last = now
+
+    return say
+
+
+def report_problems(problems: dict[str, list[JobPlan]], n_jobs: int) -> None:
+    """Each distinct problem once, with how many jobs it affects; nothing was started."""
+    print(f"dp-arena: the sweep was not started: {len(problems)} problem"
+          f"{'s' if len(problems) > 1 else ''} in its {n_jobs} job"
+          f"{'s' if n_jobs > 1 else ''}:", file=sys.stderr)
+    for reason, jobs in problems.items():
+        who = jobs[0].label if len(jobs) == 1 else f"{len(jobs)} jobs, e.g. {jobs[0].label}"
+        lines = reason.splitlines()
+        print(f"- {lines[0]}\n" + "".join(f"  {line.strip()}\n" for line in lines[1:])
+              + f"  ({who})", file=sys.stderr)
+
+
+def announce(plan: SweepPlan) -> None:
+    """Say up front what will not run, and why."""
+    na, dup = plan.of("n/a"), plan.of("duplicate")
+    if plan.total is not None:
+        print(f"sweep: {plan.total} run{'s' if plan.total != 1 else ''}"
+              f"{f', {len(na)} n/a' if na else ''}"
+              f"{f', {len(dup)} identical to another job (run once)' if dup else ''}",
+              flush=True)
+    by_reason: dict[str, list[JobPlan]] = {}
+    for j in na:
+        by_reason.setdefault(f"{j.row.mechanism if j.row else j.mechanism}: {j.reason}",
+                             []).append(j)
+    for reason, group in by_reason.items():
+        print(f"  n/a  {reason}" + (f" ({len(group)} jobs)" if len(group) > 1 else ""),
+              flush=True)
+    for what, reason in sorted(plan.metrics_na.items()):
+        print(f"  n/a  metric {what}: {reason.split('; ')[0]}", flush=True)
+    for note, count in sorted(plan.notes.items()):
+        print(f"  note {note}" + (f" ({count} jobs)" if count > 1 else ""), flush=True)
+

@@ -1,0 +1,132 @@
+"""A sweep's end: the summary of its outcomes and this sweep's leaderboard.
+
+- :func:`print_summary`: runs finished, skipped because already finished, redone after an
+  interruption, failed with each distinct reason once, n/a (n/a and duplicate jobs are not
+  runs and are not counted);
+- :func:`print_leaderboard`: the board of this sweep's runs (skipped ones included, the n/a
+  jobs as rows) on stdout, written under ``<sweep dir>/leaderboard``, and the headline (winner
+  per epsilon, the board as an MLflow table) on the sweep's parent run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.redact import without_credentials
+from harness.report.leaderboard import NotApplicableRow
+from harness.sweep.records import Outcome
+
+
+def print_summary(outcomes: Sequence[Outcome], sweep_dir: Path, what: str = "runs") -> str:
+    """Print (and return) the sweep's summary (see the module docstring)."""
+    runs = [o for o in outcomes if o.ran]
+    failed = [o for o in runs if o.failed]
+    skipped = [o for o in runs if o.status == "SKIPPED"]
+    redone = [o for o in runs if o.redone]
+    na = [o for o in outcomes if o.status == "N/A"]
+    ok = len(runs) - len(failed)
+    extra = [f"{len(skipped)} already finished earlier (skipped)"] if skipped else []
+    if redone:
+        extra.append(f"{len(redone)} interrupted earlier and redone")
+    if failed:
+        extra.append(f"{len(failed)} failed")
+    if na:
+        extra.append(f"{len(na)} n/a (mechanism does not apply to the data)")
+    lines = [f"\nsweep finished: {ok} of {len(runs)} {what} succeeded"
+             f"{', ' + ', '.join(extra) if extra else ''}  ({sweep_dir})"]
+    print(lines[0], flush=True)
+    by_reason: dict[str, list[Outcome]] = {}
+    for o in failed:
+        by_reason.setdefault(o.message or "(no reason recorded)", []).append(o)
+    for reason, group in by_reason.items():
+        more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
+        # a run that started printed its whole reason already: one line here; a run refused
+        # before it started is explained here, once
+        reason_lines = reason.splitlines()[:1] if all(o.run_id for o in group) \
+            else reason.splitlines()
+        text = f"  failed: {group[0].label}{more}:\n" + "\n".join(
+            "    " + line for line in reason_lines)
+        print(text, file=sys.stderr, flush=True)
+        lines.append(text)
+    return "\n".join(lines) + "\n"
+
+
+def sweep_failed(outcomes: Sequence[Outcome]) -> bool:
+    """Any scored run failed, or nothing ran."""
+    return any(o.failed for o in outcomes) or not any(o.ran for o in outcomes)
+
+
+def experiments_of(outcomes: Sequence[Outcome]) -> list[tuple[str, str | None]]:
+    """(experiment, tracking URI) of every experiment the outcomes' runs logged to."""
+    seen: dict[str, str | None] = {}
+    for o in outcomes:
+        if o.run_id and o.experiment and o.experiment not in seen:
+            seen[o.experiment] = o.tracking_uri
+    return sorted(seen.items())
+
+
+def not_applicable_records(outcomes: Sequence[Outcome]) -> list[NotApplicableRow]:
+    """One board row per distinct n/a (mechanism, settings, epsilon, delta, dataset,
+    accountant): the trials of an n/a job are one row."""
+    seen: dict[tuple, NotApplicableRow] = {}
+    for o in outcomes:
+        if o.row is None:
+            continue
+        row = replace(o.row, reason=o.message)
+        key = tuple(str(v) for v in (row.mechanism, row.hyperparameters, row.epsilon,
+                                     row.delta, row.dataset, row.accountant))
+        seen.setdefault(key, row)
+    return list(seen.values())
+
+
+def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
+                      run_ids: list[str] | None = None,
+                      not_applicable: Sequence[Outcome] = (),
+                      parent: str | None = None) -> list[Path]:
+    """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``;
+    returns the files written. ``not_applicable``: the sweep's n/a outcomes, shown as rows;
+    ``parent``: the sweep's parent run, which gets the headline and the board as a table."""
+    from harness.report.audits import attach_audits, load_audits
+    from harness.report.leaderboard import build_leaderboard, load_runs, with_not_applicable
+    from harness.report.render import render_markdown, write_outputs
+    from harness.report.terminal import board_format, render_terminal
+
+    runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
+    if runs.empty:
+        return []
+    board = attach_audits(build_leaderboard(runs), load_audits(experiment, tracking_uri))
+    board = with_not_applicable(board, not_applicable_records(not_applicable))
+    out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
+    if parent:
+        log_parent_headline(tracking_uri, parent, board)
+    print()
+    title = f"Leaderboard: {experiment} (this sweep)"
+    if board_format() == "text":  # a terminal: plain text within 120 columns
+        print(render_terminal(board, title, files=str(Path(sweep) / "leaderboard" /
+                                                      "leaderboard.md")))
+    else:
+        print(render_markdown(board, title=title))
+    print(f"\nwritten to {Path(sweep) / 'leaderboard'}: {', '.join(Path(p).name for p in out)}")
+    uri = without_credentials(tracking_uri or "")
+    browse = ("mlflow ui --backend-store-uri sqlite:///mlflow.db" if not uri
+              or uri.startswith("sqlite:") else uri)
+    print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
+          f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}\nbrowse: {browse}")
+    return [Path(p) for p in out]
+
+
+def log_parent_headline(tracking_uri: str | None, parent: str, board: Any) -> None:
+    """The winner per epsilon (metrics, tags) and the board as an MLflow table on the parent
+    run (:mod:`harness.report.headline`); a failure is a warning, the board files remain."""
+    from harness.report.headline import log_headline
+    from harness.report.tracking import client_for
+
+    try:
+        log_headline(client_for(tracking_uri), parent, board)
+    except Exception as exc:  # noqa: BLE001 - the board is printed and written regardless
+        print(f"warning: could not log the headline on the sweep's parent run: "
+              f"{type(exc).__name__}", file=sys.stderr)
