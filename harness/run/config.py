@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from harness.data.datasets import Dataset
@@ -91,6 +92,11 @@ def enabled_metrics(settings: RunSettings) -> dict[str, dict[str, Any]]:
     return {k: dict(v or {}) for k, v in settings.metrics.items() if v is not False}
 
 
+def setting(path: str) -> property:
+    """A read-only view of ``settings.<path>`` (``privacy.noise``) on a :class:`RunConfig`."""
+    return property(lambda rc: attrgetter(path)(rc.settings), doc=f"``{path}``")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One run's configuration: the checked :class:`RunSettings` and what a sweep adds.
@@ -122,13 +128,18 @@ class RunConfig:
         privacy = self.settings.privacy
         return accountant_for(privacy.sampler, privacy.accountant)  # type: ignore[arg-type]
 
-    @property
-    def trial(self) -> int:
-        return self.settings.trial
-
-    @property
-    def seed(self) -> int:
-        return self.settings.seed
+    trial = setting("trial")
+    seed = setting("seed")
+    noise = setting("privacy.noise")
+    sampler = setting("privacy.sampler")
+    allow_large_delta = setting("privacy.allow_large_delta")
+    limits = setting("limits")
+    tuning = setting("tuning")
+    resume = setting("resume")
+    tracking_uri = setting("tracking.uri")
+    log_private_synthetic = setting("tracking.log_private_synthetic")
+    log_private_tables = setting("tracking.log_private_tables")
+    system_metrics = setting("tracking.system_metrics")
 
     @property
     def dataset(self) -> dict[str, Any]:
@@ -137,30 +148,6 @@ class RunConfig:
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
         return enabled_metrics(self.settings)
-
-    @property
-    def noise(self) -> NoiseMode:
-        return self.settings.privacy.noise  # type: ignore[return-value]
-
-    @property
-    def sampler(self) -> str:
-        return self.settings.privacy.sampler
-
-    @property
-    def allow_large_delta(self) -> bool:
-        return self.settings.privacy.allow_large_delta
-
-    @property
-    def limits(self) -> Limits:
-        return self.settings.limits
-
-    @property
-    def tuning(self) -> Tuning:
-        return self.settings.tuning
-
-    @property
-    def resume(self) -> bool:
-        return self.settings.resume
 
     @property
     def plugins(self) -> tuple[str, ...]:
@@ -175,22 +162,6 @@ class RunConfig:
         """``tracking.experiment`` ("": ``dp-arena/<competition or dataset>``, see
         :func:`experiment_for`)."""
         return self.settings.tracking.experiment or ""
-
-    @property
-    def tracking_uri(self) -> str | None:
-        return self.settings.tracking.uri
-
-    @property
-    def log_private_synthetic(self) -> bool:
-        return self.settings.tracking.log_private_synthetic
-
-    @property
-    def log_private_tables(self) -> bool:
-        return self.settings.tracking.log_private_tables
-
-    @property
-    def system_metrics(self) -> bool:
-        return self.settings.tracking.system_metrics
 
     @property
     def label(self) -> str:
@@ -222,12 +193,14 @@ class RunConfig:
 
 def parse_run_config(cfg: Any, *, sweep: str | None = None,
                      parent_runs: Mapping[str, str] | None = None,
-                     preset: str | None = None) -> RunConfig:
+                     preset: str | None = None, check: bool = True) -> RunConfig:
     """A run's config from Hydra's composed config, a config dict or :class:`RunSettings`
-    (:func:`settings_of`), checked (:func:`check_settings`). A config dict may carry what a
-    sweep adds (:data:`RUNTIME_KEYS`); the keyword arguments take precedence."""
+    (:func:`settings_of`), checked (:func:`check_settings`; ``check=False`` leaves that to
+    the caller, as a sweep's plan does for each job). A config dict may carry what a sweep
+    adds (:data:`RUNTIME_KEYS`); the keyword arguments take precedence."""
     settings = settings_of(cfg)
-    check_settings(settings)
+    if check:
+        check_settings(settings)
     given = cfg if isinstance(cfg, Mapping) else {}
     return RunConfig(settings,
                      sweep=str(sweep if sweep is not None else given.get("sweep") or ""),

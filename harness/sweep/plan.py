@@ -40,8 +40,8 @@ from harness.errors import ConfigError, DPArenaError, NotApplicable
 from harness.params import config_problem
 from harness.redact import scrubbed_reason
 from harness.report.leaderboard import NotApplicableRow
-from harness.run.config import (RunConfig, build_components, experiment_for, label_preset,
-                                parse_run_config, preset_of)
+from harness.run.config import (RunConfig, build_components, check_settings, experiment_for,
+                                label_preset, parse_run_config, preset_of)
 from harness.run.content import job_key
 from harness.run.preflight import check_data_size, check_run, with_default_delta
 from harness.sweep.records import JobPlan, SweepPlan
@@ -88,13 +88,14 @@ def compose_job(config: DictConfig, overrides: list[str]) -> RunConfig:
 
 
 def run_config_of(composed: DictConfig) -> RunConfig:
-    """A composed config (with its ``hydra`` node) as a :class:`RunConfig`."""
+    """A composed config (with its ``hydra`` node) as a :class:`RunConfig`, converted to the
+    typed settings but not yet checked (:func:`plan_sweep` checks it, naming the job)."""
     option = OmegaConf.select(composed, "hydra.runtime.choices.mechanism")
     composed = composed.copy()
     with open_dict(composed):
         composed.pop("hydra", None)
     return parse_run_config(composed, preset=preset_of(
-        option, OmegaConf.select(composed, "mechanism.name")))
+        option, OmegaConf.select(composed, "mechanism.name")), check=False)
 
 
 def sets_delta(overrides: list[str]) -> bool:
@@ -127,8 +128,9 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
         try:
             if isinstance(cfg, BaseException):
                 raise cfg
-            rc = cfg if isinstance(cfg, RunConfig) else parse_run_config(cfg)
+            rc = cfg if isinstance(cfg, RunConfig) else parse_run_config(cfg, check=False)
             label = labels[index] if labels else rc.label
+            check_settings(rc.settings)
             mechanism, metrics = build_components(rc)
             check_data_size(rc)
             data = cached_dataset(datasets, rc.dataset)
