@@ -10,9 +10,15 @@
   fit its schema) as a :class:`ConfigError`: the setting, the problem and the fix.
 - :func:`refuse_unknown_keys`: one message for keys a config part does not know, each with
   the closest known key (``did you mean``);
-- :func:`build_dataclass`: ``cls(**values)`` refusing unknown keys, for dataclasses whose
-  field types OmegaConf cannot describe (mechanism and metric hyperparameters use
-  ``Literal`` and unions of containers); those check their values themselves.
+- :func:`build_dataclass`: ``cls(**values)`` refusing unknown keys and values that do not fit
+  a field's annotation, for dataclasses whose field types OmegaConf cannot describe
+  (mechanism and metric hyperparameters use ``Literal`` and unions of containers);
+- **declared constraints** (scikit-learn's ``_parameter_constraints``): a class lists, per
+  setting, what a value may be (:class:`Interval`, :class:`OneOf`, :class:`Satisfies`, a type,
+  or ``None`` for null) in ``parameter_constraints``, and :func:`check_parameters` checks an
+  instance against them, one :class:`ParameterError` for the first value outside; every
+  mechanism and metric is checked so when it is built (:class:`mechanisms.base.Mechanism`,
+  :class:`metrics.base.Metric`), which a sweep does for every job before launch.
 - :func:`load_registered`: a registry entry ``"module:attribute"``, imported on first use.
 """
 
@@ -21,9 +27,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import math
+import numbers
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 from .errors import ConfigError
 
@@ -66,23 +75,19 @@ def build_dataclass(cls: type[T], values: dict[str, Any], where: str) -> T:
                               error.fix.replace(f"valid settings of {where} are",
                                                 f"the settings of {kind} {owner!r} are"))
         raise error
+    refuse_bad_values(cls, values, where)  # the types first; the constraints when built
     try:
-        built = cls(**values)  # the class's own checks say a bad value best, when it has them
-    except ConfigError:
-        raise
-    except Exception:
-        refuse_bad_values(cls, values, where)
-        raise
-    refuse_bad_values(cls, values, where)  # the values the class does not check itself
-    return built
+        return cls(**values)
+    except ParameterError as error:  # said at the path the user wrote
+        raise error.at(where) from None
 
 
 def refuse_bad_values(cls: type, values: Mapping[str, Any], where: str) -> None:
     """One :class:`ConfigError` for the first value of ``values`` that does not fit its field's
     annotation in the dataclass ``cls``: a ``Literal`` choice, ``int``, ``float``, ``bool``,
     ``str``, ``None``, a list/tuple/dict, or a union of these. Other annotations are left to the
-    class's own checks. This runs when a sweep is planned, so ``mechanism.noise=bogus`` is
-    refused before any job starts."""
+    class's declared constraints. This runs when a sweep is planned, so
+    ``mechanism.noise=bogus`` is refused before any job starts."""
     import typing
 
     try:
@@ -159,6 +164,135 @@ def example_of(cls: type, key: str, hint: Any) -> str:
     if literal is not None:
         return str(typing.get_args(literal)[0])
     return "null" if type(None) in args else "..."
+
+
+# ----- declared constraints ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    """A finite number in a range (scikit-learn's ``Interval``): ``Interval(int, 1, None)`` is
+    an integer >= 1, ``Interval(float, 0, 1, closed="neither")`` a number in (0, 1). ``closed``
+    says which ends belong to it. Booleans are never numbers here."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: Literal["both", "left", "right", "neither"] = "both"
+
+    def accepts(self, value: Any) -> bool:
+        wanted = numbers.Integral if self.kind is int else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, wanted) \
+                or not math.isfinite(float(value)):
+            return False
+        low_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
+                                      else value > self.low)
+        high_ok = self.high is None or (value <= self.high if self.closed in ("both", "right")
+                                        else value < self.high)
+        return low_ok and high_ok
+
+    def describe(self) -> str:
+        word = "an integer" if self.kind is int else "a number"
+        if self.low is not None and self.high is not None:
+            left = "[" if self.closed in ("both", "left") else "("
+            right = "]" if self.closed in ("both", "right") else ")"
+            span = f"in {left}{self.low:g}, {self.high:g}{right}"
+            return f"{word} {span}" if self.kind is int else span
+        if self.low is not None:
+            return f"{word} {'>=' if self.closed in ('both', 'left') else '>'} {self.low:g}"
+        if self.high is not None:
+            return f"{word} {'<=' if self.closed in ('both', 'right') else '<'} {self.high:g}"
+        return word
+
+
+@dataclass(frozen=True, init=False)
+class OneOf:
+    """One of a few values (scikit-learn's ``StrOptions``): ``OneOf("auto", "gaussian")``."""
+
+    options: tuple[Any, ...]
+
+    def __init__(self, *options: Any):
+        object.__setattr__(self, "options", options)
+
+    def accepts(self, value: Any) -> bool:
+        return any(value == o and type(value) is type(o) for o in self.options)
+
+    def describe(self) -> str:
+        if len(self.options) == 1:
+            return repr(self.options[0])
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+
+@dataclass(frozen=True)
+class Satisfies:
+    """Any value ``test`` accepts, described in words (for shapes the others cannot say, such
+    as a non-empty list of attribute lists)."""
+
+    test: Callable[[Any], bool]
+    description: str
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            return bool(self.test(value))
+        except Exception:  # noqa: BLE001 - a value the test cannot read is not accepted
+            return False
+
+    def describe(self) -> str:
+        return self.description
+
+
+#: What a ``parameter_constraints`` entry may list: the above, a type, or ``None`` (null).
+Constraint = Interval | OneOf | Satisfies | type | None
+#: Types as constraints, in words.
+TYPE_NAMES = {str: "a string", bool: "true or false", list: "a list", dict: "a mapping"}
+
+
+def accepts(constraint: Constraint, value: Any) -> bool:
+    if constraint is None:
+        return value is None
+    if isinstance(constraint, type):
+        return isinstance(value, constraint)
+    return constraint.accepts(value)
+
+
+def describe_constraint(constraint: Constraint) -> str:
+    if constraint is None:
+        return "null"
+    if isinstance(constraint, type):
+        return TYPE_NAMES.get(constraint, constraint.__name__)
+    return constraint.describe()
+
+
+class ParameterError(ConfigError):
+    """A setting outside its declared constraints: ``<where>.<key> must be ... (got ...)``,
+    with an example. :meth:`at` says it at another path (``mechanism.base_params``)."""
+
+    def __init__(self, where: str, key: str, wanted: str, value: Any, example: str):
+        self.where, self.key, self.wanted, self.value, self.example = \
+            where, key, wanted, value, example
+        name = f"{where}.{key}" if where else key
+        super().__init__(f"{name} must be {wanted} (got {value!r})", f"e.g. {name}={example}")
+
+    def at(self, where: str) -> ParameterError:
+        return ParameterError(where, self.key, self.wanted, self.value, self.example)
+
+
+def check_parameters(obj: Any, where: str) -> None:
+    """Check ``obj``'s settings against its class's ``parameter_constraints`` (setting ->
+    the constraints a value may meet, any one suffices); one :class:`ParameterError` for the
+    first value that meets none."""
+    for key, allowed in getattr(type(obj), "parameter_constraints", {}).items():
+        value = getattr(obj, key)
+        if not any(accepts(c, value) for c in allowed):
+            wanted = " or ".join(describe_constraint(c) for c in allowed)
+            raise ParameterError(where, key, wanted, value, example_value(type(obj), key))
+
+
+def example_value(cls: type, key: str) -> str:
+    """The field's default as a command-line value (``null`` for none)."""
+    default = next((f.default for f in dataclasses.fields(cls) if f.name == key),
+                   dataclasses.MISSING)
+    if default is None or default is dataclasses.MISSING:
+        return "null"
+    return str(default).lower() if isinstance(default, bool) else str(default)
 
 
 def structured(cls: type[T], values: Mapping[str, Any] | None, where: str = "") -> T:

@@ -103,6 +103,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
+from harness.params import Constraint, Interval, OneOf, Satisfies
 from harness.privacy.accounting import Budget, gaussian_sigma
 from harness.privacy.release import Releaser
 
@@ -371,6 +372,14 @@ def plausible_cells(shape: tuple[int, ...], parents: list[tuple[int, np.ndarray]
 
 
 # ----- the mechanism ----------------------------------------------------------------------
+def is_epsilon_mapping(value: object) -> bool:
+    """A non-empty mapping epsilon -> C > 0 (both numbers, never booleans)."""
+    number = Interval(float)
+    return isinstance(value, dict) and bool(value) and all(
+        number.accepts(k) and Interval(float, 0, closed="neither").accepts(v)
+        for k, v in value.items())
+
+
 @dataclass
 class AdaptiveGrid(Mechanism):
     C: float | dict | None = None
@@ -391,55 +400,19 @@ class AdaptiveGrid(Mechanism):
     #: last run's diagnostics (cliques, sigma, row counts); not a hyperparameter
     info: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        values = list(self.C.values()) if isinstance(self.C, dict) else [self.C]
-        keys = list(self.C.keys()) if isinstance(self.C, dict) else []
-        if (isinstance(self.C, dict) and not self.C) or any(
-                v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                   or not v > 0) for v in values) or (
-                isinstance(self.C, dict) and None in values) or any(
-                isinstance(k, bool) or not isinstance(k, (int, float)) for k in keys):
-            raise ConfigError(f"mechanism.C must be a number > 0, a mapping epsilon -> C, or "
-                              f"null (got {self.C!r})",
-                              "e.g. mechanism.C=150 or mechanism.C={1: 30, 10: 100}")
-        if not (isinstance(self.threshold, (int, float)) and self.threshold >= 0):
-            raise ConfigError(f"mechanism.threshold must be >= 0 (got {self.threshold!r})",
-                              "set mechanism.threshold=5")
-        if not isinstance(self.iters, int) or self.iters < 1:
-            raise ConfigError(f"mechanism.iters must be a positive integer (got {self.iters!r})",
-                              "set mechanism.iters=600")
-        if self.extra_copies is not None and (not isinstance(self.extra_copies, int)
-                                              or self.extra_copies < 0):
-            raise ConfigError(f"mechanism.extra_copies must be >= 0 or null "
-                              f"(got {self.extra_copies!r})", "set mechanism.extra_copies=7")
-        if self.row_count not in ("fitted", "one_way"):
-            raise ConfigError(f"mechanism.row_count must be fitted or one_way "
-                              f"(got {self.row_count!r})", "set mechanism.row_count=fitted")
-        if self.ids not in ID_POLICIES:
-            raise ConfigError(f"mechanism.ids must be one of {', '.join(ID_POLICIES)} "
-                              f"(got {self.ids!r})", "set mechanism.ids=public_profiles")
-        share = self.person_count_share
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
-            raise ConfigError(f"mechanism.person_count_share must be in [0, 1) (got {share!r})",
-                              "set mechanism.person_count_share=0.01 (0: no person count)")
-        if self.profile is not None and (not isinstance(self.profile, (list, tuple)) or any(
-                not isinstance(a, str) for a in self.profile)):
-            raise ConfigError(f"mechanism.profile must be null or a list of attribute names "
-                              f"(got {self.profile!r})",
-                              "e.g. mechanism.profile=[pickup_community_area,shift]")
-        if isinstance(self.max_cells, bool) or not isinstance(self.max_cells, int) \
-                or self.max_cells < 1:
-            raise ConfigError(f"mechanism.max_cells must be a positive integer "
-                              f"(got {self.max_cells!r})", "set mechanism.max_cells=10000")
-        if isinstance(self.max_model_mb, bool) or not isinstance(
-                self.max_model_mb, (int, float)) or not self.max_model_mb > 0:
-            raise ConfigError(f"mechanism.max_model_mb must be > 0 (got {self.max_model_mb!r})",
-                              "set mechanism.max_model_mb=80")
-        if self.marginals is not None and (
-                not isinstance(self.marginals, (list, tuple)) or not self.marginals
-                or any(not isinstance(m, (list, tuple)) or not m for m in self.marginals)):
-            raise ConfigError("mechanism.marginals must be null or a non-empty list of "
-                              "non-empty attribute lists", "e.g. mechanism.marginals=[[a,b],[b,c]]")
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "C": [Interval(float, 0, closed="neither"), None, Satisfies(
+            is_epsilon_mapping, "a mapping epsilon -> C > 0 (e.g. {1: 30, 10: 100})")],
+        "threshold": [Interval(float, 0)], "iters": [Interval(int, 1)],
+        "extra_copies": [Interval(int, 0), None], "row_count": [OneOf("fitted", "one_way")],
+        "ids": [OneOf(*ID_POLICIES)],
+        "person_count_share": [Interval(float, 0, 1, closed="left")],
+        "profile": [None, Satisfies(lambda v: isinstance(v, (list, tuple)) and all(
+            isinstance(a, str) for a in v), "a list of attribute names")],
+        "max_cells": [Interval(int, 1)], "max_model_mb": [Interval(float, 0, closed="neither")],
+        "marginals": [None, Satisfies(lambda v: isinstance(v, (list, tuple)) and v and all(
+            isinstance(m, (list, tuple)) and m for m in v),
+            "a non-empty list of non-empty attribute lists")]}
 
     # ----- configuration resolved against the data -------------------------------------
     def clip_bound(self, budget: Budget) -> float:

@@ -87,6 +87,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
+from harness.params import Constraint, Interval
 from harness.privacy.accounting import (
     CALIBRATION_HEADROOM,
     Budget,
@@ -139,27 +140,13 @@ class AIM(Mechanism):
     #: the zCDP filter over the whole budget is AIM's proven bound (see the module docstring)
     filter_bound: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        for key in ("workload_degree", "iters", "final_iters"):
-            value = getattr(self, key)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"mechanism.{key} must be a positive integer (got {value!r})",
-                                  f"set mechanism.{key} to a positive integer")
-        for key in ("rounds", "max_cells", "max_contrib"):
-            value = getattr(self, key)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"mechanism.{key} must be a positive integer or null "
-                                  f"(got {value!r})", f"set mechanism.{key}=null")
-        if not (isinstance(self.max_model_size, (int, float)) and self.max_model_size > 0):
-            raise ConfigError(f"mechanism.max_model_size must be > 0 MB "
-                              f"(got {self.max_model_size!r})", "set mechanism.max_model_size=80")
-        if not (isinstance(self.max_answers_mb, (int, float)) and self.max_answers_mb > 0):
-            raise ConfigError(f"mechanism.max_answers_mb must be > 0 MB "
-                              f"(got {self.max_answers_mb!r})",
-                              "set mechanism.max_answers_mb=1000")
-        if self.tol is not None and not (isinstance(self.tol, (int, float)) and self.tol >= 0):
-            raise ConfigError(f"mechanism.tol must be >= 0 or null (got {self.tol!r})",
-                              "set mechanism.tol=1e-7 (null: run every iteration)")
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "workload_degree": [Interval(int, 1)], "iters": [Interval(int, 1)],
+        "final_iters": [Interval(int, 1)], "rounds": [Interval(int, 1), None],
+        "max_cells": [Interval(int, 1), None], "max_contrib": [Interval(int, 1), None],
+        "max_model_size": [Interval(float, 0, closed="neither")],
+        "max_answers_mb": [Interval(float, 0, closed="neither")],
+        "tol": [Interval(float, 0), None]}
 
     # ----- the release plan -------------------------------------------------------------
     @staticmethod

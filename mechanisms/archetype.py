@@ -84,6 +84,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError, NotApplicable
+from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget, gaussian_sigma
 from harness.privacy.release import Releaser
 from harness.data.schema import Schema, encode_column
@@ -358,6 +359,10 @@ class Archetype(Mechanism):
     min_count: int = 1
     name: ClassVar[str] = "archetype"
     units: ClassVar[tuple[str, ...]] = ("user",)
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "k": [Interval(int, 1)], "split": [Interval(float, 0, 1, closed="neither")],
+        "max_rows": [Interval(int, 1), None], "trips_per_taxi": [OneOf("mean", "public")],
+        "gmm_covariance": [OneOf(*COVARIANCE_TYPES)]}
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
@@ -408,19 +413,6 @@ class Archetype(Mechanism):
 
     def _check(self, data: Dataset, budget: Budget) -> None:
         self.check_applicable(data)
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ConfigError(f"mechanism.k must be an integer >= 1 (got {self.k!r})",
-                              "set mechanism.k=10")
-        if self.max_rows is not None and self.max_rows < 1:
-            raise ConfigError(f"mechanism.max_rows must be >= 1 or null (got {self.max_rows!r})",
-                              "set mechanism.max_rows=2000000")
-        if self.gmm_covariance not in COVARIANCE_TYPES:
-            raise ConfigError(f"mechanism.gmm_covariance must be one of {list(COVARIANCE_TYPES)}"
-                              f" (got {self.gmm_covariance!r})",
-                              "set mechanism.gmm_covariance=full")
-        if self.trips_per_taxi not in ("mean", "public"):
-            raise ConfigError(f"mechanism.trips_per_taxi must be 'mean' or 'public' "
-                              f"(got {self.trips_per_taxi!r})", "set mechanism.trips_per_taxi=mean")
         if budget.delta <= 0:
             raise ConfigError("archetype adds Gaussian noise and needs delta > 0",
                               "set privacy.delta > 0, e.g. privacy=sprint3 (delta 2.5e-5)")

@@ -1,7 +1,8 @@
 """The mechanism interface and the helpers every mechanism shares.
 
 A mechanism is a dataclass whose fields are its hyperparameters (set from
-``conf/mechanism/NAME.yaml`` and sweepable as ``mechanism.FIELD=...``). The runner calls
+``conf/mechanism/NAME.yaml`` and sweepable as ``mechanism.FIELD=...``); what each may be is
+declared in ``parameter_constraints`` and checked when it is built. The runner calls
 ``fit_sample(data, budget, release, rng)``: every privacy-relevant random draw goes through
 ``release`` (:class:`harness.privacy.release.Releaser`: it charges the run's ledger and draws the
 noise in one call), and the mechanism calls ``release.done()`` after its last noisy release.
@@ -20,6 +21,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError, NotApplicable
+from harness.params import Constraint, check_parameters
 from harness.privacy.accounting import Budget
 from harness.privacy.release import Releaser
 
@@ -45,6 +47,14 @@ class Mechanism(ABC):
     #: (adaptively chosen noise scales, as AIM's), not the ledger's composition of its
     #: charges: the run then reports the budget as spent, under every accountant.
     filter_bound: ClassVar[bool] = False
+    #: What each setting may be (:mod:`harness.params`: ``Interval``, ``OneOf``, ``Satisfies``,
+    #: a type, ``None`` for null; any one suffices), checked when the mechanism is built,
+    #: so a sweep refuses a bad value before launch. Checks that need the data stay in the
+    #: mechanism (``check_applicable``, ``fit_sample``).
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
+
+    def __post_init__(self) -> None:
+        check_parameters(self, "mechanism")
 
     @abstractmethod
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,

@@ -60,6 +60,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError, DPArenaError, SchemaError
+from harness.params import Constraint, OneOf
 from harness.privacy.accounting import Budget, zcdp_rho
 from harness.privacy.release import Releaser
 
@@ -103,10 +104,13 @@ class External(Mechanism):
     table: str = "codes"
     options: dict[str, Any] = field(default_factory=dict)
 
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "table": [OneOf(*ENCODINGS)]}
+
     def __post_init__(self) -> None:
-        if self.table not in ENCODINGS:
-            raise ConfigError(f"mechanism.table must be one of {list(ENCODINGS)} "
-                              f"(got {self.table!r})", "use mechanism.table=codes")
+        """The declared constraints, then what this machine must have: the environment, the
+        script and the interpreter."""
+        super().__post_init__()
         if self.env and self.env not in ENVS:
             raise ConfigError(f"unknown contestant environment {self.env!r}",
                               f"use one of {sorted(ENVS)}")

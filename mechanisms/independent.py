@@ -34,6 +34,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
+from harness.params import Constraint, OneOf
 from harness.privacy.accounting import Budget, gaussian_sigma, laplace_scale
 from harness.privacy.release import Releaser
 
@@ -46,6 +47,8 @@ class Independent(Mechanism):
     max_contrib: int | None = None
     noise: Literal["auto", "gaussian", "laplace"] = "auto"
     name: ClassVar[str] = "independent"
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "noise": [OneOf("auto", "gaussian", "laplace")]}
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
@@ -63,9 +66,6 @@ class Independent(Mechanism):
     def _noise_kind(self, budget: Budget) -> str:
         if self.noise == "auto":
             return "gaussian" if budget.delta > 0 else "laplace"
-        if self.noise not in ("gaussian", "laplace"):
-            raise ConfigError(f"mechanism.noise must be auto, gaussian or laplace "
-                              f"(got {self.noise!r})", "set mechanism.noise=auto")
         if self.noise == "gaussian" and budget.delta == 0:
             raise ConfigError("gaussian noise needs delta > 0",
                               "set privacy.delta > 0 or mechanism.noise=laplace")

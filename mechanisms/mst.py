@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
+from harness.params import Constraint, Interval
 from harness.privacy.accounting import Budget, Charge
 from harness.privacy.release import Releaser
 
@@ -86,19 +86,10 @@ class MST(Mechanism):
     max_cells: int = 1_000_000
     name: ClassVar[str] = "mst"
 
-    def __post_init__(self) -> None:
-        for key in ("iters", "select_iters", "max_cells"):
-            value = getattr(self, key)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"mechanism.{key} must be a positive integer (got {value!r})",
-                                  f"set mechanism.{key}=1000")
-        if self.max_contrib is not None and (not isinstance(self.max_contrib, int)
-                                             or self.max_contrib < 1):
-            raise ConfigError(f"mechanism.max_contrib must be a positive integer or null "
-                              f"(got {self.max_contrib!r})", "set mechanism.max_contrib=null")
-        if self.tol is not None and not (isinstance(self.tol, (int, float)) and self.tol >= 0):
-            raise ConfigError(f"mechanism.tol must be >= 0 or null (got {self.tol!r})",
-                              "set mechanism.tol=1e-7 (null: run every iteration)")
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "iters": [Interval(int, 1)], "select_iters": [Interval(int, 1)],
+        "max_cells": [Interval(int, 1)], "max_contrib": [Interval(int, 1), None],
+        "tol": [Interval(float, 0), None]}
 
     # ----- the release plan -------------------------------------------------------------
     @staticmethod

@@ -122,6 +122,7 @@ import pandas as pd
 from harness.data.datasets import Dataset
 from harness.data.schema import Schema, decode_column, encode_column
 from harness.errors import BudgetExceededError, ConfigError, NotApplicable
+from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget, Ledger, laplace_scale
 from harness.privacy.release import Releaser
 
@@ -384,9 +385,6 @@ class RDTPlan:
     base: Mechanism | None
 
 
-EXAMPLE_VALUES = {"m": 3, "n_B": 1000, "collapse_above": 16}
-
-
 @dataclass
 class RDT(Mechanism):
     """Random decision trees for private attributes (see the module docstring)."""
@@ -411,6 +409,13 @@ class RDT(Mechanism):
     structure: Literal["base", "public"] = "base"
     max_contrib: int | None = None
     name: ClassVar[str] = "rdt"
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "m": [Interval(int, 1)], "n_B": [Interval(int, 1)],
+        "max_depth": [None, Interval(int, 0), OneOf("all")],
+        "collapse_above": [Interval(int, 2)], "collapse_min_count": [None, Interval(int, 0)],
+        "leaf_min_count": [Interval(float, 0)], "chain": [OneOf("authentic", "synthesized")],
+        "shrinkage": [Interval(float, 0)], "base_share": [Interval(float, 0, 1, "neither")],
+        "structure": [OneOf("base", "public")]}
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
@@ -437,25 +442,6 @@ class RDT(Mechanism):
         private = resolve_private_attributes(data.schema, self.private_attributes)
         predictors = resolve_predictors(data.schema, private, self.predictors)
         shares = budget_shares(self.budget_split, private)
-        for key, value, least in (("m", self.m, 1), ("n_B", self.n_B, 1),
-                                  ("collapse_above", self.collapse_above, 2)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ConfigError(f"mechanism.{key} must be an integer >= {least} (got {value!r})",
-                                  f"e.g. mechanism.{key}={EXAMPLE_VALUES[key]}")
-        for key, value in (("max_depth", None if self.max_depth == "all" else self.max_depth),
-                           ("collapse_min_count", self.collapse_min_count)):
-            if value is not None and (not isinstance(value, int) or value < 0):
-                raise ConfigError(f"mechanism.{key} must be null or an integer >= 0 "
-                                  f"{'or all ' if key == 'max_depth' else ''}(got {value!r})",
-                                  f"e.g. mechanism.{key}=null")
-        if not isinstance(self.leaf_min_count, (int, float)) or isinstance(
-                self.leaf_min_count, bool) or not 0 <= self.leaf_min_count < math.inf:
-            raise ConfigError(f"mechanism.leaf_min_count must be a number >= 0 "
-                              f"(got {self.leaf_min_count!r})",
-                              "e.g. mechanism.leaf_min_count=5 (0: only empty leaves fall back)")
-        if self.chain not in ("authentic", "synthesized"):
-            raise ConfigError(f"mechanism.chain must be authentic or synthesized "
-                              f"(got {self.chain!r})", "e.g. mechanism.chain=synthesized")
         for key, positive_int, example in (("collapse_min_counts", True, "{occupation: 200}"),
                                            ("regroup_widths", False, "{age: 10}")):
             rules = per_attribute_setting(key, getattr(self, key), predictors + private[:-1],
@@ -463,12 +449,6 @@ class RDT(Mechanism):
             if key == "regroup_widths":
                 for attr in rules:
                     code_values(data.schema[attr])  # numeric values, or one clear error
-        if not isinstance(self.shrinkage, (int, float)) or not self.shrinkage >= 0:
-            raise ConfigError(f"mechanism.shrinkage must be a number >= 0 (got {self.shrinkage!r})",
-                              "e.g. mechanism.shrinkage=1 (0: plain clamped proportions)")
-        if self.structure not in ("base", "public"):
-            raise ConfigError(f"mechanism.structure must be base or public "
-                              f"(got {self.structure!r})", "e.g. mechanism.structure=base")
         attribute_weight_vector(self.attribute_weights, predictors + private[:-1],
                                 predictors + private[:-1])
         self.check_applicable(data)
@@ -482,9 +462,6 @@ class RDT(Mechanism):
         if self.base == self.name:
             raise ConfigError("mechanism.base cannot be rdt itself",
                               "use base=public or another mechanism, e.g. base=mst")
-        if not isinstance(self.base_share, (int, float)) or not 0 < self.base_share < 1:
-            raise ConfigError(f"mechanism.base_share must be in (0, 1) (got {self.base_share!r})",
-                              "e.g. mechanism.base_share=0.5")
         base = make_mechanism(self.base, self.base_params, "mechanism.base_params")
         if base.reference == "ceiling":
             raise ConfigError(f"mechanism.base={self.base} reads private rows without noise "

@@ -1,6 +1,7 @@
 """The metric interface: ``score(data, synthetic) -> MetricResult``, and which outputs are public.
 
-A metric is a dataclass whose fields are its settings (from ``conf/metrics/*.yaml``). Scores
+A metric is a dataclass whose fields are its settings (from ``conf/metrics/*.yaml``); what each
+may be is declared in ``parameter_constraints`` and checked when it is built. Scores
 are plain floats logged to MLflow as ``<metric>/<score>``; tables become CSV artifacts and
 figures PNG artifacts.
 
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from harness.data.datasets import Dataset
+from harness.params import Constraint, check_parameters
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,11 @@ class Metric(ABC):
     public_outputs: ClassVar[frozenset[str]] = frozenset()
     #: What kind of data the metric needs, for the ``n/a`` reason when it does not apply.
     requires: ClassVar[str] = "another kind of data"
+    #: What each setting may be (:mod:`harness.params`), checked when the metric is built.
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
+
+    def __post_init__(self) -> None:
+        check_parameters(self, f"metrics.{self.name}")
 
     def applies_to(self, data: Dataset) -> bool:
         """Whether this metric can score data of this kind (e.g. challenge: taxi schema)."""

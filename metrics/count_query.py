@@ -43,7 +43,7 @@ answers. No output is public.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,7 @@ from matplotlib.figure import Figure
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
+from harness.params import Constraint, Interval, OneOf
 from harness.data.sequences import (
     SequenceSpec,
     has_sequence_view,
@@ -469,24 +470,11 @@ class CountQuery(Metric):
     kind: str = "auto"
     location: str = "pickup"
 
-    def __post_init__(self) -> None:
-        checks = [
-            (isinstance(self.n_queries, int) and self.n_queries >= 1, "n_queries",
-             "an integer >= 1"),
-            (isinstance(self.max_size, int) and self.max_size >= 1, "max_size",
-             "an integer >= 1"),
-            (self.workload in WORKLOADS, "workload", f"one of {WORKLOADS}"),
-            (isinstance(self.sanity_fraction, (int, float)) and self.sanity_fraction > 0,
-             "sanity_fraction", "a number > 0"),
-            (isinstance(self.rescale, bool), "rescale", "true or false"),
-            (self.kind in KINDS, "kind", f"one of {KINDS}"),
-            (self.location in LOCATIONS, "location", f"one of {LOCATIONS}"),
-        ]
-        for ok, key, want in checks:
-            if not ok:
-                raise ConfigError(f"metrics.count_query.{key} must be {want} "
-                                  f"(got {getattr(self, key)!r})",
-                                  f"set metrics.count_query.{key} to {want}")
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "n_queries": [Interval(int, 1)], "max_size": [Interval(int, 1)],
+        "workload": [OneOf(*WORKLOADS)],
+        "sanity_fraction": [Interval(float, 0, closed="neither")], "rescale": [bool],
+        "kind": [OneOf(*KINDS)], "location": [OneOf(*LOCATIONS)]}
 
     def applies_to(self, data: Dataset) -> bool:
         return self.kind != "location" or has_sequence_view(data, self.sequence_spec)

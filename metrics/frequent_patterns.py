@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
+from harness.params import Constraint, Interval, OneOf
 from harness.data.sequences import SequenceSpec, SequenceView, has_sequence_view, sequence_view
 
 from .base import Metric, MetricResult
@@ -284,18 +286,9 @@ class FrequentPatterns(Metric):
     max_pattern_length: int | None = 5
     location: str = "pickup"
 
-    def __post_init__(self) -> None:
-        for key, fix in (("k", "100"), ("max_pattern_length", "5 (or null for exact)")):
-            value = getattr(self, key)
-            if key == "max_pattern_length" and value is None:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"metrics.frequent_patterns.{key} must be an integer >= 1 "
-                                  f"(got {value!r})", f"set metrics.frequent_patterns.{key}={fix}")
-        if self.location not in LOCATIONS:
-            raise ConfigError(f"metrics.frequent_patterns.location must be one of {LOCATIONS} "
-                              f"(got {self.location!r})",
-                              "set metrics.frequent_patterns.location=pickup")
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "k": [Interval(int, 1)], "max_pattern_length": [Interval(int, 1), None],
+        "location": [OneOf(*LOCATIONS)]}
 
     @property
     def sequence_spec(self) -> SequenceSpec:

@@ -119,7 +119,6 @@ Choices where the paper was ambiguous (details in ``conf/mechanism/prefix_tree.y
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -129,6 +128,7 @@ import pandas as pd
 from harness.data.datasets import Dataset
 from harness.data.sequences import SequenceSpec, detect_sequence_kind, sequence_view, site_columns
 from harness.errors import ConfigError, NotApplicable
+from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget
 from harness.privacy.release import Releaser
 from mechanisms.base import Mechanism
@@ -165,6 +165,11 @@ class PrefixTree(Mechanism):
     taxonomy: Any = "auto"
     location: str = "pickup"
     name: ClassVar[str] = "prefix_tree"
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "h": [Interval(int, 1)], "eps1_share": [OneOf("fanout"), Interval(float, 0, 1, "neither")],
+        "threshold_g_sd": [Interval(float, 0)],
+        "threshold_ng_sd": [Interval(float, 0)], "ends": [OneOf(*ENDS)],
+        "location": [OneOf(*TREE_LOCATIONS)]}
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
@@ -217,21 +222,6 @@ class PrefixTree(Mechanism):
 
     def _check(self, data: Dataset) -> str:
         """Validate the settings against the data; return the sequence kind."""
-        if isinstance(self.h, bool) or not isinstance(self.h, int) or self.h < 1:
-            raise ConfigError(f"mechanism.h must be an integer >= 1 (got {self.h!r})",
-                              "set mechanism.h=6")
-        for key in ("threshold_g_sd", "threshold_ng_sd"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                    not math.isfinite(value) or value < 0:
-                raise ConfigError(f"mechanism.{key} must be a number >= 0 (got {value!r})",
-                                  f"set mechanism.{key}=2")
-        if self.ends not in ENDS:
-            raise ConfigError(f"mechanism.ends must be one of {ENDS} (got {self.ends!r})",
-                              "set mechanism.ends=residual")
-        if self.location not in TREE_LOCATIONS:
-            raise ConfigError(f"mechanism.location must be one of {TREE_LOCATIONS} "
-                              f"(got {self.location!r})", "set mechanism.location=pickup")
         level_budgets(1.0, self.h, self.allocation)  # validates the allocation
         kind = self.sequence_kind(data)
         if kind == "columns" and self.h > len(site_columns(data.schema.names)):
