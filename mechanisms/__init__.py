@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 from harness.errors import ConfigError
@@ -37,9 +39,9 @@ def mechanism_class(name: str) -> type[Mechanism]:
 
 
 def hyperparameter_label(name: str, params: dict[str, Any], preset: str = "") -> str:
-    """``k=5,C=150``: the settings that differ from the shipped config of the mechanism
-    (``conf/mechanism/NAME.yaml``, or of the preset ``NAME_PRESET.yaml``, shown as
-    ``[preset]``); "-" if none. Long values are abbreviated (``marginals=<list of 45 #1f2e>``),
+    """``k=5,C=150``: the settings that differ from the shipped option of the mechanism
+    (``mechanism=NAME``, or the preset ``mechanism=NAME_PRESET``, shown as ``[preset]``), as
+    Hydra composes it (:func:`shipped_settings`); "-" if none. Long values are abbreviated (``marginals=<list of 45 #1f2e>``),
     so a label stays short. Used to group runs on the leaderboard and to name them; every
     setting is logged to MLflow regardless."""
     baseline = shipped_settings(f"{name}_{preset}" if preset else name)
@@ -74,39 +76,49 @@ def short_value(value: Any, limit: int = 32) -> str:
 
 
 def shipped_settings(option: str) -> dict[str, Any] | None:
-    """The mechanism settings a ``conf/mechanism/OPTION.yaml`` ships (following a
-    ``/mechanism/BASE@mechanism`` default it extends); ``None`` when there is no such file."""
-    import yaml
+    """The mechanism settings the option ``mechanism=OPTION`` ships (without ``name``), as
+    Hydra composes the option alone (its defaults list included: ``aim_quick`` extends
+    ``aim``); ``None`` when there is no such option. Inside a running Hydra app the app's
+    config search path is used, so options from ``hydra.searchpath`` are found too."""
+    composed = composed_option("mechanism", option)
+    if composed is None:
+        return None
+    return {k: v for k, v in copy.deepcopy(composed).items() if k != "name"}
+
+
+@functools.lru_cache(maxsize=None)
+def composed_option(group: str, option: str) -> dict[str, Any] | None:
+    """The node ``group`` of the config Hydra composes from ``+GROUP=OPTION`` alone (no
+    primary config), as plain containers; ``None`` when the option does not exist. Cached:
+    options do not change while a process runs."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import MissingConfigException
+    from omegaconf import OmegaConf
 
     from harness.resources import config_dir
 
-    path = config_dir() / "mechanism" / f"{option}.yaml"
-    if not path.is_file():
+    overrides = [f"+{group}={option}"]
+    try:
+        if GlobalHydra.instance().is_initialized():  # inside the app: its search path
+            cfg = compose(config_name=None, overrides=overrides)
+        else:
+            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+                cfg = compose(config_name=None, overrides=overrides)
+    except MissingConfigException:
         return None
-    raw = yaml.safe_load(path.read_text()) or {}
-    settings: dict[str, Any] = {}
-    for entry in raw.get("defaults") or []:
-        if isinstance(entry, str) and entry.startswith("/mechanism/") and "@mechanism" in entry:
-            settings.update(shipped_settings(entry.split("/")[2].split("@")[0]) or {})
-    settings.update({k: v for k, v in raw.items()
-                     if k not in ("defaults", "name", "privacy", "competition")})
-    return settings
+    node = OmegaConf.to_container(cfg, resolve=True).get(group)  # type: ignore[union-attr]
+    return node if isinstance(node, dict) else None
 
 
 def mechanism_conf(name: str) -> dict[str, Any]:
-    """The hyperparameters ``conf/mechanism/NAME.yaml`` sets (without ``name``), for scripts
-    that build a mechanism outside Hydra with the project's configured settings."""
-    import yaml
-
-    from harness.resources import config_dir
-
-    path = config_dir() / "mechanism" / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"no config file for mechanism {name!r} ({path})",
+    """The hyperparameters the option ``mechanism=NAME`` ships (:func:`shipped_settings`), for
+    scripts that build a mechanism outside Hydra with the project's configured settings."""
+    settings = shipped_settings(name)
+    if settings is None:
+        raise ConfigError(f"no config option for mechanism {name!r}",
                           f"use one of {sorted(MECHANISMS)}")
-    params = yaml.safe_load(path.read_text()) or {}
-    params.pop("name", None)
-    return params
+    return settings
 
 
 def make_mechanism(name: str, params: dict[str, Any] | None,

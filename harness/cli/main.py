@@ -27,9 +27,9 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-import harness.cli.schemas  # noqa: F401 - registers the config schemas with Hydra (also in workers)
+import harness.cli.schemas  # noqa: F401 - registers the schemas and resolvers (also in workers)
 from harness.cli.compose import first_job_command, refuse_bad_command
 from harness.resources import config_dir
 
@@ -50,28 +50,12 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     quiet_banners(sys.argv[1:])
     sys.argv[1:] = with_verbosity(sys.argv[1:])
-    register_resolvers()
     refuse_bad_command("dp-arena", Path(CONF_DIR), "config", sys.argv[1:])
     if any(a in ("-c", "--cfg") for a in sys.argv[1:]):  # show one job, not "ambiguous value"
         sys.argv[1:], note = first_job_command("config", Path(CONF_DIR), sys.argv[1:])
         if note:
             print(note, file=sys.stderr)
     hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(run_task)()
-
-
-def swept_values(key: str, _root_: DictConfig) -> str:
-    """``${dp_arena_swept:KEY}``: what the sweep runs for ``KEY`` (``hydra.sweeper.params``,
-    else the config's own value), for the ``--help`` text."""
-    params = OmegaConf.select(_root_, "hydra.sweeper.params") or {}
-    if key in params:
-        return str(params[key]).replace(",", ", ")
-    return str(OmegaConf.select(_root_, key, default="?"))
-
-
-def register_resolvers() -> None:
-    """The config's own interpolation functions (``dp_arena_swept``), once per process."""
-    if not OmegaConf.has_resolver("dp_arena_swept"):
-        OmegaConf.register_new_resolver("dp_arena_swept", swept_values)
 
 
 #: Hydra's and the libraries' INFO logging, shown with ``-v``.

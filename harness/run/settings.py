@@ -173,9 +173,12 @@ class TrackingSettings:
 
 @dataclass
 class CompetitionSettings:
-    """A named competition's facts (conf/competition/): its name, epsilons and trials."""
+    """A named competition's facts (conf/competition/): its name, and the one source of its
+    sweep: the mechanism options, epsilons and number of trials it runs (its
+    ``hydra.sweeper.params`` read these, through ``${dp_arena_sweep:...}``)."""
 
     name: str = ""
+    mechanisms: list[str] = field(default_factory=list)
     epsilons: list[float] = field(default_factory=list)
     trials: int = 1
 
