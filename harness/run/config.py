@@ -29,9 +29,9 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.params import config_problem, structured
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
-from harness.privacy.noise import NoiseMode, check_noise_mode
+from harness.privacy.noise import check_noise_mode
 from harness.privacy.release import accountant_for, check_sampler
-from harness.run.settings import Limits, RunSettings, Tuning
+from harness.run.settings import RunSettings
 from mechanisms import Mechanism, hyperparameter_label, make_mechanism
 from metrics import Metric, make_metric
 
