@@ -532,13 +532,14 @@ class AdaptiveGrid(Mechanism):
         model = pgm.estimate(model_domain, measurements, self.iters, total)
         jax.block_until_ready(model.potentials)
         clock["estimate"] = time.time()
-        n_rows = pgm.fitted_total(model, measurements) if self.row_count == "fitted" else total
+        n_rows, std = (pgm.fitted_total_and_std(model, measurements) if self.row_count == "fitted"
+                       else (total, pgm.initial_total_std(measurements, model_domain)))
         clock["total"] = time.time()
         ratio = 1.0
         if data.unit == "user" and self.clip_correction:
             ratio = pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, str(data.id_column), C))
-        n_rows = bounded_row_count(n_rows * ratio, data, budget.epsilon)
+        n_rows = bounded_row_count(n_rows * ratio, data, budget.epsilon, std=std * ratio)
         self.info = {"measurements": len(cliques), "sigma": sigma, "C": C,
                      "one_way_total": total, "rows": n_rows, "clip_ratio": ratio,
                      "noisy_persons": people}

@@ -271,11 +271,12 @@ class AIM(Mechanism):
 
         model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=model,
                              tol=self.tol)
-        n_rows = pgm.fitted_total(model, measurements)
+        n_rows, std = pgm.fitted_total_and_std(model, measurements)
         if data.unit == "user":
-            n_rows *= pgm.public_clip_ratio(
+            ratio = pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, data.id_column, b))
-        n_rows = bounded_row_count(n_rows, data, budget.epsilon)
+            n_rows, std = n_rows * ratio, std * ratio
+        n_rows = bounded_row_count(n_rows, data, budget.epsilon, std=std)
         return finish(data, pgm.sample_codes(model, n_rows, rng, attrs), rng)
 
 

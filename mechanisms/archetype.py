@@ -13,7 +13,9 @@ Steps
    company (the schema's whole company domain), zeros included, with Gaussian noise; negative
    noisy counts become 0.
 2. *Post-processing (no budget).* ``round(noisy count)`` synthetic taxis per archetype, so
-   the trip total follows the noisy taxi counts; each taxi's trip count comes from its
+   the trip total follows the noisy taxi counts (when the noise in their total is large next
+   to the public part's number of taxis, the rule of :mod:`mechanisms.row_count`, the noisy
+   shares are scaled to that public total instead); each taxi's trip count comes from its
    archetype's public taxis (``trips_per_taxi``: ``public``, the default, draws it from their
    trip counts; ``mean``, the write-up's choice, gives every taxi their mean), all scaled down
    together if the total would pass ``max_rows`` or the run's ``max_records``; each trip's
@@ -90,6 +92,7 @@ from harness.privacy.release import Releaser
 from harness.data.schema import Schema, encode_column
 
 from .base import Mechanism
+from .row_count import informative
 from .conditional_fill import (SPRINT3_LOCATION, ConditionalTable, conform_to_schema,
                                enforce_shift_times, fit_conditionals, fit_key_coder, fit_table,
                                sample_conditionals, sprint3_fill_steps)
@@ -289,6 +292,21 @@ def taxi_trip_counts(model: PublicArchetypes, taxis: np.ndarray, cap: int | None
     return arch[keep], trips[keep].astype(np.int64)
 
 
+def taxis_or_public_total(noisy_taxis: np.ndarray, sigma: float,
+                          public_taxis: np.ndarray) -> np.ndarray:
+    """The noisy taxis per archetype, or, when the noise in their total (``sigma sqrt(k)``) is
+    large next to the public part's number of taxis (the rule of
+    :func:`mechanisms.row_count.informative`, e.g. at epsilon 1e-6), the same shares scaled to
+    that public total (the public shares when every noisy count is 0): at tiny epsilon the
+    noisy total is millions or billions of taxis. Post-processing of the release and public
+    counts."""
+    figure = float(public_taxis.sum())
+    if informative(sigma * math.sqrt(len(noisy_taxis)), figure):
+        return noisy_taxis
+    shares = noisy_taxis if noisy_taxis.sum() > 0 else public_taxis.astype(float)
+    return shares / shares.sum() * figure
+
+
 def sample_trips(model: PublicArchetypes, schema: Schema, id_column: str,
                  noisy_archetypes: np.ndarray, noisy_companies: np.ndarray, cap: int | None,
                  trips_mode: str, rng: np.random.Generator) -> pd.DataFrame:
@@ -388,6 +406,7 @@ class Archetype(Mechanism):
         del hist_a, hist_c
         release.done()
         # Step 2: post-processing of noisy_a, noisy_c and public data.
+        noisy_a = taxis_or_public_total(noisy_a, sigma_a, model.taxis)
         cap = run_cap(data, budget.epsilon, self.max_rows)
         trips = sample_trips(model, schema, id_column, noisy_a, noisy_c, cap,
                              self.trips_per_taxi, rng)

@@ -18,14 +18,16 @@ numeric bins with public values, person ids from the public trips-per-person dis
 is post-processing.
 
 The synthetic row count is the mean over attributes of the noisy histogram totals (an
-unbiased estimate of the clipped row count), clipped to the public bounds of
-:func:`mechanisms.row_count.row_bounds` (at least 1,000 rows, at most the schema's
-``max_records`` or 1,000,000), so it is never read from the private data and a tiny epsilon
-cannot yield a one-row table.
+unbiased estimate of the clipped row count), or a public figure when that estimate's noise
+(known from the calibration) is large next to it, clipped to public bounds
+(:mod:`mechanisms.row_count`: at least 1,000 rows, at most the schema's ``max_records`` or
+1,000,000), so it is never read from the private data and a tiny epsilon yields neither a
+one-row table nor a million rows.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -56,11 +58,13 @@ class Independent(Mechanism):
         bound = contribution_bound(data, self.max_contrib)
         private = bounded_private(data, bound, rng)
         codes = schema.encode(private)
-        noisy = measure_one_way(codes, schema.domain(), bound, self._noise_kind(budget),
-                                budget, release)
+        kind = self._noise_kind(budget)
+        noisy = measure_one_way(codes, schema.domain(), bound, kind, budget, release)
         release.done()
+        scale = noise_scale(len(noisy), bound, kind, budget, release.accountant)
         n_rows = bounded_row_count(float(np.mean([h.sum() for h in noisy.values()])), data,
-                                   budget.epsilon)
+                                   budget.epsilon, std=mean_total_std(schema.domain(), scale,
+                                                                      kind))
         return sample_independent(noisy, n_rows, data, rng)
 
     def _noise_kind(self, budget: Budget) -> str:
@@ -75,11 +79,7 @@ class Independent(Mechanism):
 def measure_one_way(codes: pd.DataFrame, domain: dict[str, int], sensitivity: float,
                     kind: str, budget: Budget, release: Releaser) -> dict[str, np.ndarray]:
     """Noisy histogram of every column of ``codes``, each one release (Gaussian or Laplace)."""
-    d = len(domain)
-    if kind == "gaussian":
-        scale = gaussian_sigma(d, sensitivity, budget, release.accountant)
-    else:
-        scale = laplace_scale(budget.epsilon / d, sensitivity)
+    scale = noise_scale(len(domain), sensitivity, kind, budget, release.accountant)
     noisy = {}
     for col, size in domain.items():
         counts = np.bincount(codes[col].to_numpy(), minlength=size).astype(float)
@@ -87,6 +87,22 @@ def measure_one_way(codes: pd.DataFrame, domain: dict[str, int], sensitivity: fl
         noisy[col] = draw(f"1-way marginal {col}", counts, sensitivity, scale,
                           query=f"marginal {col}", note=f"{size} bins")
     return noisy
+
+
+def noise_scale(d: int, sensitivity: float, kind: str, budget: Budget, accountant: str) -> float:
+    """The noise scale of each of ``d`` one-way histograms: Gaussian sigma so the ``d``
+    releases compose to the budget under ``accountant``, or the Laplace scale of epsilon/d."""
+    if kind == "gaussian":
+        return gaussian_sigma(d, sensitivity, budget, accountant)  # type: ignore[arg-type]
+    return laplace_scale(budget.epsilon / d, sensitivity)
+
+
+def mean_total_std(domain: dict[str, int], scale: float, kind: str) -> float:
+    """Standard deviation of the noise in the mean over attributes of the noisy histogram
+    totals (each total sums ``size`` cells of variance ``scale^2``, ``2 scale^2`` for Laplace).
+    Public: the calibrated scale and the domain sizes."""
+    per_cell = scale**2 * (1.0 if kind == "gaussian" else 2.0)
+    return math.sqrt(per_cell * sum(domain.values())) / len(domain)
 
 
 def sample_independent(noisy: dict[str, np.ndarray], n_rows: int, data: Dataset,

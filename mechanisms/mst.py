@@ -147,11 +147,12 @@ class MST(Mechanism):
         # 4. estimate, count, sample, decode
         total = pgm.initial_total(measurements, small_domain)
         model = pgm.estimate(small_domain, measurements, self.iters, total, tol=self.tol)
-        n_rows = pgm.fitted_total(model, measurements)
+        n_rows, std = pgm.fitted_total_and_std(model, measurements)
         if data.unit == "user":
-            n_rows *= pgm.public_clip_ratio(
+            ratio = pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, data.id_column, b))
-        n_rows = bounded_row_count(n_rows, data, budget.epsilon)
+            n_rows, std = n_rows * ratio, std * ratio
+        n_rows = bounded_row_count(n_rows, data, budget.epsilon, std=std)
         synth = pgm.sample_codes(model, n_rows, rng, attrs)
         codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng) for a in attrs})
         return finish(data, codes_out, rng)

@@ -283,6 +283,14 @@ def initial_total(measurements: Sequence[Measurement], domain: dict[str, int]) -
     return max(1.0, float(np.sum(w * np.asarray(est)) / np.sum(w)))
 
 
+def initial_total_std(measurements: Sequence[Measurement], domain: dict[str, int]) -> float:
+    """Standard deviation of :func:`initial_total`'s noise (noise scales and domain sizes)."""
+    found = [total_estimate(m, int(np.prod([domain[c] for c in m.clique])))
+             for m in measurements]
+    weight = sum(1.0 / f[1] for f in found if f is not None)
+    return 1.0 / math.sqrt(weight) if weight > 0 else math.inf
+
+
 def fitted_total(model, measurements: Sequence[Measurement]) -> float:
     """Least-squares record count given the model's distribution ``p``: the scale ``T``
     minimising ``sum_m ||T Q_m p_m - y_m||^2 / sigma_m^2`` over *all* measurements.
@@ -290,6 +298,13 @@ def fitted_total(model, measurements: Sequence[Measurement]) -> float:
     It uses every noisy measurement (not only the identity ones), so it is much less noisy
     than :func:`initial_total`; it is post-processing of the noisy answers.
     """
+    return fitted_total_and_std(model, measurements)[0]
+
+
+def fitted_total_and_std(model, measurements: Sequence[Measurement]) -> tuple[float, float]:
+    """:func:`fitted_total` and the standard deviation of its noise given ``p``,
+    ``1 / sqrt(sum_m ||Q_m p_m||^2 / sigma_m^2)`` (what :mod:`mechanisms.row_count` weighs
+    against a public figure; post-processing too)."""
     tm = TreeMarginals(model)
     total = float(model.total)
     num = den = 0.0
@@ -297,7 +312,9 @@ def fitted_total(model, measurements: Sequence[Measurement]) -> float:
         qp = m.apply(tm.marginal(m.clique) / max(total, 1e-12))
         num += float(qp @ m.y) / m.sigma**2
         den += float(qp @ qp) / m.sigma**2
-    return max(1.0, num / den) if den > 0 else total
+    if den <= 0:
+        return total, math.inf
+    return max(1.0, num / den), 1.0 / math.sqrt(den)
 
 
 def bounded_rows(data: Dataset, max_contrib: int | None) -> int:

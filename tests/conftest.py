@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,10 @@ def shared_data() -> Path:
 
 @pytest.fixture
 def small_schema() -> Schema:
+    return make_small_schema()
+
+
+def make_small_schema() -> Schema:
     return Schema((
         Column("pid", "id", min=1, max=10_000),
         Column("color", "categorical", values=("red", "green", "blue"), dtype="str"),
@@ -71,18 +76,45 @@ def small_dataset(small_schema: Schema) -> Dataset:
                    max_records_per_individual=5)
 
 
+@pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty MLflow SQLite store whose tables exist. Creating a store runs MLflow's schema
+    migrations (1.5 s of CPU and dozens of disk syncs); the fixtures below copy this one
+    instead. Tests of what creates a store (or must not) use a folder without it."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-store") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
 @pytest.fixture
-def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh SQLite MLflow store in a temporary working folder."""
+def no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A temporary working folder without an MLflow store, and the URI of the SQLite store
+    that would be created there (for tests of what must not create one)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
 @pytest.fixture
-def csv_dir(tmp_path: Path, small_schema: Schema) -> Path:
-    """private.csv, public.csv (disjoint person ids) and parameters.json in a temp folder."""
-    make_small_frame(2000, 1).to_csv(tmp_path / "private.csv", index=False)
-    make_small_frame(2000, 2, first_id=5001).to_csv(tmp_path / "public.csv", index=False)
-    small_schema.save(tmp_path / "parameters.json")
-    return tmp_path
+def tracking_uri(no_store: str, tmp_path: Path, empty_mlflow_store: Path) -> str:
+    """An empty SQLite MLflow store of its own in a temporary working folder."""
+    shutil.copyfile(empty_mlflow_store, tmp_path / "mlflow.db")
+    return no_store
+
+
+def write_csv_dataset(folder: Path, schema: Schema) -> Path:
+    """private.csv, public.csv (disjoint person ids) and parameters.json in ``folder``."""
+    make_small_frame(2000, 1).to_csv(folder / "private.csv", index=False)
+    make_small_frame(2000, 2, first_id=5001).to_csv(folder / "public.csv", index=False)
+    schema.save(folder / "parameters.json")
+    return folder
+
+
+@pytest.fixture
+def csv_dir(tmp_path: Path, small_schema: Schema, empty_mlflow_store: Path) -> Path:
+    """private.csv, public.csv (disjoint person ids) and parameters.json in a temp folder,
+    beside an empty MLflow store (``./mlflow.db``, what ``dp-arena`` uses there)."""
+    shutil.copyfile(empty_mlflow_store, tmp_path / "mlflow.db")
+    return write_csv_dataset(tmp_path, small_schema)

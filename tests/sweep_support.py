@@ -14,8 +14,12 @@ from mlflow import MlflowClient
 from harness.data.datasets import PROJECT_ROOT
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
+#: One job at a time: every parallel worker is a fresh interpreter (about 5 s of CPU to import
+#: and start), and the suite's own workers already share the cores. Tests of parallel runs
+#: (a stop signal, a killed sweep) use :data:`PARALLEL`.
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
-       "DP_ARENA_JOBS": "2"}
+       "DP_ARENA_JOBS": "1"}
+PARALLEL = {**ENV, "DP_ARENA_JOBS": "2"}
 #: The ``csv_dir`` fixture's dataset (tests/conftest.py).
 CSV = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
        "dataset.public_path=public.csv", "privacy.delta=1e-6", "metrics=kmarginal")

@@ -82,7 +82,7 @@ def test_readme_example_returns_the_command_lines_board(tracking_uri, tmp_path, 
      "at or above 1/(number of persons"),
     ({"mechanisms": ["archetype"]}, "no mechanism applies to this data"),
 ])
-def test_bad_input_is_one_error_before_anything_starts(tracking_uri, tmp_path, kwargs, words):
+def test_bad_input_is_one_error_before_anything_starts(no_store, tmp_path, kwargs, words):
     with pytest.raises(DPArenaError) as exc:
         run_competition(frame(), SCHEMA, name="bad_input", epsilons=kwargs.pop("epsilons", [1.0]),
                         trials=kwargs.pop("trials", 1), metrics=kwargs.pop("metrics",
@@ -94,7 +94,7 @@ def test_bad_input_is_one_error_before_anything_starts(tracking_uri, tmp_path, k
     assert leftovers("bad_input") == []
 
 
-def test_a_frame_that_does_not_fit_names_the_frame_never_its_values(tracking_uri, tmp_path):
+def test_a_frame_that_does_not_fit_names_the_frame_never_its_values(no_store, tmp_path):
     bad = frame().assign(extra=1)
     bad.loc[:4, "colour"] = "secret-value"
     with pytest.raises(DPArenaError) as exc:
@@ -108,7 +108,7 @@ def test_a_frame_that_does_not_fit_names_the_frame_never_its_values(tracking_uri
     assert leftovers("bad_frame") == []
 
 
-def test_wrong_argument_types_are_one_error(tracking_uri):
+def test_wrong_argument_types_are_one_error(no_store):
     with pytest.raises(DPArenaError, match="data must be a pandas DataFrame"):
         run_competition(frame().to_dict(), SCHEMA, mechanisms=["independent"])
     with pytest.raises(DPArenaError, match="schema must be a Schema"):

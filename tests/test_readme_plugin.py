@@ -29,7 +29,7 @@ def test_the_readme_plugin_mechanism_runs_and_spends_exactly_its_budget(csv_dir)
     conf = csv_dir / "my_conf" / "mechanism"
     conf.mkdir(parents=True)
     (conf / "noisy_histogram.yaml").write_text("name: noisy_histogram\nn_rows: 500\n")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": "",
+    env = {**os.environ, "MLFLOW_TRACKING_URI": "", "DP_ARENA_JOBS": "1",
            "PYTHONPATH": os.pathsep.join([str(csv_dir), str(PROJECT_ROOT)])}
     proc = subprocess.run(
         [sys.executable, "-m", "harness.cli.main", "plugins=[my_pkg.noisy_histogram]",

@@ -64,11 +64,12 @@ def assert_board_reads_back(url: str, work: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_sweep_through_the_submitit_local_executor_logs_to_a_server(tmp_path):
+def test_a_sweep_through_the_submitit_local_executor_logs_to_a_server(tmp_path,
+                                                                      empty_mlflow_store):
     server_root, work = tmp_path / "server", tmp_path / "work"
     server_root.mkdir()
     work.mkdir()
-    with mlflow_server(server_root) as url:
+    with mlflow_server(server_root, empty_mlflow_store) as url:
         sweep = sweep_through("slurm_local", url, work)
         assert sweep.returncode == 0, sweep.stdout[-3000:] + sweep.stderr[-3000:]
         assert "sweep finished: 2 of 2 runs succeeded" in sweep.stdout

@@ -10,8 +10,10 @@ Accountants
     ``mu = sqrt(sum_i (Delta_i / sigma_i)^2)`` (Gaussian differential privacy, Dong, Roth & Su
     2019), converted to (eps, delta) with the analytic Gaussian mechanism (Balle & Wang 2018):
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, evaluated in log space
-    and inverted with ``brentq`` (autodp's ``get_eps_ana_gaussian`` agrees to ~1e-10 but is
-    jittery at ~1e-12, too coarse for calibrations that must land just below the budget).
+    (the gap of the two log Phi's as an integral, :func:`log_ndtr_gap`, so it keeps its digits
+    at tiny epsilon) and inverted with ``brentq`` (autodp's ``get_eps_ana_gaussian`` agrees to
+    ~1e-10 but is jittery at ~1e-12, too coarse for calibrations that must land just below the
+    budget).
     When pure-DP charges (Laplace, exponential mechanism) are mixed in, two valid bounds are
     computed and the smaller is reported: their epsilons added on top of the Gaussian part
     (basic composition), and the ``zcdp`` accountant's bound for all the charges. Valid, not
@@ -45,8 +47,9 @@ the budget (and rounding in sums of shares) still fit, ``epsilon_spent`` landing
 :meth:`Ledger.remaining_pure_epsilon` answers "what is left" for chained mechanisms: the largest
 epsilon of further pure-DP releases that keeps the ledger's own composition (:func:`compose`,
 including its min of two bounds under ``gdp``) within budget, solved numerically with
-``brentq`` on :func:`compose` and stepped down to the feasible side (:func:`largest_fitting`,
-which also calibrates whole release plans such as MST's); likewise
+``brentq`` on :func:`compose` and stepped down to the feasible side, far enough that the
+ledger's own rounding (it recomposes the charges one at a time) cannot take the total over
+(:func:`largest_fitting`, which also calibrates whole release plans such as MST's); likewise
 :meth:`Ledger.remaining_rho` for further Gaussian releases in zCDP units.
 """
 
@@ -58,8 +61,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr
+from scipy.special import erfcx, log_ndtr
 
 from harness.errors import BudgetExceededError, ConfigError
 
@@ -104,17 +108,38 @@ class Budget:
 
 
 # ----- conversions ------------------------------------------------------------------------
+#: Gauss-Legendre nodes and weights on [-1, 1] for :func:`log_ndtr_gap` (a fixed rule).
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
+_SQRT2, _SQRT_2_OVER_PI = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
+
+
+def log_ndtr_gap(a: float, gap: float) -> float:
+    """``log Phi(a) - log Phi(a - gap)`` for ``gap >= 0``. For a gap under 1 it is the
+    integral of the inverse Mills ratio ``phi(x) / Phi(x)`` over ``[a - gap, a]`` by 12-point
+    Gauss-Legendre (the ratio is analytic in a strip of half-width > 2.5 around the real line,
+    so the rule is exact to rounding: within 6e-15 of a 40-digit evaluation for a in [-30, 8];
+    the gap is passed, not recomputed from ``a - gap``). The difference of the two logarithms
+    loses ``log10(|log Phi(a)| / gap)`` digits: 1e-9 relative at epsilon 1e-6, delta 1e-10,
+    which made calibrations aimed 1e-12 below the budget overshoot it (issue 27)."""
+    if gap >= 1.0:
+        return float(log_ndtr(a) - log_ndtr(a - gap))
+    x = a - 0.5 * gap + 0.5 * gap * _GL_NODES
+    mills = _SQRT_2_OVER_PI / erfcx(-x / _SQRT2)  # phi(x) / Phi(x), stable at every x
+    return float(0.5 * gap * np.dot(_GL_WEIGHTS, mills))
+
+
 def analytic_gaussian_delta(epsilon: float, mu: float) -> float:
     """delta of a mu-GDP mechanism at ``epsilon`` (Balle & Wang 2018, Thm. 8), evaluated in
-    log space, ``Phi(a) (1 - exp(eps + log Phi(b) - log Phi(a)))``, so the difference of two
-    nearly equal terms keeps its digits (``log1p``/``expm1``)."""
+    log space, ``Phi(a) (1 - exp(eps - (log Phi(a) - log Phi(b))))`` with ``a, b = -eps/mu
+    +- mu/2``, so the difference of two nearly equal terms keeps its digits (``expm1``, and
+    :func:`log_ndtr_gap` for the gap of the logarithms)."""
     if mu <= 0:
         return 0.0
-    log_a = log_ndtr(-epsilon / mu + mu / 2)
-    log_ratio = epsilon + log_ndtr(-epsilon / mu - mu / 2) - log_a
+    a = -epsilon / mu + mu / 2
+    log_ratio = epsilon - log_ndtr_gap(a, mu)
     if log_ratio >= 0:
         return 0.0
-    return float(math.exp(log_a) * -math.expm1(log_ratio))
+    return float(math.exp(log_ndtr(a)) * -math.expm1(log_ratio))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
@@ -143,7 +168,12 @@ def gdp_mu(epsilon: float, delta: float) -> float:
         raise ConfigError("Gaussian noise needs delta > 0",
                           "set privacy.delta > 0 or use a pure-DP (Laplace) mechanism")
     f = lambda log_mu: analytic_gaussian_delta(epsilon, math.exp(log_mu)) - delta
-    return math.exp(brentq(f, math.log(1e-8), math.log(1e4), xtol=1e-14, rtol=1e-14))
+    lo, hi = math.log(1e-8), math.log(1e4)
+    while f(lo) > 0:  # tiny epsilon and delta: mu below 1e-8
+        lo -= 10.0
+    while f(hi) < 0:  # huge epsilon: mu above 1e4
+        hi += 2.0
+    return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-14))
 
 
 def fitting_gdp_mu(epsilon: float, delta: float) -> float:
@@ -292,9 +322,13 @@ def largest_fitting(plan: Callable[[float], list[Charge]], budget: Budget,
                     accountant: Accountant, prior: Sequence[Charge] = (), guess: float = 1.0,
                     headroom: float = CALIBRATION_HEADROOM) -> float:
     """Largest ``x > 0`` such that ``prior + plan(x)`` composes under ``accountant`` to at most
-    ``budget.epsilon * (1 - headroom)`` (``plan`` must get more expensive as ``x`` grows); 0 if
+    ``budget.epsilon * (1 - headroom)`` (``plan`` must get more expensive as ``x`` grows, and
+    ``x`` be in budget units: each charge's cost at least proportional to ``sqrt(x)``); 0 if
     no ``x`` fits. The search doubles or halves from ``guess`` to a bracket, solves with
-    ``brentq`` and steps down to the feasible side, so it never overshoots."""
+    ``brentq`` and steps down to the feasible side, so it never overshoots; and further down
+    until ``x (1 + 1e-13)`` fits too, so the ledger, which recomposes the charges one at a time
+    and rounds its sums differently (~1e-16 per term), accepts every one of them at any epsilon
+    (at tiny epsilon the conversion to epsilon magnifies a relative change in mu by thousands)."""
     target = budget.epsilon * (1.0 - headroom)
 
     def excess(x: float) -> float:
@@ -313,11 +347,15 @@ def largest_fitting(plan: Callable[[float], list[Charge]], budget: Budget,
             lo /= 2.0
             if lo < 1e-300:
                 return 0.0
-    if excess(lo) == 0:
-        return lo
-    x = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500)
-    while excess(x) > 0:  # never overshoot: step down to the feasible side
-        x = max(lo, x - 4.0 * math.ulp(x))
+    x = lo if excess(lo) == 0 else brentq(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS,
+                                          maxiter=500)
+    step = 4.0 * _FLOAT_EPS
+    # never overshoot, not even after the ledger's rounding: step down to the feasible side
+    while excess(x) > 0 or excess(x * (1.0 + _SUM_ROUNDING)) > 0:
+        x *= 1.0 - step
+        step = min(2.0 * step, 0.5)
+        if x < 1e-300:
+            return 0.0
     return x
 
 

@@ -1,0 +1,129 @@
+"""The synthetic row count (mechanisms/row_count.py): a DP estimate when its noise is small
+next to a public figure, else the public figure, within public bounds (issue 27:
+``independent`` at epsilon 1e-6 emitted 1,000,000 rows for a table of thousands)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.data.datasets import Dataset
+from harness.data.schema import RunSpec, Schema
+from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, Releaser
+from mechanisms import make_mechanism, pgm
+from mechanisms.archetype import taxis_or_public_total
+from mechanisms.independent import mean_total_std, measure_one_way, noise_scale
+from mechanisms.row_count import (DEFAULT_MAX_ROWS, FALLBACK_ROWS, MIN_ROWS, bounded_row_count,
+                                  public_rows)
+from tests.test_metric_outputs import person_schema, person_table
+
+
+def people(n_private: int = 3000, n_public: int | None = 1500,
+           max_records: int | None = None) -> Dataset:
+    """Record-level people: a private part, maybe a public part of another size, maybe a cap."""
+    runs = (RunSpec(1e-6, 1e-6, max_records=max_records),) if max_records else ()
+    schema = Schema(person_schema().columns, runs)
+    public = person_table(n_public, 1000) if n_public else None
+    return Dataset("people", schema, person_table(n_private, 0), public)
+
+
+def test_the_public_figure_and_where_it_comes_from():
+    assert public_rows(people(n_public=1500, max_records=2500), 1e-6) == (
+        1500, "the public part's rows")
+    assert public_rows(people(n_public=None, max_records=2500), 1e-6) == (
+        2500, "the schema's max_records")
+    assert public_rows(people(n_public=None), 1e-6) == (
+        FALLBACK_ROWS, "no public figure: the fixed fallback")
+    assert FALLBACK_ROWS == 10_000
+
+
+def test_the_rule_by_hand():
+    free = people(n_public=None)  # figure 10,000, bounds [1,000, 1,000,000]
+    assert bounded_row_count(1234.4, free, 1.0, std=10.0) == 1234
+    assert bounded_row_count(1234.4, free, 1.0, std=5000.0) == 1234  # std = half the figure
+    assert bounded_row_count(1234.4, free, 1.0, std=5000.1) == FALLBACK_ROWS
+    assert bounded_row_count(7_309_103, free, 1.0, std=2e6) == FALLBACK_ROWS
+    assert bounded_row_count(-40.0, free, 1.0, std=1e7) == FALLBACK_ROWS
+    assert bounded_row_count(float("nan"), free, 1.0, std=1.0) == FALLBACK_ROWS
+    # a precise estimate is still bounded
+    assert bounded_row_count(7_309_103, free, 1.0, std=1.0) == DEFAULT_MAX_ROWS
+    assert bounded_row_count(12.0, free, 1.0, std=1.0) == MIN_ROWS
+    # the public part is the figure; a cap below it still caps
+    assert bounded_row_count(9e6, people(n_public=1500), 1.0, std=1e7) == 1500
+    assert bounded_row_count(9e6, people(n_public=1500, max_records=1200), 1e-6,
+                             std=1e7) == 1200
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
+def test_the_estimates_noise_is_what_independent_reports(kind):
+    """Over 400 releases the mean of the noisy totals spreads as mean_total_std says (the
+    sample std of 400 draws is within 12% of the true one with probability > 0.99)."""
+    data = people()
+    codes = data.schema.encode(data.private)
+    domain = data.schema.domain()
+    budget = Budget(0.05, 1e-6)
+    totals = []
+    for seed in range(400):
+        release = Releaser(Ledger(budget), NumpySampler(np.random.default_rng(seed)))
+        noisy = measure_one_way(codes, domain, 1.0, kind, budget, release)
+        totals.append(np.mean([h.sum() for h in noisy.values()]))
+    std = mean_total_std(domain, noise_scale(len(domain), 1.0, kind, budget, "gdp"), kind)
+    assert np.mean(totals) == pytest.approx(len(data.private), abs=4 * std / np.sqrt(400))
+    assert np.std(totals, ddof=1) == pytest.approx(std, rel=0.12)
+
+
+def test_the_fitted_totals_noise_is_what_it_reports():
+    """With the model fixed, the least-squares total is linear in the noisy answers: over 300
+    fresh noise draws its spread matches fitted_total_and_std's."""
+    rng = np.random.default_rng(0)
+    domain = {"a": 3, "b": 4}
+    codes = pd_codes(rng, domain, 5000)
+    cliques, sigma = [("a",), ("b",), ("a", "b")], 40.0
+
+    def measure(seed: int) -> list[pgm.Measurement]:
+        noise = np.random.default_rng(seed)
+        return [pgm.Measurement(c, pgm.histogram(codes, c, domain)
+                                + noise.normal(0, sigma, size=int(np.prod([domain[x] for x in c]))),
+                                sigma) for c in cliques]
+
+    first = measure(0)
+    model = pgm.estimate(domain, first, 200, pgm.initial_total(first, domain))
+    std = pgm.fitted_total_and_std(model, first)[1]
+    totals = [pgm.fitted_total_and_std(model, measure(seed))[0] for seed in range(1, 301)]
+    assert np.std(totals, ddof=1) == pytest.approx(std, rel=0.15)
+    assert 1 / np.sqrt(sum(1 / (sigma**2 * np.prod([domain[x] for x in c])) for c in cliques)
+                       ) >= std  # never noisier than the uniform-shape bound
+
+
+def pd_codes(rng, domain, n):
+    import pandas as pd
+
+    a = rng.integers(0, domain["a"], n)
+    b = np.where(rng.random(n) < 0.7, a, rng.integers(0, domain["b"], n))
+    return pd.DataFrame({"a": a, "b": b})
+
+
+@pytest.mark.parametrize("public, expected", [(1500, 1500), (None, FALLBACK_ROWS)])
+def test_independent_at_tiny_epsilon_emits_the_public_figure(public, expected):
+    data = people(n_public=public)
+    budget = Budget(1e-6, 1e-10)
+    for seed in range(4):
+        out = make_mechanism("independent", {}).fit_sample(
+            data, budget, Releaser(Ledger(budget)), np.random.default_rng(seed))
+        assert len(out) == expected
+    # at epsilon 10 the estimate (noise std ~3 rows) is used: about the 3,000 private rows
+    out = make_mechanism("independent", {}).fit_sample(
+        data, Budget(10.0, 1e-10), Releaser(Ledger(Budget(10.0, 1e-10))),
+        np.random.default_rng(0))
+    assert len(out) == pytest.approx(3000, abs=30)
+
+
+def test_archetype_taxis_fall_back_to_the_public_total():
+    public = np.array([30, 50, 20])
+    noisy = np.array([4e9, 0.0, 1e9])
+    # sigma sqrt(3) = 173 > 50 = half the public taxis: shares of the noisy counts, public total
+    np.testing.assert_allclose(taxis_or_public_total(noisy, 100.0, public), [80, 0, 20])
+    np.testing.assert_allclose(taxis_or_public_total(np.zeros(3), 100.0, public), public)
+    small = np.array([31.0, 44.0, 27.0])  # sigma sqrt(3) = 8.7 <= 50: the noisy counts
+    np.testing.assert_array_equal(taxis_or_public_total(small, 5.0, public), small)
