@@ -335,7 +335,7 @@ def test_a_real_contestant_fits_a_small_table(name, env, private_tmp):
     assert leftovers(private_tmp) == []
 
 
-def independent_data(columns: int = 6, values: int = 4, n: int = 2000) -> Dataset:
+def independent_data(columns: int = 6, values: int = 4, n: int = 4000) -> Dataset:
     """``columns`` independent uniform columns: any association in a synthetic copy is made up."""
     rng = np.random.default_rng(5)  # test data, not a mechanism's noise
     schema = Schema(tuple(Column(f"u{i}", "categorical", values=tuple(range(values)))
@@ -362,13 +362,15 @@ def test_a_real_mst_keeps_independent_columns_independent(name, env, private_tmp
     kmarginal points to it); the adapters draw i.i.d. from the fitted model (``sampling:
     sample``) unless told ``sampling: round``."""
     data = independent_data()
-    private = dependence(data.private)  # sampling noise only: about 0.04
+    private = dependence(data.private)  # sampling noise only: about 0.02
     mech = real(name, env)
-    out, _ledger = fit(mech, data)
-    assert dependence(out) < private + 0.05
+    iid = dependence(fit(mech, data)[0])
+    assert iid < private + 0.05, (private, iid)  # about 0.03 (before the fix: 0.21)
     mech.options = {**mech.options, "sampling": "round"}
-    out, _ledger = fit(mech, data)
-    assert dependence(out) > private + 0.15  # the library's own default
+    rounded = dependence(fit(mech, data)[0])
+    assert rounded > private + 0.1, (private, rounded)  # the library's own default: about 0.2
+    print(f"{name}: dependence private {private:.3f}, sampling=sample {iid:.3f}, "
+          f"sampling=round {rounded:.3f}")
     assert leftovers(private_tmp) == []
 
 
