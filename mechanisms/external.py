@@ -66,6 +66,7 @@ from harness.privacy.release import Releaser
 
 from .base import Mechanism, assign_ids, finish
 from .contestants import ENVS, adapter_path, env_python, manifest
+from .contestants.protocol import SAMPLING
 from .row_count import row_bounds
 
 ENCODINGS = ("codes", "values")
@@ -96,6 +97,8 @@ class External(Mechanism):
     name: ClassVar[str] = "external"
     units: ClassVar[tuple[str, ...]] = ("record",)
     accounting: ClassVar[str] = "declared"
+    #: Options the script accepts from a closed list (checked before launch).
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     python: str = ""
     script: str = ""
@@ -111,6 +114,11 @@ class External(Mechanism):
         """The declared constraints, then what this machine must have: the environment, the
         script and the interpreter."""
         super().__post_init__()
+        for key, choices in self.option_choices.items():
+            if key in self.options and self.options[key] not in choices:
+                raise ConfigError(f"{self.name}: mechanism.options.{key} must be one of "
+                                  f"{list(choices)} (got {self.options[key]!r})",
+                                  f"use mechanism.options.{key}={choices[0]}")
         if self.env and self.env not in ENVS:
             raise ConfigError(f"unknown contestant environment {self.env!r}",
                               f"use one of {sorted(ENVS)}")
@@ -387,6 +395,7 @@ class OpenDPAIM(External):
     ``mechanisms/contestants/opendp_aim.py``, environment ``opendp``."""
 
     name: ClassVar[str] = "opendp_aim"
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     script: str = "opendp_aim"
     env: str = "opendp"
 
@@ -399,6 +408,7 @@ class OpenDPMST(External):
     ``opendp_mst.py``."""
 
     name: ClassVar[str] = "opendp_mst"
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     script: str = "opendp_mst"
     env: str = "opendp"
     options: dict[str, Any] = field(default_factory=lambda: {"measure_split": 0.5,
@@ -411,6 +421,7 @@ class SmartNoiseMST(External):
     ``smartnoise_mst.py``, environment ``smartnoise``."""
 
     name: ClassVar[str] = "smartnoise_mst"
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     script: str = "smartnoise_mst"
     env: str = "smartnoise"
 
@@ -420,5 +431,6 @@ class SmartNoiseAIM(External):
     """smartnoise-synth's AIM, as :class:`SmartNoiseMST`; adapter ``smartnoise_aim.py``."""
 
     name: ClassVar[str] = "smartnoise_aim"
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     script: str = "smartnoise_aim"
     env: str = "smartnoise"

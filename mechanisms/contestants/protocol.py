@@ -87,6 +87,23 @@ def bounded_rows(estimate: float, task: dict) -> int:
     return int(min(max(round(estimate), low), high))
 
 
+#: How the mbi-based adapters draw records from the library's fitted model (task option
+#: ``sampling``): ``sample`` (default) draws i.i.d. records, as dp-arena's own mbi mechanisms
+#: do; ``round`` is the libraries' own default (mbi 1.1's randomized rounding), which in mbi
+#: 1.1.0 makes records that share a parent value draw their next column in row order, so
+#: columns sampled from the same parents come out strongly correlated (mbi 2.0 shuffles
+#: within each parent group); kept to show what the library gives by default.
+SAMPLING = ("sample", "round")
+
+
+def sampling_option(options: dict) -> str:
+    """Pop the ``sampling`` option (see :data:`SAMPLING`) from ``options``."""
+    method = options.pop("sampling", "sample")
+    if method not in SAMPLING:
+        raise ValueError(f"option sampling must be one of {list(SAMPLING)}")
+    return method
+
+
 def innermost_line(message: str) -> str:
     """The last line of a (possibly nested) library message that says something, unwrapped
     from ``Variant("...")`` (OpenDP nests the original error inside FFI traces)."""
