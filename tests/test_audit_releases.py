@@ -21,12 +21,14 @@ from harness.audit.releases import (
     Diverged,
     ReplaySampler,
     release_log_ratio,
+    thresholded_log_ratio,
     transcript_features,
 )
 from harness.audit.runs import append_cached, private_folder
 from harness.data.datasets import PROJECT_ROOT
 from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, ReleaseRecord, Releaser
+from harness.privacy.release import NumpySampler, OpenDPSampler, ReleaseRecord, Releaser
+from harness.privacy.thresholded import cell_keys, log_below
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
@@ -87,6 +89,92 @@ def test_replay_hands_back_the_recorded_releases_and_notices_another_question():
     other = Releaser(Ledger(Budget(100.0, 1e-6)), ReplaySampler(seen))
     with pytest.raises(Diverged):
         other.laplace("a", [7.0, 8.0], 1.0, 1.0)  # recorded a Gaussian release
+
+
+# ----- thresholded releases (the prefix tree) -----------------------------------------------
+def thresholded(kept, values, cells, true, scale=2.0, threshold=3.0, discrete=False):
+    return ReleaseRecord("t", "laplace", "t", 1.0, scale, np.asarray(true, float),
+                         np.asarray(values, float), threshold, np.asarray(cells, np.int64),
+                         np.asarray(kept, np.int64), np.array([10]), discrete)
+
+
+def test_thresholded_log_ratio_by_hand():
+    """b = 2, theta = 3. Cell 4 holds 5 in both worlds; cell 9 is empty on D and holds 1 on
+    D'. Kept at y = 4: (|4 - 0| - |4 - 1|) / 2 = 1/2. Suppressed: log P(1 + Lap(2) < 3) -
+    log P(Lap(2) < 3) = log(1 - e^-1 / 2) - log(1 - e^-1.5 / 2). Cell 4 cancels either way."""
+    on_d = thresholded([], [], [4], [5.0])
+    on_prime = thresholded([], [], [4, 9], [5.0, 1.0])
+    kept = thresholded([4, 9], [6.0, 4.0], [4], [5.0])
+    assert thresholded_log_ratio(kept, on_d, on_prime) == pytest.approx(0.5)
+    gone = thresholded([4], [6.0], [4], [5.0])
+    expected = math.log(1 - math.exp(-1) / 2) - math.log(1 - math.exp(-1.5) / 2)
+    assert thresholded_log_ratio(gone, on_d, on_prime) == pytest.approx(expected)
+    # the other world's view of the same transcript: the sign flips
+    assert thresholded_log_ratio(gone, on_prime, on_d) == pytest.approx(-expected)
+    # a count far above the threshold: P(m + Lap(b) < theta) = exp((theta - m) / b) / 2
+    assert log_below(3.0, np.array([13.0]), 2.0, False)[0] == pytest.approx(math.log(0.5) - 5)
+
+
+def test_discrete_thresholded_log_ratio_by_hand():
+    """OpenDP's discrete Laplace (pmf prop. to q^|z|, q = e^{-1/b}) with theta = 3 keeps a
+    cell when m + Z >= 3: P(Z <= 2 - m) = 1 - q^(3 - m) / (1 + q) for m <= 2."""
+    q = math.exp(-1 / 2.0)
+    on_d, on_prime = thresholded([], [], [], []), thresholded([], [], [9], [1.0])
+    gone = thresholded([], [], [], [], discrete=True)
+    expected = math.log(1 - q**2 / (1 + q)) - math.log(1 - q**3 / (1 + q))
+    assert thresholded_log_ratio(gone, on_d, on_prime) == pytest.approx(expected)
+    # m = 5 is suppressed when 5 + Z < 3, i.e. Z <= -3: probability q^3 / (1 + q)
+    assert log_below(3.0, np.array([5.0]), 2.0, True)[0] == pytest.approx(
+        math.log(q**3 / (1 + q)))
+
+
+@pytest.mark.parametrize("sampler", ["numpy", "opendp"])
+def test_the_thresholded_log_ratio_is_exact(sampler):
+    """For the exact log-likelihood ratio T = log p_{D'} - log p_D, E_{D'}[exp(-T)] = 1 and
+    E_D[exp(T)] = 1: checked on releases drawn by the release API (the empty-cell shortcut
+    included) over two families where the worlds differ in three cells, one of them empty on
+    D (the cases: kept, suppressed, passed as an empty cell)."""
+    sizes = [6, 4]
+    worlds = {0: ([0, 0, 1], [2, 5, 1], [4.0, 1.0, 3.0]),
+              1: ([0, 0, 1, 1], [2, 5, 0, 1], [5.0, 1.0, 1.0, 2.0])}
+    rng = np.random.default_rng(0)
+    means = {}
+    for world in (0, 1):
+        seen = []
+        r = Releaser(Ledger(Budget(1e9)), OpenDPSampler() if sampler == "opendp"
+                     else NumpySampler(rng), seen.append)
+        fam, ch, cnt = worlds[world]
+        ts = []
+        for _ in range(4000 if sampler == "numpy" else 1500):
+            r.laplace_above("t", sizes, fam, ch, cnt, 1.0, 1.5, 2.0)
+            rec = seen[-1]
+            other = worlds[1 - world]
+            twin = ReleaseRecord("t", "laplace", "t", 1.0, 1.5, np.asarray(other[2]), rec.noisy,
+                                 2.0, cell_keys(other[0], other[1], np.array(sizes)),
+                                 rec.kept, rec.families, rec.discrete)
+            on_d, on_prime = (rec, twin) if world == 0 else (twin, rec)
+            ts.append(thresholded_log_ratio(rec, on_d, on_prime))
+        ts = np.array(ts)
+        means[world] = np.mean(np.exp(ts if world == 0 else -ts))
+        assert np.ptp(ts) > 0.5  # the worlds are told apart in some runs
+    assert means[0] == pytest.approx(1.0, abs=0.06) and means[1] == pytest.approx(1.0, abs=0.06)
+
+
+def test_the_replay_hands_back_thresholded_releases_by_cell():
+    """The run on D' has a non-empty cell D lacks; the replay on D gets the same kept cells
+    and values, and records its own non-empty cells."""
+    seen: list[ReleaseRecord] = []
+    live = Releaser(Ledger(Budget(1e9)), NumpySampler(np.random.default_rng(1)), seen.append)
+    fam, ch, val = live.laplace_above("t", [50, 3], [0, 0, 1], [3, 7, 2], [40.0, 1.0, 30.0],
+                                      1.0, 1.0, 1.5)
+    twin: list[ReleaseRecord] = []
+    replay = Releaser(Ledger(Budget(1e9)), ReplaySampler(seen), twin.append)
+    f2, c2, v2 = replay.laplace_above("t", [50, 3], [0, 1], [3, 2], [40.0, 30.0], 1.0, 1.0, 1.5)
+    assert (f2.tolist(), c2.tolist(), v2.tolist()) == (fam.tolist(), ch.tolist(), val.tolist())
+    assert twin[0].cells.tolist() == [3, 52] and seen[0].cells.tolist() == [3, 7, 52]
+    other = Releaser(Ledger(Budget(1e9)), ReplaySampler(seen))
+    with pytest.raises(Diverged):  # another candidate structure
+        other.laplace_above("t", [50, 4], [0, 1], [3, 2], [40.0, 30.0], 1.0, 1.0, 1.5)
 
 
 # ----- the pair ----------------------------------------------------------------------------------
