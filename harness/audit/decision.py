@@ -13,9 +13,10 @@ evaluation part (the rest).
    threshold tests are the most powerful ones, so nothing is fitted). Then the threshold and
    direction ("score >= t means D'" or "score <= t means D'") are chosen among up to 257
    quantiles of the pooled scores and their 32 largest and smallest distinct values (a
-   pure-DP bound lives in a tail), maximizing the epsilon lower bound the error *rates* on
-   these runs would give on as many runs as the evaluation part holds
-   (:func:`harness.audit.bounds.lower_bound`; ties: the larger mu bound). Naive Bayes catches
+   pure-DP bound lives in a tail), maximizing the epsilon lower bound these runs give
+   (:func:`harness.audit.bounds.lower_bound`; ties: the larger mu bound); when the
+   evaluation part is the larger, the bound that these runs' error rates, taken two standard
+   deviations pessimistic, would give on as many runs as it holds. Naive Bayes catches
    tail events a linear score misses (e.g. "every canary cell empty"); a linear score pools
    many small shifts (independent's nine marginals on titanic) with less noise;
 2. **evaluation part**: the chosen test is applied once; its false positives (D said D') and
@@ -53,7 +54,7 @@ N_CANDIDATES = 257
 #: Distinct extreme scores also tried as thresholds, at each end.
 N_TAIL = 32
 #: One-sided level of the pessimistic rates a threshold is chosen by when the selection runs
-#: are fewer than the evaluation runs (one standard deviation).
+#: are fewer than the evaluation runs (two standard deviations).
 SELECTION_LEVEL = 0.9772
 
 
@@ -186,8 +187,8 @@ def choose_test(x0: np.ndarray, x1: np.ndarray, delta: float, confidence: float,
 def best_threshold(scorer: Scorer, x0: np.ndarray, x1: np.ndarray, delta: float,
                    confidence: float, evaluation: tuple[int, int] | None = None) -> Test:
     """Direction and threshold for ``scorer`` maximizing the bound on these runs; with
-    ``evaluation = (n0, n1)``, the bound that these runs' error rates, taken one standard
-    deviation pessimistic (Clopper-Pearson at :data:`SELECTION_LEVEL`), would give on that
+    ``evaluation = (n0, n1)``, the bound that these runs' error rates, taken two standard
+    deviations pessimistic (Clopper-Pearson at :data:`SELECTION_LEVEL`), would give on that
     many evaluation runs (the best threshold for more evaluation runs lies further in the
     tail than the selection runs' own bound shows; the pessimism keeps a tail where a few
     selection runs looked lucky from winning)."""
@@ -196,7 +197,7 @@ def best_threshold(scorer: Scorer, x0: np.ndarray, x1: np.ndarray, delta: float,
 
     def projected(fp: int, fn: int) -> ErrorCounts:
         """The errors to judge a threshold by: these runs' own, or (``evaluation``) the
-        pessimistic one-sigma rates on these runs scaled to the evaluation runs, so that a
+        pessimistic (two-sigma) rates on these runs scaled to the evaluation runs, so that a
         tail where these few runs happened to look lucky does not win."""
         if evaluation is None:
             return ErrorCounts(int(fp), len(s0), int(fn), len(s1))
@@ -242,7 +243,7 @@ def audit_test(x0: np.ndarray, x1: np.ndarray, delta: float, confidence: float,
         x0, x1 = np.concatenate([s0, e0]), np.concatenate([s1, e1])
         sel0, ev0 = slice(0, len(s0)), slice(len(s0), len(x0))
         sel1, ev1 = slice(0, len(s1)), slice(len(s1), len(x1))
-    evaluation = (len(x0[ev0]), len(x1[ev1]))
+    evaluation = (len(x0[ev0]), len(x1[ev1])) if len(x0[ev0]) > len(x0[sel0]) else None
     kinds = AUTO_SCORERS if scorer_kind == "auto" else (scorer_kind,)
     level = 1.0 - (1.0 - confidence) / len(kinds)
     results = []

@@ -244,7 +244,7 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
     canary = pair.person
     worlds = {WORLDS[0]: World(WORLDS[0], pair.without),
               WORLDS[1]: World(WORLDS[1], pair.with_person)}
-    mu_claimed, claim_is_gdp = claimed_mu(mechanism, pair.without, rc) \
+    mu_claimed, claim_is_gdp = isolated_claim(mechanism, pair.without, rc) \
         if settings.view == "releases" else (math.nan, False)
     fingerprint = data_fingerprint(data)
     code = code_fingerprint(rc, mechanism, {}) + source_fingerprint(AUDIT_MODULES)
@@ -387,6 +387,15 @@ def claimed_mu(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
     gaussian = [c for c in ledger.charges if c.kind == "gaussian"]
     mu = math.sqrt(sum(c.gdp_mu_squared for c in gaussian))
     return mu, bool(gaussian) and len(gaussian) == len(ledger.charges) and rc.accountant == "gdp"
+
+
+def isolated_claim(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
+    """:func:`claimed_mu` in a child process: the audit forks its workers from this process
+    afterwards, and a mechanism may start threads (JAX, for mst/aim/adaptive_grid), after
+    which a fork can deadlock."""
+    from harness.run.isolation import call_isolated
+
+    return call_isolated(lambda: claimed_mu(mechanism, data, rc), rc.limits)[0]
 
 
 def power_yardstick(rc: RunConfig, n0: int, n1: int, confidence: float) -> tuple[float, float]:

@@ -12,7 +12,10 @@ fields; an object a memoized call returned, such as a model used to warm-start t
 stands for itself), so the replay skips the
 fits (and, for JAX fits, their compilations) and still asks exactly its own queries. A call
 whose arguments differ, or cannot be pickled, runs as usual: the memo can make the replay
-faster, never different. Only deterministic functions belong in :data:`MEMOIZED`.
+faster, never different. Only deterministic functions belong in :data:`MEMOIZED`. A function
+may draw from a generator it is given (the public coins): its state is part of the digest, and
+a served call leaves the replay's generator in the state the run's call left it in, so every
+later draw is the run's.
 
 The functions are replaced by the memo's wrappers only inside :meth:`PostProcessingMemo.record`
 and :meth:`PostProcessingMemo.serve`, in the audit's worker process, and restored after.
@@ -29,21 +32,37 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-#: ``(module, function)``: deterministic post-processing of releases worth reusing.
-MEMOIZED: tuple[tuple[str, str], ...] = (("mechanisms.pgm", "estimate"),)
+import numpy as np
+
+#: ``(module, function)``: deterministic functions of public inputs, released values and
+#: public coins, worth reusing: graphical-model fits (MST, AIM) and archetype's public models
+#: (a Gaussian mixture refitted every run).
+MEMOIZED: tuple[tuple[str, str], ...] = (
+    ("mechanisms.pgm", "estimate"),
+    ("mechanisms.archetype", "fit_public_archetypes"),
+    ("mechanisms.archetype", "fit_conditionals"),
+)
+#: Of those, the functions of public data alone (the same in every run): their results are
+#: also kept across the runs of a process (:data:`_ACROSS_RUNS`).
+ACROSS_RUNS: frozenset[str] = frozenset({"mechanisms.archetype.fit_conditionals"})
+_ACROSS_RUNS: dict[bytes, Any] = {}
 
 
 class _Pickler(pickle.Pickler):
     def __init__(self, buffer: io.BytesIO, known: dict[int, int]):
         super().__init__(buffer, protocol=pickle.HIGHEST_PROTOCOL)
         self.known = known
+        self.referred = False  # whether an earlier result stands for itself in the digest
         # no memo: equal values give equal bytes whichever objects they share (the run and
         # the replay share different objects, e.g. a replayed value is a copy)
         self.fast = True
 
     def persistent_id(self, obj: Any) -> Any:  # noqa: D401 - pickle's hook
         index = self.known.get(id(obj))
-        return None if index is None else ("memo", index)
+        if index is None:
+            return None
+        self.referred = True
+        return ("memo", index)
 
     def reducer_override(self, obj: Any) -> Any:
         """A dataclass counts by its compared fields only (not by caches such as a
@@ -64,36 +83,55 @@ class PostProcessingMemo:
 
     def __init__(self, functions: tuple[tuple[str, str], ...] = MEMOIZED):
         self.functions = functions
-        self.results: dict[bytes, Any] = {}
+        self.results: dict[bytes, tuple[Any, list]] = {}
         self.known: dict[int, int] = {}  # id of a returned object -> its index
         self.kept: list[Any] = []  # the returned objects (their ids stay valid)
         self.served = 0
 
-    def digest(self, name: str, args: tuple, kwargs: dict) -> bytes | None:
+    def digest(self, name: str, args: tuple, kwargs: dict) -> tuple[bytes | None, bool]:
+        """The digest of a call, and whether it refers to an earlier result (then it means
+        something in this run only)."""
         digest = hashlib.sha256(name.encode())
+        referred = False
         for part in (*args, *sorted(kwargs.items())):
             buffer = io.BytesIO()
+            pickler = _Pickler(buffer, self.known)
             try:
-                _Pickler(buffer, self.known).dump(part)
+                pickler.dump(part)
             except Exception:  # noqa: BLE001 - anything unpicklable: no memo for this call
-                return None
+                return None, False
+            referred = referred or pickler.referred
             digest.update(len(buffer.getvalue()).to_bytes(8, "little") + buffer.getvalue())
-        return digest.digest()
+        return digest.digest(), referred
 
-    def _keep(self, key: bytes | None, result: Any) -> Any:
+    def _keep(self, key: bytes | None, result: Any, generators: list) -> Any:
         if key is not None:
-            self.results[key] = result
+            self.results[key] = (result, [g.bit_generator.state for g in generators])
         self.known.setdefault(id(result), len(self.kept))
         self.kept.append(result)
         return result
 
     def _wrapper(self, name: str, fn: Callable, serving: bool) -> Callable:
         def call(*args, **kwargs):
-            key = self.digest(name, args, kwargs)
-            if serving and key is not None and key in self.results:
+            key, referred = self.digest(name, args, kwargs)
+            generators = [a for a in (*args, *kwargs.values())
+                          if isinstance(a, np.random.Generator)]
+            shared = name in ACROSS_RUNS and key is not None and not referred and not generators
+            if shared and key in _ACROSS_RUNS:
                 self.served += 1
-                return self.results[key]
-            return self._keep(key, fn(*args, **kwargs))
+                return _ACROSS_RUNS[key]
+            if serving and key is not None and key in self.results:
+                result, states = self.results[key]
+                for generator, state in zip(generators, states):
+                    generator.bit_generator.state = state
+                self.served += 1
+                return result
+            result = self._keep(key, fn(*args, **kwargs), generators)
+            if shared:
+                if len(_ACROSS_RUNS) >= 8:
+                    _ACROSS_RUNS.clear()
+                _ACROSS_RUNS[key] = result  # type: ignore[index]
+            return result
         return call
 
     @contextmanager
