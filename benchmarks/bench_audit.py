@@ -98,7 +98,7 @@ RELEASE_SETUPS: dict[str, ReleaseSetup] = {
     "prefix_tree": ReleaseSetup("prefix_tree", ("dataset=msnbc", "dataset.max_rows=5000"),
                                 "pure", ("audit.worst_case_persons=200",
                                          "audit.worst_case_extra=same"),
-                                pure_runs=(80000, 20000)),
+                                pure_runs=(60000, 20000)),
     "archetype": ReleaseSetup("archetype", SETUPS["archetype"][0], "sprint3"),
     "adaptive_grid": ReleaseSetup("adaptive_grid", SETUPS["adaptive_grid"][0], "sprint3"),
     "mst": ReleaseSetup("mst", ("dataset=titanic",), "sprint3"),
