@@ -489,6 +489,16 @@ class RDT(Mechanism):
             targets = targets[schema.names].reset_index(drop=True)
         sd = targets if self.structure == "base" \
             else data.public.reset_index(drop=True)  # type: ignore[union-attr]
+        public_frames = {id(f) for f, public in ((targets, plan.base is None),
+                                                 (sd, plan.base is None or self.structure
+                                                  == "public")) if public}
+
+        def encode(frame: pd.DataFrame, attrs: list[str]) -> np.ndarray:
+            """Codes of ``frame``; the public part's from the per-process cache."""
+            if id(frame) in public_frames:
+                return public_codes(schema, data.public, attrs).copy()  # type: ignore[arg-type]
+            return encode_columns(schema, frame, attrs)
+
 
         bound = contribution_bound(data, self.max_contrib)
         ad = bounded_private(data, bound, clip_rng)
@@ -496,7 +506,7 @@ class RDT(Mechanism):
 
         node_attrs_all = predictors + private
         sizes = {a: schema[a].size for a in node_attrs_all}
-        sd_raw = encode_columns(schema, sd, node_attrs_all)
+        sd_raw = encode(sd, node_attrs_all)
         min_count = self.n_B if self.collapse_min_count is None else self.collapse_min_count
         own_min = self.collapse_min_counts or {}
         widths = self.regroup_widths or {}
@@ -505,10 +515,10 @@ class RDT(Mechanism):
                     for i, a in enumerate(node_attrs_all)}
         sd_codes = collapsed(sd_raw, node_attrs_all, collapse)
         ad_codes = collapsed(encode_columns(schema, ad, node_attrs_all), node_attrs_all, collapse)
-        target_labels = encode_columns(schema, targets, node_attrs_all)  # P overwritten below
+        target_labels = encode(targets, node_attrs_all)  # P overwritten below
         target_codes = collapsed(target_labels, node_attrs_all, collapse)
         ad_labels = encode_columns(schema, ad, private)
-        sd_labels = encode_columns(schema, sd, private)
+        sd_labels = encode(sd, private)
 
         forests: dict[str, ForestFit] = {}
         for j, attr in enumerate(private):
@@ -558,6 +568,28 @@ class RDT(Mechanism):
             out[attr] = decode_column(schema[attr], target_labels[:, len(predictors) + j],
                                       sample_rng, ref)
         return RDTFit(out, forests, collapse, eps_trees)
+
+
+#: Codes of public frames by (id of the frame, schema, attributes): the public part is
+#: encoded once per process, not once per run (an audit makes tens of thousands of runs).
+_PUBLIC_CODES: dict[tuple[int, int, tuple[str, ...]], tuple[Any, np.ndarray]] = {}
+
+
+def public_codes(schema: Schema, public: pd.DataFrame, attrs: list[str]) -> np.ndarray:
+    """:func:`encode_columns` of the public part, cached per process (read-only: copy it
+    before writing). Public data: caching it reveals nothing."""
+    import weakref
+
+    key = (id(public), id(schema), tuple(attrs))
+    hit = _PUBLIC_CODES.get(key)
+    if hit is not None and hit[0]() is public:
+        return hit[1]
+    codes = encode_columns(schema, public, attrs)
+    codes.setflags(write=False)
+    if len(_PUBLIC_CODES) > 64:
+        _PUBLIC_CODES.clear()
+    _PUBLIC_CODES[key] = (weakref.ref(public), codes)
+    return codes
 
 
 def tree_depth(max_depth: int | str | None, n_node_attributes: int) -> int:

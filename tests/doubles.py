@@ -167,6 +167,13 @@ class _UnderstatingReleaser:
             sensitivity = sensitivity / self.factor
         return self.inner.exponential(name, scores, sensitivity, epsilon, **kw)
 
+    def laplace_above(self, name, sizes, family, child, counts, sensitivity, scale, threshold,
+                      **kw):
+        if self.family == "laplace":  # thresholded counts (the prefix tree's) are Laplace too
+            sensitivity, scale = sensitivity / self.factor, scale / self.factor
+        return self.inner.laplace_above(name, sizes, family, child, counts, sensitivity, scale,
+                                        threshold, **kw)
+
 
 @dataclass
 class Leaky(Mechanism):

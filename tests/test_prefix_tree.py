@@ -138,8 +138,7 @@ def test_empty_child_shortcut_matches_brute_force_in_distribution():
 
     fast = summary(*noisy_children(family_sizes, family, child, counts, scale, threshold,
                                    Releaser(Ledger(Budget(1e9)),
-                                            NumpySampler(np.random.default_rng(4))),
-                                   np.random.default_rng(1)))
+                                            NumpySampler(np.random.default_rng(4)))))
     slow = summary(*brute_force_children(family_sizes, family, child, counts, scale, threshold,
                                          np.random.default_rng(2)))
     # 1. the passing set (a subset of the 4 empty children: 16 outcomes), joint distribution
@@ -163,7 +162,7 @@ def test_shortcut_output_is_sorted_and_never_duplicates_a_child():
     fam, ch, cnt = np.array([0, 1, 1, 3]), np.array([2, 0, 49, 6]), np.array([5, 1, 9, 4])
     for _ in range(50):
         f, c, v = noisy_children(sizes, fam, ch, cnt, 1.0, 0.1,
-                                 Releaser(Ledger(Budget(1e9)), NumpySampler(rng)), rng)
+                                 Releaser(Ledger(Budget(1e9)), NumpySampler(rng)))
         pairs = list(zip(f.tolist(), c.tolist()))
         assert pairs == sorted(set(pairs))
         assert np.all(c < sizes[f]) and np.all(v >= 0.1)
@@ -230,8 +229,7 @@ def noisy_test_tree(eps: float, seed: int):
     ledger = Ledger(Budget(eps))
     return build_noisy_tree(truncated_symbols(view, h, taxonomy.end_code), taxonomy,
                             levels * 0.3, levels * 0.7, 1.0, 1.0,
-                            Releaser(ledger, NumpySampler(np.random.default_rng([seed, 1]))),
-                            np.random.default_rng(seed))
+                            Releaser(ledger, NumpySampler(np.random.default_rng([seed, 1]))))
 
 
 @pytest.mark.parametrize("eps, seed", [(0.5, 0), (2.0, 1), (20.0, 2)])

@@ -83,16 +83,47 @@ def test_non_finite_values_are_refused():
 
 
 def test_laplace_above_thresholds_and_counts_the_empty_cells():
-    """Empty cells pass with probability exp(-t/b)/2, at t + Exp(b)."""
-    r = releaser(Budget(1e9))
-    noisy, k, values = r.laplace_above("tree", np.array([50.0, 60.0]), np.array([40000, 0]),
-                                       1.0, 1.0, 2.0)
-    assert noisy.shape == (2,) and k.shape == (2,) and k[1] == 0
+    """Family 0: 40,000 cells, cells 3 and 7 non-empty (counts 50, 60: always kept); family 1:
+    one empty cell. Empty cells pass with probability exp(-t/b)/2, at t + Exp(b); the
+    observer sees the non-empty cells and the kept cells by key."""
+    seen = []
+    r = releaser(Budget(1e9), observer=seen.append)
+    fam, ch, values = r.laplace_above("tree", [40000, 1], [0, 0], [3, 7], [50.0, 60.0],
+                                      1.0, 1.0, 2.0)
+    pairs = list(zip(fam.tolist(), ch.tolist()))
+    assert pairs == sorted(set(pairs)) and (0, 3) in pairs and (0, 7) in pairs
+    empty = ~np.isin(ch, [3, 7]) | (fam == 1)
     p = 0.5 * math.exp(-2.0)
-    assert abs(k[0] - 40000 * p) < 5 * math.sqrt(40000 * p)
+    assert abs(empty.sum() - 40001 * p) < 5 * math.sqrt(40001 * p)
     assert values.min() >= 2.0
-    assert stats.kstest(values - 2.0, "expon").pvalue > 1e-3
-    assert len(r.ledger.charges) == 1
+    assert stats.kstest(values[empty] - 2.0, "expon").pvalue > 1e-3
+    assert len(r.ledger.charges) == 1 and r.ledger.charges[0].pure_epsilon == pytest.approx(1.0)
+    rec = seen[-1]
+    assert rec.threshold == 2.0 and rec.cells.tolist() == [3, 7] and rec.true.tolist() == [50, 60]
+    assert rec.kept.tolist() == (np.where(fam == 1, 40000, 0) + ch).tolist()
+    assert np.array_equal(rec.noisy, values) and not rec.discrete
+
+
+def test_laplace_above_refuses_unsorted_cells_and_a_negative_threshold():
+    with pytest.raises(ValueError, match="sorted"):
+        releaser(Budget(1e9)).laplace_above("t", [5], [0, 0], [3, 1], [1.0, 1.0], 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        releaser(Budget(1e9)).laplace_above("t", [5], [0], [1], [1.0], 1.0, 1.0, -1.0)
+
+
+def test_opendp_thresholded_counts_are_integers_empty_cells_included():
+    """OpenDP noises integer counts with the discrete Laplace; empty cells must pass with the
+    discrete law (P = q^ceil(t) / (1 + q), q = exp(-1/b)) at integer values, else a
+    non-integer value would give an empty cell away."""
+    r = releaser(Budget(1e9), sampler=OpenDPSampler())
+    fam, ch, values = r.laplace_above("tree", [20000], [0], [5], [40.0], 1.0, 1.5, 2.2)
+    assert np.all(values == np.round(values)) and values.min() >= 3
+    q = math.exp(-1 / 1.5)
+    p = q**3 / (1 + q)
+    n_empty = int((ch != 5).sum())
+    assert abs(n_empty - 19999 * p) < 5 * math.sqrt(19999 * p)
+    # given a pass, value - 3 is geometric with ratio q: mean q / (1 - q)
+    assert np.mean(values[ch != 5] - 3) == pytest.approx(q / (1 - q), rel=0.1)
 
 
 def test_done_ends_a_run_only_when_asked():

@@ -9,8 +9,10 @@
   table about the canary (``canary_cells``, ``distance``);
 - :mod:`~harness.audit.releases`: the release view: a run's noisy releases, replayed on the
   other world, and their exact log-likelihood ratio;
-- :mod:`~harness.audit.decision`: the distinguishing test (linear discriminant and threshold
-  chosen on one half of the runs, false positives/negatives counted on the other half);
+- :mod:`~harness.audit.memo`: model fits the replay reuses from the run (identical inputs);
+- :mod:`~harness.audit.decision`: the distinguishing test (scorer and threshold chosen on one
+  part of the runs, false positives/negatives counted on the rest; the release view's
+  symmetrized runs);
 - :mod:`~harness.audit.bounds`: Clopper-Pearson bounds and the epsilon (and mu-GDP) lower bound;
 - :mod:`~harness.audit.runs`: many runs per world with fresh noise, in isolated children,
   cached so a re-run resumes;

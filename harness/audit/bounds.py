@@ -12,6 +12,15 @@ once, so the confidence is split between the two rates (Bonferroni): each is com
 ``1 - (1 - confidence) / 2``; then both formulas (they use the same two bounds) hold together
 with probability at least ``confidence``.
 
+Pooled counts (the release view's symmetrized runs): an error count that is the sum of two
+independent binomials with rates ``q1``, ``q2`` over ``n`` runs each (a Poisson-binomial with
+mean ``2 n q``, ``q`` the mean rate) has a lighter lower tail than ``Binomial(2n, q)`` at least
+one below its mean (Hoeffding 1956, Theorem 4: ``P(S <= c) <= P(B <= c)`` for ``c <= 2nq - 1``).
+The Clopper-Pearson upper bound computed for ``k + 1`` errors of ``2n`` is then a valid upper
+bound on ``q`` for the observed ``k``: it excludes ``q`` only if ``k + 1 <= w*``, where ``w*``,
+the largest count with binomial CDF below ``1 - level < 1/2``, lies below the median, hence
+``w* - 1 <= 2nq - 1``, and ``P(S <= w* - 1) <= P(B <= w* - 1) < 1 - level``.
+
 mu-GDP (Dong, Roth & Su 2019): a mu-GDP mechanism has ``FNR >= Phi(Phi^-1(1 - FPR) - mu)``
 for every test, so ``mu_lb = max(Phi^-1(1 - FPR_upper) - Phi^-1(FNR_upper), 0)`` (and the
 swapped form) is a lower bound on mu at the same confidence. ``eps_gdp`` converts it to epsilon
@@ -42,12 +51,16 @@ from harness.privacy.accounting import gdp_epsilon
 @dataclass(frozen=True)
 class ErrorCounts:
     """A test's errors on the evaluation runs: false positives among ``n0`` runs on D (said
-    D'), false negatives among ``n1`` runs on D' (said D)."""
+    D'), false negatives among ``n1`` runs on D' (said D). ``pooled``: each count is a sum of
+    two binomials with different rates (the symmetrized runs of
+    :func:`harness.audit.decision.symmetrized`), bounded as described in the module
+    docstring."""
 
     fp: int
     n0: int
     fn: int
     n1: int
+    pooled: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,8 +107,9 @@ def mu_from_rates(fpr_upper: float, fnr_upper: float) -> float:
 def lower_bound(counts: ErrorCounts, delta: float, confidence: float) -> Bound:
     """The audit's bounds at ``confidence`` (split between the two rates, Bonferroni)."""
     level = 1.0 - (1.0 - confidence) / 2.0
-    fpr_u = cp_upper(counts.fp, counts.n0, level)
-    fnr_u = cp_upper(counts.fn, counts.n1, level)
+    extra = 1 if counts.pooled else 0  # module docstring: sums of two binomials
+    fpr_u = cp_upper(counts.fp + extra, counts.n0, level)
+    fnr_u = cp_upper(counts.fn + extra, counts.n1, level)
     mu_lb = mu_from_rates(fpr_u, fnr_u)
     eps_gdp = gdp_epsilon(mu_lb, delta) if delta > 0 else (0.0 if mu_lb == 0 else math.nan)
     return Bound(fpr=counts.fp / counts.n0 if counts.n0 else math.nan,

@@ -73,6 +73,8 @@ from .settings import AuditSettings
 
 #: Config keys that belong to the audit, not to the run config the runner checks.
 AUDIT_KEYS = ("audit", "hydra")
+#: Share of the runs the release view chooses its threshold on (the rest are counted).
+RELEASE_SELECTION = 0.25
 AUDIT_MODULES = ("harness.audit.canary", "harness.audit.statistic", "harness.audit.runs",
                  "harness.audit.releases", "harness.audit.neighbours")
 
@@ -108,6 +110,8 @@ class AuditResult:
     #: the run's claim is mu-GDP (gdp accountant, Gaussian releases only): a mu lower bound
     #: above ``mu_claimed`` is then a violation too
     claim_is_gdp: bool = False
+    #: approximate standard error of ``mu_estimate`` (:func:`mu_standard_error`)
+    mu_se: float = math.nan
 
     @property
     def violation(self) -> bool:
@@ -123,21 +127,28 @@ class AuditResult:
             (f"audit of {self.mechanism} ({self.hyperparameters}) at epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}, accountant={self.accountant}"),
             f"  neighbours: {self.canary}",
-            (f"  view: {self.view}; statistic: {self.statistic}, scored by naive Bayes and by "
-             "LDA; each test's threshold chosen on half of the runs, rates counted on the "
-             f"other half ({self.runs - self.runs // 2} runs per world), the larger bound kept"
+            (f"  view: {self.view}; statistic: {self.statistic}, "
+             + (f"thresholded as it is on the symmetrized runs (each world's runs plus the "
+                "other's with the statistic negated); the threshold chosen on a quarter of the "
+                f"runs, rates counted on the rest ({self.runs - int(self.runs * RELEASE_SELECTION)}"
+                " runs per world, twice that symmetrized)" if self.view == "releases" else
+                "scored by naive Bayes and by LDA; each test's threshold chosen on half of the "
+                f"runs, rates counted on the other half ({self.runs - self.runs // 2} runs per "
+                "world), the larger bound kept")
              + (f"; {self.dropped} runs the replay could not follow dropped"
                 if self.dropped else "")),
             (f"  FPR={b.fpr:.4f} (upper {b.fpr_upper:.4f})  FNR={b.fnr:.4f} (upper "
             f"{b.fnr_upper:.4f}); Clopper-Pearson, {100 * b.confidence:g}% split between "
-            "the two rates and the two tests (Bonferroni)"),
+            "the two rates" + ("" if self.view == "releases" else " and the two tests")
+            + " (Bonferroni)"),
             (f"  mu-GDP lower bound={b.mu_lb:.3f}" + (
                 f" (if the privacy curve is Gaussian: epsilon >= {b.eps_gdp:.3f} at this "
                 "delta; an estimate, not the verdict)" if math.isfinite(b.eps_gdp) else "")),
-            *([f"  mu-GDP estimate={self.mu_estimate:.3f} (assumes a Gaussian trade-off "
-               f"curve: the separation of the log-likelihood ratio's two distributions) "
-               f"against the claimed mu={self.mu_claimed:.3f} of the ledger's Gaussian "
-               f"releases: {self.mu_estimate / self.mu_claimed:.2f} of the claim"]
+            *([f"  mu-GDP estimate={self.mu_estimate:.3f} +- {self.mu_se:.3f} (a point "
+               "estimate +- its approximate standard error; it assumes a Gaussian trade-off "
+               f"curve: the separation of the two distributions of the Gaussian releases' "
+               f"log-likelihood ratio) against their claimed mu={self.mu_claimed:.3f}: "
+               f"{self.mu_estimate / self.mu_claimed:.2f} of the claim"]
               if math.isfinite(self.mu_estimate) and self.mu_claimed > 0 else []),
             (f"  power: with these runs an ideal test could show at most "
              f"{self.attainable:.3f} on a mechanism leaking exactly epsilon={self.epsilon:g}"
@@ -174,9 +185,12 @@ def check_auditable(rc: RunConfig, mechanism) -> None:
 
 def audit_key(rc: RunConfig, fingerprint: str, settings: AuditSettings, code: str) -> str:
     """What the cached runs depend on (not the number of runs or the confidence)."""
+    worst_case = ({"worst_case": [settings.worst_case_persons, settings.worst_case_extra]}
+                  if settings.neighbours == "worst_case" else {})
     return content_hash({**mechanism_content(rc), "fingerprint": fingerprint, "code": code,
                          "canary": settings.canary, "statistic": settings.statistic,
-                         "view": settings.view, "neighbours": settings.neighbours})
+                         "view": settings.view, "neighbours": settings.neighbours,
+                         **worst_case})
 
 
 def audit_tags(rc: RunConfig, hyper: str, data_id: str, data, canary: Canary,
@@ -222,11 +236,12 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
     check_auditable(rc, mechanism)
     data = load_dataset(rc.dataset)
     check_run(rc, mechanism, metrics, data)
-    pair = neighbouring_pair(data, settings.neighbours, settings.canary)
+    pair = neighbouring_pair(data, settings.neighbours, settings.canary,
+                             settings.worst_case_persons, settings.worst_case_extra)
     canary = pair.person
     worlds = {WORLDS[0]: World(WORLDS[0], pair.without),
               WORLDS[1]: World(WORLDS[1], pair.with_person)}
-    mu_claimed, claim_is_gdp = claimed_mu(mechanism, pair.without, rc) \
+    mu_claimed, claim_is_gdp = isolated_claim(mechanism, pair.without, rc) \
         if settings.view == "releases" else (math.nan, False)
     fingerprint = data_fingerprint(data)
     code = code_fingerprint(rc, mechanism, {}) + source_fingerprint(AUDIT_MODULES)
@@ -245,10 +260,16 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
     if not settings.keep_cache:
         shutil.rmtree(folder, ignore_errors=True)
     x, dropped = followed_runs(x, settings.view)
-    mu_estimate = likelihood_ratio_mu(x[WORLDS[0]][:, 0], x[WORLDS[1]][:, 0]) \
-        if settings.view == "releases" else math.nan
-    _test, counts, level = audit_test(x[WORLDS[0]], x[WORLDS[1]], rc.budget.delta,
-                                      settings.confidence)
+    mu_estimate = likelihood_ratio_mu(x[WORLDS[0]][:, 1], x[WORLDS[1]][:, 1]) \
+        if settings.view == "releases" and mu_claimed > 0 else math.nan
+    mu_se = mu_standard_error(mu_estimate, len(x[WORLDS[0]]), len(x[WORLDS[1]]))
+    if settings.view == "releases":  # T, the exact log-likelihood ratio: threshold it
+        _test, counts, level = audit_test(x[WORLDS[0]][:, :1], x[WORLDS[1]][:, :1],
+                                          rc.budget.delta, settings.confidence, "identity",
+                                          RELEASE_SELECTION, symmetric=True)
+    else:
+        _test, counts, level = audit_test(x[WORLDS[0]], x[WORLDS[1]], rc.budget.delta,
+                                          settings.confidence)
     # the kept test's bound at its Bonferroni share; it holds at the configured confidence
     bound = dataclasses.replace(lower_bound(counts, rc.budget.delta, level),
                                 confidence=settings.confidence)
@@ -259,7 +280,8 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                "fnr": bound.fnr, "fpr_upper": bound.fpr_upper, "fnr_upper": bound.fnr_upper,
                "runs": float(settings.runs), "confidence": settings.confidence,
                "eps_lb_attainable": attainable, "eps_lb_attainable_gdp": attainable_gdp,
-               "mu_estimate": mu_estimate, "mu_claimed": mu_claimed, "dropped_runs": dropped,
+               "mu_estimate": mu_estimate, "mu_estimate_se": mu_se, "mu_claimed": mu_claimed,
+               "dropped_runs": dropped,
                "seconds": time.monotonic() - started}
     numbers = {k: v for k, v in numbers.items() if math.isfinite(v)}
     summary = {"mechanism": rc.mechanism, "hyperparameters": hyper,
@@ -268,6 +290,7 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                "view": settings.view, "neighbours": settings.neighbours,
                "statistic": statistic_name(settings), "runs_per_world": settings.runs,
                "mu_estimate": mu_estimate if math.isfinite(mu_estimate) else None,
+               "mu_estimate_se": mu_se if math.isfinite(mu_se) else None,
                "mu_claimed": mu_claimed if math.isfinite(mu_claimed) else None,
                "dropped_runs": dropped,
                "errors": asdict(counts), "bound": {k: v for k, v in asdict(bound).items()
@@ -289,7 +312,7 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
                        settings.runs, bound, canary.description, statistic_name(settings),
                        experiment, run_id, str(folder), time.monotonic() - started,
                        attainable, attainable_gdp, settings.view, settings.neighbours,
-                       mu_estimate, mu_claimed, dropped, claim_is_gdp)
+                       mu_estimate, mu_claimed, dropped, claim_is_gdp, mu_se)
 
 
 def is_violation(bound: Bound, epsilon: float, mu_claimed: float, claim_is_gdp: bool) -> bool:
@@ -304,12 +327,13 @@ def statistic_name(settings: AuditSettings) -> str:
 
 
 def followed_runs(x: dict[str, np.ndarray], view: str) -> tuple[dict[str, np.ndarray], int]:
-    """The release view's runs the replay followed (diverged ones are NaN), reduced to the
-    log-likelihood ratio ``T`` (column 0; the other columns are its parts by noise family);
-    the synthetic view's features unchanged. Returns them and how many runs were dropped."""
+    """The release view's runs the replay followed (diverged ones are NaN): the
+    log-likelihood ratio ``T`` (column 0) and its parts by noise family (Gaussian, Laplace,
+    exponential); the synthetic view's features unchanged. Returns them and how many runs
+    were dropped."""
     if view != "releases":
         return x, 0
-    kept = {w: v[np.isfinite(v[:, 0])][:, :1] for w, v in x.items()}
+    kept = {w: v[np.isfinite(v[:, 0])] for w, v in x.items()}
     return kept, sum(len(x[w]) - len(kept[w]) for w in x)
 
 
@@ -317,11 +341,23 @@ def likelihood_ratio_mu(t0: np.ndarray, t1: np.ndarray) -> float:
     """mu of a Gaussian trade-off curve from the log-likelihood ratio's values on D (``t0``)
     and D' (``t1``): under mu-GDP with the exact likelihood ratio, ``T ~ N(-mu^2/2, mu^2)`` on
     D and ``N(mu^2/2, mu^2)`` on D', so mu = (mean difference) / (pooled sd). An estimate
-    that assumes that curve (exact for Gaussian-noise releases), never the verdict."""
+    that assumes that curve (exact for Gaussian-noise releases), never the verdict. The
+    audit applies it to the Gaussian releases' part of ``T`` and compares it with their
+    claimed mu (a mechanism that also selects with the exponential mechanism, MST or AIM,
+    claims no mu for the selections)."""
     if len(t0) < 2 or len(t1) < 2:
         return math.nan
     sd = math.sqrt((np.var(t0, ddof=1) + np.var(t1, ddof=1)) / 2.0)
     return float((np.mean(t1) - np.mean(t0)) / sd) if sd > 0 else math.nan
+
+
+def mu_standard_error(mu: float, n0: int, n1: int) -> float:
+    """Approximate standard error of :func:`likelihood_ratio_mu` with ``n0`` and ``n1`` runs
+    when ``T`` is Gaussian with sd ``mu``: the mean difference over the sd has variance
+    ``1/n0 + 1/n1`` plus ``mu^2 / (2 (n0 + n1))`` from estimating the sd (delta method)."""
+    if not math.isfinite(mu) or n0 < 2 or n1 < 2:
+        return math.nan
+    return math.sqrt(1.0 / n0 + 1.0 / n1 + mu * mu / (2.0 * (n0 + n1)))
 
 
 def claimed_mu(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
@@ -329,8 +365,8 @@ def claimed_mu(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
     (what the gdp accountant composes as Gaussian DP), from one run of the mechanism's
     releases on ``data`` (nothing of it is kept but the ledger's sensitivities and scales);
     0 when it makes no Gaussian release. Also whether the run's whole claim is mu-GDP (gdp
-    accountant, Gaussian releases only). Refuses, before any audit run, a mechanism whose
-    releases the replay cannot follow."""
+    accountant, Gaussian releases only). Refuses, before any audit run, a mechanism that made
+    no release through the API."""
     from harness.privacy.accounting import Ledger
     from harness.privacy.release import Releaser
 
@@ -345,13 +381,18 @@ def claimed_mu(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
         raise ConfigError(f"{rc.mechanism} made no release through dp-arena's release API "
                           "(an external contestant's noise is drawn by its own library)",
                           "audit it with audit.view=synthetic")
-    if any(r.threshold is not None for r in records):
-        raise ConfigError(f"audit.view=releases cannot replay {rc.mechanism}'s thresholded "
-                          "releases (the set of non-empty cells differs between the worlds)",
-                          "audit it with audit.view=synthetic")
     gaussian = [c for c in ledger.charges if c.kind == "gaussian"]
     mu = math.sqrt(sum(c.gdp_mu_squared for c in gaussian))
     return mu, bool(gaussian) and len(gaussian) == len(ledger.charges) and rc.accountant == "gdp"
+
+
+def isolated_claim(mechanism, data, rc: RunConfig) -> tuple[float, bool]:
+    """:func:`claimed_mu` in a child process: the audit forks its workers from this process
+    afterwards, and a mechanism may start threads (JAX, for mst/aim/adaptive_grid), after
+    which a fork can deadlock."""
+    from harness.run.isolation import call_isolated
+
+    return call_isolated(lambda: claimed_mu(mechanism, data, rc), rc.limits)[0]
 
 
 def power_yardstick(rc: RunConfig, n0: int, n1: int, confidence: float) -> tuple[float, float]:

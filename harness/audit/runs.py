@@ -10,8 +10,8 @@
 - **batches**: runs go in batches, each computed in a forked child under the configured
   limits (:func:`harness.run.isolation.call_isolated`; a batch of ``b`` runs gets ``b`` times
   the per-run time limit, the memory limit as it is). The batch size adapts so a batch takes
-  about ``batch_seconds`` (fork costs are amortised for fast mechanisms; a slow one goes one
-  run per child). ``jobs`` batches run at a time, each in a worker process (forked before any
+  about ``batch_seconds``: per-process costs (the fork, a JAX mechanism's first compilation)
+  are paid once per batch; a mechanism slower than that goes one run per child. ``jobs`` batches run at a time, each in a worker process (forked before any
   thread exists; it forks the isolated child); batches alternate between the worlds, so a
   stopped audit has both halves.
 - **cache**: each finished batch appends one JSON line per run (``{"i": index, "x":

@@ -36,10 +36,14 @@ class AuditSettings:
     #: ``canary`` (real data + a constructed person) or ``worst_case``
     #: (:mod:`harness.audit.neighbours`)
     neighbours: str = "canary"
+    #: ``worst_case`` only: persons in D, and whether the extra person ``differs`` from them on
+    #: every attribute or is one more copy of them (``same``)
+    worst_case_persons: int = 10
+    worst_case_extra: str = "differs"
     canary: str = "rare_cell"
     statistic: str = "canary_cells"
     jobs: int = 2
-    batch_seconds: float = 2.0
+    batch_seconds: float = 20.0
     cache_dir: str = "audits/cache"
     #: keep the cached runs after the audit (a re-run resumes); ``false`` deletes them
     keep_cache: bool = True
@@ -64,7 +68,7 @@ class AuditSettings:
                               "e.g. audit.jobs=2")
         if self.batch_seconds <= 0:
             raise ConfigError(f"audit.batch_seconds must be a number > 0 "
-                              f"(got {self.batch_seconds!r})", "e.g. audit.batch_seconds=2")
+                              f"(got {self.batch_seconds!r})", "e.g. audit.batch_seconds=20")
         if self.view not in VIEWS:
             raise ConfigError(f"audit.view must be one of {list(VIEWS)} (got {self.view!r})",
                               "use audit.view=synthetic (what a reader of the synthetic data "
@@ -74,7 +78,7 @@ class AuditSettings:
         from .statistic import check_statistic
 
         check_strategy(self.canary)
-        check_neighbours(self.neighbours)
+        check_neighbours(self.neighbours, self.worst_case_persons, self.worst_case_extra)
         check_statistic(self.statistic)
 
 

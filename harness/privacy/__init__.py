@@ -4,6 +4,8 @@
   composition under the ``gdp`` and ``zcdp`` accountants and the :class:`Ledger`;
 - :mod:`~harness.privacy.release`: the release API: every noisy draw of a mechanism, charged to
   the ledger and drawn in one call, by the ``numpy`` or ``opendp`` sampler;
+- :mod:`~harness.privacy.thresholded`: thresholded Laplace counts of a sparse histogram (the
+  exact empty-cell shortcut) and their likelihood;
 - :mod:`~harness.privacy.noise`: where a run's noise comes from (fresh OS entropy by default;
   an explicit, labelled replayable mode);
 - :mod:`~harness.privacy.secret`: the local secret key and keyed (HMAC) digests of private data.

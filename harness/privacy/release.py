@@ -21,6 +21,10 @@ Releases
     ``Delta`` the scores' sensitivity (L-infinity); charged as an ``epsilon``-DP release,
     ``epsilon^2 / 8``-zCDP (bounded range, Cesar & Rogers 2021). The one implementation of it
     in dp-arena (MST, AIM and ``tuning=dp_select`` use it).
+:meth:`Releaser.laplace_above`
+    Laplace counts of a sparse histogram, only those at or above a threshold kept (the prefix
+    tree); empty cells by an exact shortcut (:mod:`harness.privacy.thresholded`); charged as
+    one ``Delta_1 / b``-DP release.
 :meth:`Releaser.declared`
     No noise: one ``declared`` ledger charge for an ``(epsilon, delta)`` that the mechanism
     claims for releases made outside this API (an external contestant); composed by basic
@@ -60,6 +64,7 @@ import numpy as np
 from harness.errors import ConfigError, DPArenaError
 
 from .accounting import Accountant, Budget, Ledger, NoiseKind
+from .thresholded import cell_keys, check_cells, draw_above
 
 SamplerName = Literal["numpy", "opendp"]
 SAMPLERS: tuple[str, ...] = ("numpy", "opendp")
@@ -89,9 +94,15 @@ class ReleaseRecord:
     scale: float
     true: np.ndarray
     noisy: np.ndarray
-    #: for :meth:`Releaser.laplace_above`: its threshold (``noisy`` is then the non-empty
-    #: cells' values before thresholding); ``None`` for every other release
+    #: for :meth:`Releaser.laplace_above` (``None`` for every other release): its threshold;
+    #: ``true`` then holds the counts of the non-empty cells ``cells`` and ``noisy`` the values
+    #: of the kept cells ``kept`` (cell keys of :func:`harness.privacy.thresholded.cell_keys`
+    #: over the public family sizes ``families``); ``discrete``: integer (OpenDP) noise
     threshold: float | None = None
+    cells: np.ndarray | None = None
+    kept: np.ndarray | None = None
+    families: np.ndarray | None = None
+    discrete: bool = False
 
 
 Observer = Callable[[ReleaseRecord], None]
@@ -113,6 +124,14 @@ class Sampler(Protocol):
     def laplace(self, values: np.ndarray, sensitivity: float, scale: float) -> np.ndarray: ...
 
     def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int: ...
+
+    def laplace_above(self, sizes: np.ndarray, family: np.ndarray, child: np.ndarray,
+                      counts: np.ndarray, sensitivity: float, scale: float, threshold: float,
+                      tail: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """The kept cells ``(family, child, value)`` of a thresholded release
+        (:func:`harness.privacy.thresholded.draw_above`, empty cells from ``tail``) and
+        whether the noise is discrete."""
 
 
 @dataclass
@@ -136,6 +155,10 @@ class NumpySampler:
 
     def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int:
         return int(np.argmax(scores / scale + self.rng.gumbel(size=scores.size)))
+
+    def laplace_above(self, sizes, family, child, counts, sensitivity, scale, threshold, tail):
+        return (*draw_above(lambda v: self.laplace(v, sensitivity, scale), sizes, family, child,
+                            counts, scale, threshold, tail), False)
 
 
 def _integral(x: np.ndarray | float) -> bool:
@@ -213,6 +236,14 @@ class OpenDPSampler:
                                "charges as an exponential mechanism", "report this as a bug")
         return int(meas(scores.astype(float).tolist()))
 
+    def laplace_above(self, sizes, family, child, counts, sensitivity, scale, threshold, tail):
+        """Integer counts get OpenDP's discrete Laplace, so the empty cells get the discrete
+        tail (:mod:`harness.privacy.thresholded`): a continuous value among integers would
+        tell an empty cell from a non-empty one."""
+        discrete = _integral(counts) and _integral(sensitivity)
+        return (*draw_above(lambda v: self.laplace(v, sensitivity, scale), sizes, family, child,
+                            counts, scale, threshold, tail, discrete), discrete)
+
 
 def check_sampler(name: str) -> None:
     if name not in SAMPLERS:
@@ -272,12 +303,11 @@ class Releaser:
         return self.ledger.accountant
 
     def _observe(self, name: str, kind: NoiseKind, query: str | None, sensitivity: float,
-                 scale: float, true: np.ndarray, noisy: np.ndarray,
-                 threshold: float | None = None) -> None:
+                 scale: float, true: np.ndarray, noisy: np.ndarray) -> None:
         if self.observer is not None:
             self.observer(ReleaseRecord(name, kind, query or name, float(sensitivity),
                                         float(scale), np.array(true, copy=True),
-                                        np.array(noisy, copy=True), threshold))
+                                        np.array(noisy, copy=True)))
 
     def gaussian(self, name: str, values, sensitivity: float, sigma: float, *,
                  query: str | None = None, note: str = "") -> np.ndarray:
@@ -318,33 +348,40 @@ class Releaser:
         self._observe(name, "exponential", query, sensitivity, scale, true, np.array(index))
         return index
 
-    def laplace_above(self, name: str, counts, n_empty, sensitivity: float, scale: float,
-                      threshold: float, *, query: str | None = None, note: str = ""
+    def laplace_above(self, name: str, family_sizes, family, child, counts,
+                      sensitivity: float, scale: float, threshold: float, *,
+                      query: str | None = None, note: str = ""
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Laplace counts of a histogram given sparsely, of which only those at or above
-        ``threshold`` are kept (Chen et al.'s prefix-tree releases): ``counts`` are the true
-        counts of the non-empty cells, ``n_empty[g]`` the number of empty cells in group ``g``.
-        One release of L1 sensitivity ``sensitivity`` over all cells, empty ones included.
+        ``threshold`` are kept (Chen et al.'s prefix-tree releases). Family ``f`` has cells
+        ``0..family_sizes[f]-1``; ``(family, child)`` are the non-empty cells (sorted,
+        distinct) with their true ``counts``; every other cell has count 0. One release of L1
+        sensitivity ``sensitivity`` over all cells, empty ones included.
 
-        Returns the noisy counts of the non-empty cells (the caller keeps those
-        ``>= threshold``), ``k[g]``: how many empty cells of group ``g`` passed, and their
-        values. Empty cells are not noised one by one: ``k[g] ~ Binomial(n_empty[g], p)``
-        with ``p = P(Lap(b) >= threshold)``, each value ``threshold + Exp(b)``, which has the
-        distribution of noising each and keeping those that pass (for ``threshold >= 0``; the
-        proof is in :func:`mechanisms.prefix_tree.tree.noisy_children`). Those draws come from
-        numpy under either sampler: they depend only on public ``threshold`` and ``b`` and on
-        how many cells are empty, so their floating-point pattern reveals no count."""
+        Returns the kept cells ``(family, child, noisy value)`` sorted by (family, child).
+        Empty cells are not noised one by one (:func:`harness.privacy.thresholded.draw_above`
+        proves the shortcut has the distribution of noising each, for ``threshold >= 0``);
+        its draws, which empty cells passed included, come from the releaser's own noise
+        generator (numpy under either sampler: they depend only on the public threshold and
+        scale and on how many cells are empty, so their floating-point pattern reveals no
+        count)."""
         if threshold < 0:
             raise ValueError("the empty-cell shortcut needs a threshold >= 0")
         true = _as_array(counts)
-        sizes = np.asarray(n_empty, dtype=np.int64)
+        sizes = np.asarray(family_sizes, dtype=np.int64)
+        family, child = np.asarray(family, dtype=np.int64), np.asarray(child, dtype=np.int64)
+        check_cells(sizes, family, child)
         cost = self.sampler.laplace_cost(true, sensitivity, scale)
         self.ledger.charge(name, "laplace", cost, scale, note=note)
-        noisy = self.sampler.laplace(true, sensitivity, scale) if true.size else true.copy()
-        k = self._tail_rng.binomial(sizes, 0.5 * math.exp(-threshold / scale))
-        values = threshold + self._tail_rng.exponential(scale, int(k.sum()))
-        self._observe(name, "laplace", query, sensitivity, scale, true, noisy, threshold)
-        return noisy, k, values
+        out_f, out_c, out_v, discrete = self.sampler.laplace_above(
+            sizes, family, child, true, sensitivity, scale, threshold, self._tail_rng)
+        if self.observer is not None:
+            self.observer(ReleaseRecord(name, "laplace", query or name, float(sensitivity),
+                                        float(scale), true.copy(), np.array(out_v, copy=True),
+                                        float(threshold), cell_keys(family, child, sizes),
+                                        cell_keys(out_f, out_c, sizes), sizes.copy(),
+                                        bool(discrete)))
+        return out_f, out_c, out_v
 
     def declared(self, name: str, epsilon: float, delta: float = 0.0, *,
                  note: str = "") -> None:

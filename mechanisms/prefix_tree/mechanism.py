@@ -26,10 +26,10 @@ locations), the height ``h`` and the budget ``eps``.
       ``c(w) = |tr(w)| + Lap(1 / eps2_i)``, kept if ``c(w) >= theta_ng``. Kept specific nodes
       other than ``&`` form the next frontier.
 
-   Children whose true count is 0 are not noised one by one: :func:`noisy_children` draws how
+   Children whose true count is 0 are not noised one by one: the release API draws how
    many of them pass the threshold (a binomial), where (uniformly among them) and their values
-   (the Laplace tail above the threshold); its docstring proves this has exactly the
-   distribution of noising each of them.
+   (the Laplace tail above the threshold); :mod:`harness.privacy.thresholded` proves this has
+   exactly the distribution of noising each of them.
 2. *Consistency* (post-processing, :func:`consistent_counts`): weighted least squares under
    the tree's constraints, Hay et al. (PVLDB 2010) two-pass constrained inference adapted to the
    inequality constraints of a pruned tree. Bottom-up, a node whose noisy count is below the sum
@@ -185,7 +185,7 @@ class PrefixTree(Mechanism):
         symbols = truncated_symbols(view, self.h, taxonomy.end_code)
         del view
         tree = build_noisy_tree(symbols, taxonomy, eps1, eps2, self.threshold_g_sd,
-                                self.threshold_ng_sd, release, rng)
+                                self.threshold_ng_sd, release)
         release.done()
         del symbols
         released = release_from_tree(tree, consistent_counts(tree), self.ends, rng)

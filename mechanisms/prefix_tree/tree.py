@@ -15,6 +15,7 @@ from harness.data.sequences import FILL, SequenceView
 from harness.errors import ConfigError
 from harness.privacy.accounting import laplace_scale
 from harness.privacy.release import Releaser
+from harness.privacy.thresholded import choose_empty_children, empty_rank_to_child  # noqa: F401
 from mechanisms.conditional_fill import sorted_lookup
 from mechanisms.prefix_tree.taxonomy import Taxonomy
 
@@ -69,7 +70,7 @@ def laplace_threshold(multiplier: float, scale: float) -> float:
 # ===== noisy children (with the empty-child shortcut) =====================================
 def noisy_children(family_sizes: np.ndarray, family: np.ndarray, child: np.ndarray,
                    counts: np.ndarray, scale: float, threshold: float, release: Releaser,
-                   rng: np.random.Generator, name: str = "noisy children", note: str = ""
+                   name: str = "noisy children", note: str = ""
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Threshold-tested Laplace counts of every child of every family; returns the kept ones
     as ``(family, child, noisy count)`` sorted by (family, child).
@@ -82,75 +83,17 @@ def noisy_children(family_sizes: np.ndarray, family: np.ndarray, child: np.ndarr
     - Empty children (the shortcut): per family, ``K ~ Binomial(n_empty, p)`` with
       ``p = P(Lap(b) >= threshold) = exp(-threshold / b) / 2``; ``K`` children drawn uniformly
       without replacement among the family's empty ones; each value ``threshold + Exp(b)``.
+      :mod:`harness.privacy.thresholded` proves this has the distribution of noising every
+      empty child and thresholding (for ``threshold >= 0``).
 
-    *Why the shortcut has the distribution of noising every empty child.* Noising them one by
-    one gives i.i.d. ``X_1..X_n ~ Lap(0, b)`` (their true counts are 0) and releases the set
-    ``S = {j : X_j >= theta}`` with the values ``(X_j)_{j in S}``; nothing else is released
-    (children below the threshold are dropped). (1) The events ``X_j >= theta`` are independent
-    with probability ``p``, so ``|S| ~ Binomial(n, p)``. (2) The joint law of the ``X_j`` is
-    exchangeable, so given ``|S| = k`` every k-subset is equally likely: ``S`` is a uniform
-    k-subset. (3) Given ``S``, the ``X_j`` for ``j in S`` are independent (the ``X`` are), each
-    with the law of ``X`` given ``X >= theta``; for ``theta >= 0`` and ``x >= theta`` the Laplace
-    density is ``exp(-x / b) / (2b)``, so ``P(X >= x | X >= theta) = exp(-(x - theta) / b)``:
-    ``X - theta`` given ``X >= theta`` is ``Exp(b)`` (scale ``b``), independent of which
-    children passed. The shortcut draws exactly (1), (2), (3), and families are independent,
-    so the released (set, values) has the same distribution. (``theta < 0`` is refused: the
-    tail above a negative threshold is not exponential.)
-
-    The noise of (1) and (3) and the Laplace noise of the non-empty children are drawn by
-    ``release`` (:meth:`harness.privacy.release.Releaser.laplace_above`, one charge of L1
-    sensitivity 1 for all children); ``rng`` only picks which empty children (2).
+    One release through ``release`` (:meth:`harness.privacy.release.Releaser.laplace_above`,
+    one charge of L1 sensitivity 1 for all children); every draw, which empty children passed
+    included, is the releaser's.
     """
-    family_sizes = np.asarray(family_sizes, dtype=np.int64)
     family, child = np.asarray(family, dtype=np.int64), np.asarray(child, dtype=np.int64)
-    n_empty = family_sizes - np.bincount(family, minlength=len(family_sizes))
-    noisy, k, e_value = release.laplace_above(name, np.asarray(counts, dtype=float), n_empty,
-                                              1.0, scale, threshold, note=note)
-    keep = noisy >= threshold
-    e_family, e_child = choose_empty_children(k, n_empty, family, child, rng)
-    out_f = np.concatenate([family[keep], e_family])
-    out_c = np.concatenate([child[keep], e_child])
-    out_v = np.concatenate([noisy[keep], e_value])
-    order = np.lexsort((out_c, out_f))
-    return out_f[order], out_c[order], out_v[order]
-
-
-def choose_empty_children(k: np.ndarray, n_empty: np.ndarray, family: np.ndarray,
-                          child: np.ndarray, rng: np.random.Generator
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """``k[f]`` children of family ``f`` drawn uniformly without replacement among its empty
-    ones (those not among the sorted non-empty pairs ``(family, child)``): random sort keys
-    over the empty slots of the families with ``k > 0`` only."""
-    chosen = np.flatnonzero(k > 0)
-    if len(chosen) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    slots = n_empty[chosen]
-    owner = np.repeat(np.arange(len(chosen)), slots)
-    start = np.cumsum(slots) - slots
-    rank = np.arange(len(owner)) - start[owner]
-    order = np.lexsort((rng.random(len(owner)), owner))
-    place = np.arange(len(owner)) - start[owner[order]]
-    take = order[place < k[chosen][owner[order]]]
-    take.sort()
-    fam = chosen[owner[take]]
-    return fam, empty_rank_to_child(fam, rank[take], family, child)
-
-
-def empty_rank_to_child(fam: np.ndarray, rank: np.ndarray, family: np.ndarray,
-                        child: np.ndarray) -> np.ndarray:
-    """The ``rank``-th (0-based, ascending) empty child of family ``fam``, given the sorted
-    non-empty pairs. With non-empty children ``e_0 < e_1 < ...`` of a family,
-    ``a_j = e_j - j`` empty children come before ``e_j``, so the ``r``-th empty child is
-    ``r + #{j : a_j <= r}`` (``a_j`` is non-decreasing: one ``searchsorted``)."""
-    if len(family) == 0:
-        return rank.astype(np.int64)
-    first = np.searchsorted(family, family, side="left")
-    before = child - (np.arange(len(family)) - first)
-    width = int(max(before.max(), rank.max(initial=0))) + 2
-    keys = family * width + before
-    below = (np.searchsorted(keys, fam * width + rank, side="right")
-             - np.searchsorted(keys, fam * width, side="left"))
-    return (rank + below).astype(np.int64)
+    return release.laplace_above(name, np.asarray(family_sizes, dtype=np.int64), family, child,
+                                 np.asarray(counts, dtype=float), 1.0, scale, threshold,
+                                 note=note)
 
 
 # ===== the noisy tree =====================================================================
@@ -199,9 +142,10 @@ def truncated_symbols(view: SequenceView, h: int, end_code: int) -> np.ndarray:
 
 def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
                      eps2: np.ndarray, threshold_g_sd: float, threshold_ng_sd: float,
-                     release: Releaser, rng: np.random.Generator) -> NoisyTree:
+                     release: Releaser) -> NoisyTree:
     """Step 1 of the module docstring: the ``2 h`` Laplace releases, each through ``release``
-    (sensitivity 1, scale ``1 / eps1[i]`` or ``1 / eps2[i]``)."""
+    (sensitivity 1, scale ``1 / eps1[i]`` or ``1 / eps2[i]``). Which cells are candidates
+    depends only on the releases before (the kept nodes), never on the data directly."""
     n, h = symbols.shape
     n_children = taxonomy.n_groups + 1  # generalized children per frontier node
     width = taxonomy.max_group_size
@@ -220,7 +164,7 @@ def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
         keys, counts = np.unique(gkey, return_counts=True)
         g_parent, g_group, g_noisy = noisy_children(
             np.where(expandable, n_children, 0), keys // n_children, keys % n_children, counts,
-            b1, laplace_threshold(threshold_g_sd, b1), release, rng,
+            b1, laplace_threshold(threshold_g_sd, b1), release,
             f"prefix tree level {d}/{h}: generalized nodes",
             f"{int(expandable.sum())} frontier nodes x {n_children} groups, eps {eps1[d - 1]:.6g}")
         # (b) specific sub-level, under the kept generalized nodes
@@ -232,7 +176,7 @@ def build_noisy_tree(symbols: np.ndarray, taxonomy: Taxonomy, eps1: np.ndarray,
         if len(g_group):  # else there is no candidate: nothing released, nothing charged
             s_gen, s_place, s_noisy = noisy_children(
                 taxonomy.group_sizes[g_group], keys // width, keys % width, counts,
-                b2, laplace_threshold(threshold_ng_sd, b2), release, rng,
+                b2, laplace_threshold(threshold_ng_sd, b2), release,
                 f"prefix tree level {d}/{h}: specific nodes",
                 f"{len(g_group)} generalized nodes kept, eps {eps2[d - 1]:.6g}")
         else:
