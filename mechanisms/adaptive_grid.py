@@ -75,7 +75,8 @@ on earlier noisy answers, so the ``K`` measurements (66 for taxi data) are an ad
 composition of Gaussian mechanisms with sensitivity ``C``; ``sigma`` is calibrated with
 :func:`harness.privacy.accounting.gaussian_sigma` so that ``K`` of them compose to the budget (a
 hair below, never above) under
-the ledger's accountant (tight Gaussian DP by default; zCDP gives the write-up's numbers), and
+the ledger's accountant (tight Gaussian DP by default; zCDP as the write-up, whose
+Bun-Steinke conversion dp-arena replaces with Canonne-Kamath-Steinke's tighter one), and
 each measurement is charged to the ledger. The weights themselves are never released.
 With ``ids=public_profiles`` on user-level data and ``person_count_share = s > 0``, the
 marginals get the share ``1 - s`` of the accountant's additive Gaussian budget (mu^2 under
@@ -532,7 +533,9 @@ class AdaptiveGrid(Mechanism):
         model = pgm.estimate(model_domain, measurements, self.iters, total)
         jax.block_until_ready(model.potentials)
         clock["estimate"] = time.time()
-        n_rows, std = (pgm.fitted_total_and_std(model, measurements) if self.row_count == "fitted"
+        tree = pgm.TreeMarginals(model)
+        n_rows, std = (pgm.fitted_total_and_std(model, measurements, tree)
+                       if self.row_count == "fitted"
                        else (total, pgm.initial_total_std(measurements, model_domain)))
         clock["total"] = time.time()
         ratio = 1.0
@@ -543,7 +546,7 @@ class AdaptiveGrid(Mechanism):
         self.info = {"measurements": len(cliques), "sigma": sigma, "C": C,
                      "one_way_total": total, "rows": n_rows, "clip_ratio": ratio,
                      "noisy_persons": people}
-        synth = pgm.sample_codes(model, n_rows, rng, model_attrs)
+        synth = pgm.sample_codes(model, n_rows, rng, model_attrs, tree)
         clock["sample"] = time.time()
         out = self.finish(data, synth, derived, people, rng)
         clock["finish"] = time.time()

@@ -7,19 +7,27 @@ Algorithm
    ``3 sigma`` are merged into one "other" value (post-processing of step 1); the
    measurement is re-expressed on the compressed domain (the merged cell is the sum of the
    merged noisy counts divided by ``sqrt(m)``, so its noise stays ``sigma``).
-3. Fit an ``mbi`` model to the 1-way measurements; score every attribute pair by the L1
-   error ``||x_ab - xhat_ab||_1`` of the model's 2-way marginal; build a spanning tree with
+3. Fit a model to the 1-way measurements: the exact least-squares fit, a product of 1-way
+   marginals, each the weighted projection of its noisy marginal onto the simplex scaled to
+   the total (:func:`mechanisms.pgm.fit_one_way`; the reference approaches the same fit with
+   2,500 mirror-descent iterations). Score every attribute pair by the L1 error
+   ``||x_ab - xhat_ab||_1`` of the model's 2-way marginal; build a spanning tree with
    ``d - 1`` exponential-mechanism selections (a third of the budget), each among the pairs
    that join two components (Kruskal order).
-4. Measure the chosen 2-way marginals (the last third); fit ``mbi`` to all measurements;
-   sample records; undo compression (a merged value becomes one of its original values,
-   uniformly) and decode to schema values.
+4. Measure the chosen 2-way marginals (the last third); fit all measurements by mirror
+   descent (:func:`mechanisms.pgm.estimate`, in NumPy); sample records
+   (:func:`mechanisms.pgm.sample_codes`, ``balanced``: less sampling noise than the
+   reference's rounding); undo compression: a merged value becomes one of its original
+   values with probability proportional to that value's noisy 1-way count clipped at 0
+   (the reference: uniformly; both are post-processing of step 1, and on adult this lowers
+   the 3-way TVD by about 0.002); decode to schema values.
 
 Settings (the reference implementation, ryan112358/private-pgm ``mechanisms/mst.py``):
-``iters = 10000`` mirror-descent iterations for the final fit and ``select_iters = 2500`` for
-the 1-way fit that scores the pairs; ``conf/mechanism/mst_quick.yaml`` is the budget preset
-(1,000 / 300). Both fits stop early once the loss has converged (``tol``, relative loss
-improvement per 50 iterations; ``tol: null`` runs every iteration as the reference does).
+``iters = 10000`` mirror-descent iterations for the final fit; ``conf/mechanism/mst_quick.yaml``
+is the budget preset (1,000). The fit stops early once the loss has converged (``tol``,
+relative loss improvement per 50 iterations; ``tol: null`` runs every iteration as the
+reference does). ``select_iters`` is accepted for old configurations and unused: the 1-way
+fit is exact.
 Size: a pair whose compressed domain has more than ``max_cells`` cells is never a candidate
 (compressed sizes come from the noisy 1-way marginals, so this is post-processing); when no
 candidate pair joins two components the tree stays a forest and the unused selections and
@@ -45,12 +53,15 @@ paper's ``sigma = sqrt(3 / (2 rho))`` split evenly over the measurements of each
 release is charged to the ledger. The scale ``s`` is solved so that the ledger's accountant
 composes the whole plan to the budget (a hair below, never above): under
 ``privacy.accountant=zcdp`` this gives
-``s = rho(eps, delta)``, the paper's calibration; under ``gdp`` (the default) the Gaussian
+``s = rho(eps, delta)``, the paper's calibration (Canonne-Kamath-Steinke conversion, as the
+reference's ``cdp_rho``; :func:`harness.privacy.accounting.zcdp_epsilon`); under ``gdp`` (the
+default) the Gaussian
 releases compose as Gaussian DP and the exponential selections add their epsilons (basic
 composition), which is valid but less efficient, so ``s`` comes out smaller and the noise
-larger than under zcdp. Compression, the model fit, the row count (fitted to the noisy
-measurements), sampling, decoding with public values and person ids from public data are
-post-processing.
+larger than under zcdp (the ledger reports the smaller of that and the zCDP bound).
+Compression, the model fits, the row count (fitted to the noisy measurements), sampling,
+expanding merged values by their noisy 1-way counts, decoding with public values and person
+ids from public data are post-processing.
 """
 
 from __future__ import annotations
@@ -123,6 +134,7 @@ class MST(Mechanism):
         # 2. domain compression (post-processing of the noisy one-way marginals)
         kept = {m.clique[0]: (m.y >= 3 * sigma1 if self.compress else np.ones(m.y.size, bool))
                 for m in one_way}
+        noisy_one_way = {m.clique[0]: m.y for m in one_way}
         small_domain = {a: int(kept[a].sum()) + int((~kept[a]).any()) for a in attrs}
         mapping = {a: _compression_map(kept[a]) for a in attrs}
         measurements = [_compress_measurement(m, kept[m.clique[0]]) for m in one_way]
@@ -132,9 +144,8 @@ class MST(Mechanism):
         if d > 1:
             eps_sel = charges[1].pure_epsilon
             total = pgm.initial_total(measurements, small_domain)
-            model = pgm.estimate(small_domain, measurements, self.select_iters, total,
-                                 tol=self.tol)
-            edges = self._select(small, small_domain, pgm.TreeMarginals(model), eps_sel, b,
+            one_way_model = pgm.fit_one_way(small_domain, measurements, total)
+            edges = self._select(small, small_domain, one_way_model, eps_sel, b,
                                  release, self.max_cells)
             sigma2 = charges[2].scale
             for edge in edges:
@@ -147,18 +158,21 @@ class MST(Mechanism):
         # 4. estimate, count, sample, decode
         total = pgm.initial_total(measurements, small_domain)
         model = pgm.estimate(small_domain, measurements, self.iters, total, tol=self.tol)
-        n_rows, std = pgm.fitted_total_and_std(model, measurements)
+        tree = pgm.TreeMarginals(model)
+        n_rows, std = pgm.fitted_total_and_std(model, measurements, tree)
         if data.unit == "user":
             ratio = pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, data.id_column, b))
             n_rows, std = n_rows * ratio, std * ratio
         n_rows = bounded_row_count(n_rows, data, budget.epsilon, std=std)
-        synth = pgm.sample_codes(model, n_rows, rng, attrs)
-        codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng) for a in attrs})
+        synth = pgm.sample_codes(model, n_rows, rng, attrs, tree)
+        codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng, noisy_one_way[a])
+                                  for a in attrs})
         return finish(data, codes_out, rng)
 
     @staticmethod
-    def _select(codes: pd.DataFrame, domain: dict[str, int], model: pgm.TreeMarginals,
+    def _select(codes: pd.DataFrame, domain: dict[str, int],
+                model: pgm.TreeMarginals | pgm.ProductMarginals,
                 eps_sel: float, b: float, release: Releaser,
                 max_cells: int | None = None) -> list[tuple[str, str]]:
         attrs = list(domain)
@@ -214,13 +228,20 @@ def _compress_measurement(m: pgm.Measurement, kept: np.ndarray) -> pgm.Measureme
     return pgm.Measurement(m.clique, y, m.sigma, weights)
 
 
-def _expand(small_codes: np.ndarray, kept: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Compressed codes -> original codes; the merged code becomes one of its values."""
+def _expand(small_codes: np.ndarray, kept: np.ndarray, rng: np.random.Generator,
+            noisy: np.ndarray | None = None) -> np.ndarray:
+    """Compressed codes -> original codes. The merged code becomes one of its values, with
+    probability proportional to that value's noisy 1-way count clipped at 0 (``noisy``; all
+    equal when every such count is <= 0 or ``noisy`` is None)."""
     kept_values = np.flatnonzero(kept)
     merged_values = np.flatnonzero(~kept)
     out = np.empty(small_codes.size, dtype=np.int64)
     is_kept = small_codes < kept_values.size
     out[is_kept] = kept_values[small_codes[is_kept]]
     if (~is_kept).any():
-        out[~is_kept] = rng.choice(merged_values, size=int((~is_kept).sum()))
+        w = (np.ones(merged_values.size) if noisy is None
+             else np.maximum(np.asarray(noisy, dtype=float)[merged_values], 0.0))
+        if not w.sum() > 0:
+            w = np.ones(merged_values.size)
+        out[~is_kept] = rng.choice(merged_values, size=int((~is_kept).sum()), p=w / w.sum())
     return out

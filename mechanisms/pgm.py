@@ -8,14 +8,18 @@ noise itself is drawn by :class:`harness.privacy.release.Releaser`):
 - :class:`Measurement`: one noisy linear measurement ``y = Q x + N(0, sigma^2 I)`` of the
   (possibly weighted) histogram ``x`` of a clique, ``Q`` the identity, a diagonal or a
   structured query (adaptive grid);
-- :func:`estimate`: mirror descent over the measurements (``mbi.estimation.MirrorDescent``;
-  structured queries through :func:`structured_loss`), dropping compiled programs of earlier
-  clique structures (:func:`release_compiled`);
+- :func:`estimate`: mirror descent over the measurements: in NumPy
+  (:mod:`mechanisms.mirror_descent`, no compilation) for identity and diagonal queries, with
+  ``mbi.estimation.MirrorDescent`` for structured queries (:func:`structured_loss`), dropping
+  compiled programs of earlier clique structures (:func:`release_compiled`);
+- :func:`fit_one_way`: the exact (closed-form) fit to 1-way measurements, a product model
+  (:class:`ProductMarginals`; MST's selection step);
 - :class:`TreeMarginals`: any marginal of an estimated model, computed in NumPy on the
   model's junction tree (no per-query JIT compilation, which would dominate AIM's run time);
 - :func:`initial_total` / :func:`fitted_total`: the synthetic row count, derived from the
   noisy measurements only (never read from the private data);
-- :func:`sample_codes` (seeded sampling of records from the model; the codes then go to
+- :func:`sample_codes` (seeded sampling of records from the model, stratified within groups
+  of conditioning values by default, one binary search per column; the codes then go to
   :func:`mechanisms.base.finish`, shared with ``independent``);
 - :func:`solve_scale` (calibrating a parameterised release plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
 - :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap);
@@ -40,6 +44,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, largest_fitting
 
 from .base import bounded_private, contribution_bound
+from .mirror_descent import FittedModel, mirror_descent
 from .cliques import (  # noqa: F401 - pgm.*
     downward_closure,
     kruskal_forest,
@@ -55,6 +60,7 @@ with warnings.catch_warnings():
     import mbi
     from mbi import Domain, LinearMeasurement, WeightedQuery
     from mbi import estimation as mbi_estimation
+    from mbi import clique_utils as mbi_clique_utils
     from mbi import junction_tree as mbi_junction_tree
     from mbi import marginal_oracles as mbi_oracles
 
@@ -145,20 +151,26 @@ def release_compiled() -> None:
 
 def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters: int,
              total: float, warm_start=None, tol: float | None = None):
-    """Mirror descent (``mbi``) fit of a graphical model to ``measurements`` with ``total``
-    records; returns an ``mbi`` MarkovRandomField. ``iters`` is the most iterations; with
-    ``tol`` the fit stops early once the loss improves by at most ``tol`` (relative) over two
-    consecutive blocks of 50 iterations (``mbi``'s early stopping): a warm-started refit that
-    has converged stops after 100 iterations instead of running all ``iters``."""
+    """Mirror descent fit of a graphical model to ``measurements`` with ``total`` records.
+    ``iters`` is the most iterations; with ``tol`` the fit stops early once the loss improves
+    by at most ``tol`` (relative) over two consecutive blocks of 50 iterations (``mbi``'s
+    early stopping): a warm-started refit that has converged stops after 100 iterations
+    instead of running all ``iters``.
+
+    Identity and diagonal queries: :func:`mechanisms.mirror_descent.mirror_descent` (NumPy,
+    ``mbi``'s algorithm step for step, no compilation; returns a
+    :class:`~mechanisms.mirror_descent.FittedModel`). Structured queries (adaptive grid):
+    ``mbi``'s JAX estimator with :func:`structured_loss` (an ``mbi`` MarkovRandomField), after
+    dropping earlier compiled programs (:func:`release_compiled`)."""
     if iters < 1:
         raise ConfigError(f"estimation iterations must be >= 1 (got {iters})",
                           "set mechanism.iters to a positive integer")
+    if not any(m.structured for m in measurements):
+        return mirror_descent(domain, measurements, int(iters), float(max(total, 1.0)),
+                              warm_start=warm_start, tol=tol)
     release_compiled()
     dom = mbi_domain(domain)
-    if any(m.structured for m in measurements):
-        loss = structured_loss(domain, measurements)
-    else:
-        loss = [m.to_mbi() for m in measurements]
+    loss = structured_loss(domain, measurements)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return mbi_estimation.MirrorDescent().estimate(
@@ -257,6 +269,77 @@ def _numpy_loss(fn: Callable, cliques: Sequence[Clique], sizes: Sequence[int]):
     return f
 
 
+# ----- the closed-form fit to 1-way measurements ------------------------------------------
+def simplex_projection(target: np.ndarray, weights: np.ndarray, total: float) -> np.ndarray:
+    """``argmin_mu sum_i w_i (mu_i - t_i)^2`` subject to ``mu >= 0`` and ``sum mu = total``
+    (``w > 0``): by the KKT conditions ``mu_i = max(0, t_i - lam / w_i)`` with the one ``lam``
+    that makes the sum ``total``. The sum is piecewise linear and decreasing in ``lam`` with
+    breakpoints ``w_i t_i``; with cells sorted by breakpoint, the first ``k`` are positive
+    and ``lam = (sum_k t - total) / sum_k (1 / w)`` for the ``k`` whose ``lam`` lies between
+    the ``k``-th and the ``(k+1)``-th breakpoint."""
+    t = np.asarray(target, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if t.shape != w.shape or t.ndim != 1 or t.size == 0 or not np.all(w > 0):
+        raise ValueError("simplex_projection needs equal-length 1-d targets and weights > 0")
+    order = np.argsort(-(w * t), kind="stable")
+    brk = (w * t)[order]
+    lam = (np.cumsum(t[order]) - total) / np.cumsum(1.0 / w[order])
+    nxt = np.append(brk[1:], -np.inf)
+    k = int(np.flatnonzero(lam >= nxt)[0])  # the last k always qualifies (nxt = -inf)
+    return np.maximum(0.0, t - lam[k] / w)
+
+
+class ProductMarginals:
+    """Marginals of a product model (independent attributes), with
+    :class:`TreeMarginals`' interface: ``marginal(clique)`` is the outer product of the
+    1-way marginals divided by ``total ** (k - 1)``, flattened in clique order."""
+
+    def __init__(self, one_way: dict[str, np.ndarray], total: float):
+        self.one_way = {a: np.asarray(v, dtype=float) for a, v in one_way.items()}
+        self.total = float(total)
+
+    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+        out = np.ones(())
+        for a in clique:
+            out = np.multiply.outer(out, self.one_way[a])
+        return (out / self.total ** max(len(clique) - 1, 0)).ravel() if clique else \
+            np.array([self.total])
+
+
+def fit_one_way(domain: dict[str, int], measurements: Sequence[Measurement],
+                total: float) -> ProductMarginals:
+    """The exact least-squares model of 1-way measurements with diagonal queries: the
+    minimiser of ``sum_m ||Q_m mu_a - y_m||^2 / (2 sigma_m^2)`` over models with ``total``
+    records, which is what :func:`estimate` approaches by mirror descent on the same
+    measurements (post-processing of the noisy answers, like any fit).
+
+    With only 1-way cliques the loss separates by attribute and the model is a product of
+    its 1-way marginals; each is the weighted projection of its measurements onto the
+    simplex scaled to ``total`` (:func:`simplex_projection`): cell ``i`` of attribute ``a``
+    gets weight ``W_i = sum_m q_mi^2 / sigma_m^2`` and target
+    ``sum_m q_mi y_mi / sigma_m^2 / W_i`` (for MST's compressed cell, ``q = 1/sqrt(m)`` and
+    the target is the sum of the merged noisy counts). An attribute never measured stays
+    uniform, as in mirror descent from zero potentials."""
+    weight = {a: np.zeros(n) for a, n in domain.items()}
+    moment = {a: np.zeros(n) for a, n in domain.items()}
+    for m in measurements:
+        if len(m.clique) != 1 or m.structured:
+            raise ValueError("fit_one_way takes 1-way measurements with diagonal queries")
+        a = m.clique[0]
+        q = np.ones(domain[a]) if m.query is None else np.asarray(m.query, dtype=float)
+        weight[a] += q**2 / m.sigma**2
+        moment[a] += q * np.asarray(m.y, dtype=float) / m.sigma**2
+    one_way = {}
+    for a, n in domain.items():
+        if not np.any(weight[a] > 0):
+            one_way[a] = np.full(n, total / n)
+            continue
+        if not np.all(weight[a] > 0):
+            raise ValueError(f"fit_one_way: some cells of {a} are never measured")
+        one_way[a] = simplex_projection(moment[a] / weight[a], weight[a], total)
+    return ProductMarginals(one_way, total)
+
+
 # ----- the synthetic row count ------------------------------------------------------------
 def total_estimate(m: Measurement, n_cells: int) -> tuple[float, float] | None:
     """Unbiased estimate of the record count from one measurement and its variance, when the
@@ -291,21 +374,23 @@ def initial_total_std(measurements: Sequence[Measurement], domain: dict[str, int
     return 1.0 / math.sqrt(weight) if weight > 0 else math.inf
 
 
-def fitted_total(model, measurements: Sequence[Measurement]) -> float:
+def fitted_total(model, measurements: Sequence[Measurement],
+                 marginals: TreeMarginals | None = None) -> float:
     """Least-squares record count given the model's distribution ``p``: the scale ``T``
     minimising ``sum_m ||T Q_m p_m - y_m||^2 / sigma_m^2`` over *all* measurements.
 
     It uses every noisy measurement (not only the identity ones), so it is much less noisy
     than :func:`initial_total`; it is post-processing of the noisy answers.
     """
-    return fitted_total_and_std(model, measurements)[0]
+    return fitted_total_and_std(model, measurements, marginals)[0]
 
 
-def fitted_total_and_std(model, measurements: Sequence[Measurement]) -> tuple[float, float]:
+def fitted_total_and_std(model, measurements: Sequence[Measurement],
+                         marginals: TreeMarginals | None = None) -> tuple[float, float]:
     """:func:`fitted_total` and the standard deviation of its noise given ``p``,
     ``1 / sqrt(sum_m ||Q_m p_m||^2 / sigma_m^2)`` (what :mod:`mechanisms.row_count` weighs
     against a public figure; post-processing too)."""
-    tm = TreeMarginals(model)
+    tm = marginals if marginals is not None else TreeMarginals(model)
     total = float(model.total)
     num = den = 0.0
     for m in measurements:
@@ -375,16 +460,26 @@ class TreeMarginals:
     """
 
     def __init__(self, model):
-        domain = model.domain
         self.total = float(model.total)
-        self.sizes = dict(zip(domain.attributes, domain.shape))
-        jtree, _ = mbi_junction_tree.make_junction_tree(domain, [tuple(c) for c in model.cliques])
-        nodes = [tuple(n) for n in jtree.nodes]
-        self.nodes = nodes
-        self.adj = {n: [tuple(m) for m in jtree.neighbors(n)] for n in nodes}
-        potentials = {tuple(cl): np.asarray(model.potentials[cl].values, dtype=float)
-                      for cl in model.potentials.cliques}
-        self.tables = self._calibrate(potentials)
+        if isinstance(model, FittedModel):  # calibrated already
+            self.sizes = dict(model.domain)
+            self.order = list(model.tree.order)
+            nodes = list(model.tree.nodes)
+            self.nodes = nodes
+            self.adj = dict(model.tree.adj)
+            self.tables = dict(model.beliefs)
+        else:
+            domain = model.domain
+            self.sizes = dict(zip(domain.attributes, domain.shape))
+            jtree, order = mbi_junction_tree.make_junction_tree(
+                domain, [tuple(c) for c in model.cliques])
+            self.order = list(order)
+            nodes = [tuple(n) for n in jtree.nodes]
+            self.nodes = nodes
+            self.adj = {n: [tuple(m) for m in jtree.neighbors(n)] for n in nodes}
+            potentials = {tuple(cl): np.asarray(model.potentials[cl].values, dtype=float)
+                          for cl in model.potentials.cliques}
+            self.tables = self._calibrate(potentials)
         self.component: dict[Clique, int] = {}
         for i, comp in enumerate(_components(nodes, self.adj)):
             for n in comp:
@@ -558,18 +653,110 @@ def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.nda
 
 
 # ----- sampling and decoding --------------------------------------------------------------
-def sample_codes(model, n_rows: int, rng: np.random.Generator,
-                 attrs: Sequence[str]) -> pd.DataFrame:
-    """``n_rows`` records drawn i.i.d. from the model (``mbi`` sampling, seeded from
-    ``rng``; NumPy's global random state is restored afterwards)."""
-    state = np.random.get_state()
-    np.random.seed(int(rng.integers(2**32 - 1)))
-    try:
-        synth = model.synthetic_data(rows=int(n_rows), method="sample")
-    finally:
-        np.random.set_state(state)
-        release_compiled()
-    return pd.DataFrame({a: np.asarray(synth.data[a], dtype=np.int64) for a in attrs})
+SAMPLING_METHODS: tuple[str, ...] = ("round", "balanced", "sample")
+
+
+def sample_codes(model, n_rows: int, rng: np.random.Generator, attrs: Sequence[str],
+                 marginals: TreeMarginals | None = None, method: str = "balanced"
+                 ) -> pd.DataFrame:
+    """``n_rows`` records drawn from the model, column by column in the reverse of the
+    junction tree's elimination order (as ``mbi``'s ``synthetic_data``): each column from its
+    conditional distribution given the columns already drawn that share a tree node with it
+    (all inside one node, by the elimination order). A row's value is found by one binary
+    search in the conditional CDF table, offset by the row's group (its conditioning
+    values), so all groups share one search and nothing loops over groups. Methods, by the
+    uniform number ``u`` each row feeds to its CDF:
+
+    ``balanced`` (default)
+        Within each group, the rows are sorted by the other columns already drawn
+        (lexicographically, in a random order of those columns, as many as fit in a 62-bit
+        key; random order among ties) and the ``r``-th row gets ``u = frac(U_g + r phi)``
+        (``phi`` the golden ratio's fractional part, ``U_g`` uniform per group): a Weyl
+        sequence, whose every run of consecutive terms is spread evenly over [0, 1). So the
+        counts of a value within the group, and within every run of rows that agree on the
+        leading sort columns, are close to their expectation, while each row's ``u`` is
+        still uniform: the sample follows the model with much less sampling noise
+        (on adult, MST's 3-way TVD to the exact model 0.023 instead of 0.030 for ``round``
+        and 0.035 for ``sample``).
+    ``round``
+        ``mbi``'s and the reference implementation's default: rows in random order within
+        the group, the ``r``-th of ``n_g`` gets ``u = (r + U) / n_g``.
+    ``sample``
+        i.i.d. uniforms (``mbi``'s ``method="sample"``).
+
+    ``balanced`` and ``round`` sort once per column. Post-processing; ``rng`` is the
+    mechanism's.
+    """
+    if method not in SAMPLING_METHODS:
+        raise ConfigError(f"unknown sampling method {method!r}",
+                          f"use one of {', '.join(SAMPLING_METHODS)}")
+    tree = marginals if marginals is not None else TreeMarginals(model)
+    n = int(n_rows)
+    nodes = [set(node) for node in tree.nodes]
+    drawn: dict[str, np.ndarray] = {}
+    for col in tree.order[::-1]:
+        parents = tuple(a for a in drawn if any(col in nd and a in nd for nd in nodes))
+        k = tree.sizes[col]
+        table = tree.marginal(parents + (col,)).reshape(-1, k)
+        group = (np.ravel_multi_index([drawn[a] for a in parents],
+                                      [tree.sizes[a] for a in parents])
+                 if parents else np.zeros(n, dtype=np.int64))
+        order_key = None
+        if method == "balanced":
+            order_key = _balancing_key(group, int(table.shape[0]), [
+                (drawn[a], tree.sizes[a]) for a in rng.permutation(
+                    [a for a in drawn if a not in parents]).tolist()])
+        drawn[col] = _draw_conditional(table, group, rng, method, order_key)
+    return pd.DataFrame({a: drawn[a].astype(np.int64) for a in attrs})
+
+
+_PHI = (math.sqrt(5.0) - 1.0) / 2.0  # the golden ratio's fractional part (Weyl sequence step)
+
+
+def _balancing_key(group: np.ndarray, n_groups: int,
+                   others: list[tuple[np.ndarray, int]]) -> np.ndarray:
+    """An int64 sort key: the group first, then as many of the ``others`` columns (codes,
+    size) as fit in 62 bits, in the given order."""
+    key = group.astype(np.int64)
+    span = max(n_groups, 1)
+    for codes, size in others:
+        if span * size >= 2**62:
+            break
+        key = key * size + codes
+        span *= size
+    return key
+
+
+def _draw_conditional(table: np.ndarray, group: np.ndarray, rng: np.random.Generator,
+                      method: str, order_key: np.ndarray | None = None) -> np.ndarray:
+    """One value per row from row ``group[i]`` of the (unnormalised) ``table``."""
+    n_groups, k = table.shape
+    mass = table.sum(axis=1, keepdims=True)
+    cond = np.divide(table, mass, out=np.full_like(table, 1.0 / k), where=mass > 0)
+    cdf = np.cumsum(np.maximum(cond, 0.0), axis=1)
+    cdf /= cdf[:, -1:]
+    if method == "sample":
+        u = rng.random(group.size)
+    elif method == "balanced":
+        key = group if order_key is None else order_key
+        order = rng.permutation(group.size)
+        order = order[np.argsort(key[order], kind="stable")]
+        counts = np.bincount(group, minlength=n_groups)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        rank = np.empty(group.size, dtype=np.int64)
+        rank[order] = np.arange(group.size) - starts[group[order]]
+        u = np.mod(rng.random(n_groups)[group] + rank * _PHI, 1.0)
+    else:
+        order = rng.permutation(group.size)
+        order = order[np.argsort(group[order], kind="stable")]
+        counts = np.bincount(group, minlength=n_groups)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        rank = np.empty(group.size, dtype=np.int64)
+        rank[order] = np.arange(group.size) - starts[group[order]]
+        u = (rank + rng.random(group.size)) / counts[group]
+    keys = (np.arange(n_groups, dtype=float)[:, None] + cdf).ravel()
+    index = np.searchsorted(keys, group + u, side="right") - group * k
+    return np.clip(index, 0, k - 1)
 
 
 # ----- selection and calibration ----------------------------------------------------------

@@ -62,14 +62,21 @@ def test_66_measurements_downward_closure_plus_copies(taxi):
 ])
 def test_writeup_sigmas_from_the_mechanisms_own_calibration(taxi, eps, C, zcdp_sigma,
                                                             gdp_sigma):
+    """gdp gives the write-up's GDP sigmas; zcdp converts with Canonne-Kamath-Steinke (autodp
+    recomputes it), tighter than the write-up's Bun-Steinke zCDP sigmas."""
+    from autodp.converter import rdp_to_approxdp
+
     budget = Budget(eps, DELTA)
     # the write-up's rule: 150 at eps <= 1, 200 above; no person count (66 measurements)
     mech = AdaptiveGrid(C=None, person_count_share=0)
-    assert mech.calibrate(taxi, budget, "zcdp") == (C, pytest.approx(zcdp_sigma, abs=0.01), 66)
     assert mech.calibrate(taxi, budget, "gdp") == (C, pytest.approx(gdp_sigma, abs=0.01), 66)
+    c, ours, k = mech.calibrate(taxi, budget, "zcdp")
+    rho = 66 * C**2 / (2 * ours**2)
+    assert (c, k) == (C, 66) and gdp_sigma < ours < zcdp_sigma
+    assert rdp_to_approxdp(lambda alpha: rho * alpha)(DELTA) == pytest.approx(eps, rel=1e-6)
     # the default person count takes 1% of mu^2 (gdp) or rho (zcdp): sigma grows by 1/sqrt(.99)
     counted = AdaptiveGrid(C=None)
-    for accountant, sigma in (("zcdp", zcdp_sigma), ("gdp", gdp_sigma)):
+    for accountant, sigma in (("zcdp", ours), ("gdp", gdp_sigma)):
         assert counted.calibrate(taxi, budget, accountant) == (
             C, pytest.approx(sigma / math.sqrt(0.99), abs=0.01), 66)
 
@@ -161,9 +168,11 @@ def test_ledger_spends_exactly_the_budget_and_recomputes_independently(taxi, acc
     sigma = charges[0].scale
     assert {c.scale for c in charges} == {sigma}
     assert mech.info["sigma"] == sigma
-    if accountant == "zcdp":  # rho by hand, Bun-Steinke conversion by hand
+    if accountant == "zcdp":  # rho by hand, converted by autodp (Canonne-Kamath-Steinke)
+        from autodp.converter import rdp_to_approxdp
+
         rho = sum(c.sensitivity**2 / (2 * c.scale**2) for c in ledger.charges)
-        eps = rho + 2 * math.sqrt(rho * math.log(1 / DELTA))
+        eps = rdp_to_approxdp(lambda alpha: rho * alpha)(DELTA)
         if share:  # the count's rho is the share of the total
             assert 1 / (2 * counts[0].scale**2) == pytest.approx(share * rho, rel=1e-9)
     else:  # autodp: 66 Gaussian mechanisms at noise multiplier sigma / C (+ the count's)

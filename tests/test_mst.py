@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from autodp import mechanism_zoo, transformer_zoo
+from autodp.converter import rdp_to_approxdp
 
 from harness.data.datasets import load_shared_dataset
 from harness.errors import ConfigError
@@ -34,7 +35,7 @@ def recomputed_epsilon(charges, delta, accountant):
     if accountant == "zcdp":
         rho = sum(c.sensitivity**2 / (2 * c.scale**2) for c in gauss) + sum(e**2 / 8
                                                                              for e in eps_sel)
-        return rho + 2 * math.sqrt(rho * math.log(1 / delta))
+        return rdp_to_approxdp(lambda alpha: rho * alpha)(delta)  # Canonne-Kamath-Steinke
     mechs = [mechanism_zoo.GaussianMechanism(c.scale / c.sensitivity) for c in gauss]
     composed = transformer_zoo.ComposeGaussian()(mechs, [1] * len(mechs))
     return composed.get_approxDP(delta) + sum(eps_sel)
@@ -45,7 +46,11 @@ def test_spends_exactly_the_budget_recomputed_independently(small_dataset, accou
     budget = Budget(2.0, 1e-6)
     ledger, out = run(small_dataset, budget, accountant)
     assert ledger.spent()[0] == pytest.approx(2.0, abs=1e-9)
-    assert recomputed_epsilon(ledger.charges, 1e-6, accountant) == pytest.approx(2.0, rel=1e-6)
+    # gdp reports the smaller of its two valid bounds (GDP + basic composition, zCDP)
+    recomputed = recomputed_epsilon(ledger.charges, 1e-6, "zcdp")
+    if accountant == "gdp":
+        recomputed = min(recomputed, recomputed_epsilon(ledger.charges, 1e-6, "gdp"))
+    assert recomputed == pytest.approx(2.0, rel=1e-6)
     d = 3  # color, size, amount
     kinds = [c.kind for c in ledger.charges]
     assert kinds == ["gaussian"] * d + ["exponential"] * (d - 1) + ["gaussian"] * (d - 1)
@@ -82,6 +87,39 @@ def test_compression_keeps_noise_and_round_trips():
     assert back[0] == 0 and back[2] == 2 and set(back[[1, 3, 4]]) <= {1, 3, 4}
 
 
+def test_merged_values_expand_by_their_noisy_counts():
+    """A merged code becomes one of its values with probability proportional to the value's
+    noisy 1-way count clipped at 0: here 0, 2/3 and 1/3; uniform when none is positive."""
+    kept = np.array([True, False, True, False, False])
+    noisy = np.array([100.0, -3.0, 50.0, 20.0, 10.0])
+    small = np.full(30_000, 2)  # every row holds the merged code (2 kept values before it)
+    back = _expand(small, kept, np.random.default_rng(0), noisy)
+    share = np.bincount(back, minlength=5) / back.size
+    assert share[[0, 1, 2]].sum() == 0
+    np.testing.assert_allclose(share[[3, 4]], [2 / 3, 1 / 3], atol=0.015)
+    flat = _expand(small, kept, np.random.default_rng(0), np.array([9.0, -1, 9, -2, 0]))
+    np.testing.assert_allclose(np.bincount(flat, minlength=5)[[1, 3, 4]] / flat.size,
+                               [1 / 3] * 3, atol=0.015)
+
+
+def test_no_iterative_fit_before_the_last_release(small_dataset, monkeypatch):
+    """The pair scores come from the exact 1-way fit (pgm.fit_one_way), so a run up to
+    release.done() (what the audit of the releases replays) runs no mirror descent."""
+    from harness.privacy.release import ReleasesComplete
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("mirror descent before release.done()")
+
+    monkeypatch.setattr(pgm, "estimate", forbidden)
+    budget = Budget(1.0, 1e-6)
+    ledger = Ledger(budget, "zcdp", unit=small_dataset.ledger_unit)
+    release = Releaser(ledger, stop_after_releases=True)
+    with pytest.raises(ReleasesComplete):
+        make_mechanism("mst", FAST).fit_sample(small_dataset, budget, release,
+                                               np.random.default_rng(0))
+    assert [c.kind for c in ledger.charges].count("exponential") == 2
+
+
 def test_output_deterministic_per_seed_and_row_count_noisy(small_dataset):
     budget = Budget(1.0, 1e-6)
     _, a = run(small_dataset, budget, seed=1)
@@ -116,13 +154,14 @@ def test_titanic_record_level(shared_data):
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_adult_three_way_tvd(shared_data):
-    """The published MST reaches about 0.113 mean 3-way TVD on adult at eps 1."""
+    """The published MST reaches about 0.113 mean 3-way TVD on adult at eps 1 (dp-arena's
+    mean over 3 seeds: 0.112, benchmarks/bench_pgm_adult.py); one run, loose bound."""
     from metrics.kmarginal import KMarginal
 
     data = load_shared_dataset("adult", data_dir=str(shared_data))
     budget = Budget(1.0, 1e-9)
     ledger = Ledger(budget, "zcdp")
-    out = make_mechanism("mst", {"iters": 3000, "select_iters": 1000}).fit_sample(
+    out = make_mechanism("mst", {"iters": 3000}).fit_sample(
         data, budget, Releaser(ledger), np.random.default_rng(0))
     tvd = KMarginal(k=3, max_marginals=1000).score(data, out).scores["mean_tvd"]
     assert tvd <= 0.12

@@ -30,15 +30,70 @@ def fitted():
     return domain, codes, ms, model
 
 
-def test_tree_marginals_match_mbi(fitted):
+def brute_force_marginal(model, domain, clique):
+    """The marginal of ``clique`` from the full joint table of the model's clique potentials
+    (every cell of the 360-cell domain enumerated), scaled to the model's total."""
+    attrs = list(domain)
+    grids = np.meshgrid(*[np.arange(domain[a]) for a in attrs], indexing="ij")
+    logp = np.zeros([domain[a] for a in attrs])
+    for cl, table in model.potentials.items():
+        logp = logp + np.asarray(table)[tuple(grids[attrs.index(a)] for a in cl)]
+    p = np.exp(logp - logp.max())
+    p *= model.total / p.sum()
+    out = p.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in clique))
+    kept = [a for a in attrs if a in clique]
+    return np.transpose(out, [kept.index(a) for a in clique]).ravel()
+
+
+def test_tree_marginals_match_the_full_joint(fitted):
+    """Belief propagation (mechanisms.mirror_descent) and TreeMarginals, for cliques inside a
+    node, across nodes and across components, against brute-force summation of the joint."""
     domain, _, _, model = fitted
     tm = pgm.TreeMarginals(model)
     for k in (1, 2, 3):
-        for cl in itertools.combinations(domain, k):  # includes cliques across components
-            ref = np.asarray(model.project(cl).datavector())
-            np.testing.assert_allclose(tm.marginal(cl), ref, rtol=1e-8, atol=1e-8)
+        for cl in itertools.combinations(domain, k):
+            np.testing.assert_allclose(tm.marginal(cl), brute_force_marginal(model, domain, cl),
+                                       rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(tm.marginal(("c", "a")),  # any attribute order
-                               np.asarray(model.project(("c", "a")).datavector()), atol=1e-8)
+                               brute_force_marginal(model, domain, ("c", "a")), atol=1e-8)
+
+
+def test_tree_marginals_match_mbi_models(fitted):
+    """TreeMarginals of an mbi model (adaptive grid's estimator) against mbi's own marginals."""
+    from mbi import estimation as mbi_estimation
+
+    domain, _, ms, _ = fitted
+    model = mbi_estimation.MirrorDescent().estimate(
+        pgm.mbi_domain(domain), [m.to_mbi() for m in ms], known_total=4000.0, iters=100)
+    tm = pgm.TreeMarginals(model)
+    for cl in [("a",), ("a", "b"), ("c", "a"), ("a", "b", "c"), ("a", "d"), ("e", "b")]:
+        np.testing.assert_allclose(tm.marginal(cl), np.asarray(model.project(cl).datavector()),
+                                   rtol=1e-8, atol=1e-8)
+
+
+def test_numpy_mirror_descent_is_mbis_step_for_step(fitted):
+    """The same iterations as mbi's MirrorDescent (step size, Armijo line search), with a
+    diagonal query and a warm start: equal marginals after 50 iterations (later, float
+    rounding may flip one line-search decision, and both converge to the same optimum)."""
+    from mbi import estimation as mbi_estimation
+
+    from mechanisms.mirror_descent import mirror_descent
+
+    domain, _, ms, _ = fitted
+    ms = [*ms[:2], pgm.Measurement(("c",), ms[2].y, 5.0, np.array([1.0, 0.5])), *ms[3:]]
+    ms.append(pgm.Measurement(("a", "c", "e"), np.full(18, 4000 / 18), 20.0))
+
+    def reference(measurements, iters, warm=None):
+        return mbi_estimation.MirrorDescent().estimate(
+            pgm.mbi_domain(domain), [m.to_mbi() for m in measurements], known_total=4000.0,
+            iters=iters, warm_start=warm)
+
+    first, ref_first = mirror_descent(domain, ms[:6], 50, 4000.0), reference(ms[:6], 50)
+    ours = mirror_descent(domain, ms, 50, 4000.0, warm_start=first)
+    ref = pgm.TreeMarginals(reference(ms, 50, ref_first))
+    tm = pgm.TreeMarginals(ours)
+    for cl in [("a",), ("c",), ("a", "b"), ("b", "c"), ("a", "c", "e"), ("d", "e")]:
+        np.testing.assert_allclose(tm.marginal(cl), ref.marginal(cl), rtol=1e-9, atol=1e-9)
 
 
 def test_totals_come_from_noisy_measurements(fitted):
@@ -109,3 +164,121 @@ def test_a_solved_plan_always_fits_the_ledger_charged_one_at_a_time(accountant):
                 ledger.charge(c.name, c.kind, c.sensitivity, c.scale)
         spent = ledger.spent()[0]
         assert eps - 1e-9 * eps <= spent <= eps
+
+
+# ----- the closed-form 1-way fit ----------------------------------------------------------
+def test_simplex_projection_by_hand():
+    # unit weights: mu = t - lam on the positive cells; 4 - 2 lam = 3 -> lam = 0.5
+    np.testing.assert_allclose(pgm.simplex_projection(np.array([3.0, 1.0, -1.0]), np.ones(3),
+                                                      3.0), [2.5, 0.5, 0.0])
+    # weights 1 and 3: mu_i = t_i - lam / w_i, 4 - lam (1 + 1/3) = 2 -> lam = 1.5
+    np.testing.assert_allclose(pgm.simplex_projection(np.array([2.0, 2.0]), np.array([1.0, 3.0]),
+                                                      2.0), [0.5, 1.5])
+    # already on the simplex: unchanged
+    np.testing.assert_allclose(pgm.simplex_projection(np.array([1.0, 2.0, 0.0]), np.ones(3), 3.0),
+                               [1.0, 2.0, 0.0], atol=1e-12)
+    with pytest.raises(ValueError, match="weights > 0"):
+        pgm.simplex_projection(np.ones(2), np.array([1.0, 0.0]), 1.0)
+
+
+def test_simplex_projection_is_the_constrained_minimiser():
+    """Against a generic solver (SLSQP) on random weighted problems, and the KKT conditions."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(2, 9))
+        t = rng.normal(5.0, 10.0, n)
+        w = rng.uniform(0.1, 3.0, n)
+        total = float(rng.uniform(1.0, 40.0))
+        mu = pgm.simplex_projection(t, w, total)
+        assert mu.min() >= 0 and mu.sum() == pytest.approx(total)
+        ref = minimize(lambda x: float(np.sum(w * (x - t) ** 2)), np.full(n, total / n),
+                       method="SLSQP", bounds=[(0, None)] * n,
+                       constraints=[{"type": "eq", "fun": lambda x: x.sum() - total}],
+                       options={"ftol": 1e-14, "maxiter": 500})
+        assert np.sum(w * (mu - t) ** 2) <= ref.fun + 1e-6
+        lam = w * (t - mu)  # KKT: equal on the positive cells, at least that on the zeros
+        pos = mu > 1e-12
+        assert np.ptp(lam[pos]) < 1e-9 and np.all(w[~pos] * t[~pos] <= lam[pos][0] + 1e-9)
+
+
+def test_fit_one_way_is_what_mirror_descent_converges_to():
+    """MST's compressed 1-way measurements (a diagonal weight on the merged cell): the closed
+    form equals a long mirror-descent fit of the same measurements, marginals and products."""
+    from mechanisms.mst import _compress_measurement
+
+    rng = np.random.default_rng(0)
+    domain = {"a": 6, "b": 4, "c": 9}
+    sigma = 20.0
+    ms = []
+    for a, n in domain.items():
+        x = rng.multinomial(500, rng.dirichlet(np.full(n, 0.5))).astype(float)
+        y = x + rng.normal(0.0, sigma, n)
+        ms.append(_compress_measurement(pgm.Measurement((a,), y, sigma), y >= 3 * sigma))
+    small = {m.clique[0]: m.y.size for m in ms}
+    assert small != domain  # something was merged
+    total = pgm.initial_total(ms, small)
+    exact = pgm.fit_one_way(small, ms, total)
+    tree = pgm.TreeMarginals(pgm.estimate(small, ms, 5000, total, tol=None))
+    for cl in [("a",), ("b",), ("c",), ("a", "c"), ("c", "b", "a")]:
+        np.testing.assert_allclose(exact.marginal(cl), tree.marginal(cl), atol=1e-6 * total)
+
+
+def test_fit_one_way_combines_repeated_measurements_by_inverse_variance():
+    # two identity measurements of one attribute, sigmas 1 and 2: the target is the weighted
+    # mean (4 y1 + y2) / 5 = (12, 26) cell by cell; projected to the total 40 with equal cell
+    # weights, each cell gains (40 - 38) / 2
+    y1, y2 = np.array([10.0, 30.0]), np.array([20.0, 10.0])
+    ms = [pgm.Measurement(("a",), y1, 1.0), pgm.Measurement(("a",), y2, 2.0)]
+    fit = pgm.fit_one_way({"a": 2, "b": 3}, ms, 40.0)
+    np.testing.assert_allclose(fit.marginal(("a",)), [13.0, 27.0])
+    np.testing.assert_allclose(fit.marginal(("b",)), np.full(3, 40.0 / 3))  # never measured
+    with pytest.raises(ValueError, match="1-way"):
+        pgm.fit_one_way({"a": 2, "b": 3}, [pgm.Measurement(("a", "b"), np.ones(6), 1.0)], 6.0)
+
+
+# ----- sampling ---------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["round", "sample"])
+def test_sampled_marginals_follow_the_model(fitted, method):
+    """Every 1-, 2- and 3-way marginal of 100,000 sampled rows is within 5 standard errors of
+    the model's, cell by cell (i.i.d. bound; stratified rounding is tighter)."""
+    domain, _, _, model = fitted
+    tree = pgm.TreeMarginals(model)
+    n = 100_000
+    synth = pgm.sample_codes(model, n, np.random.default_rng(11), list(domain), tree, method)
+    for k in (1, 2, 3):
+        for cl in itertools.combinations(domain, k):
+            p = tree.marginal(cl) / tree.total
+            q = pgm.histogram(synth, cl, domain) / n
+            assert np.all(np.abs(q - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12), (method, cl)
+
+
+def test_stratified_rounding_keeps_counts_within_two_of_expected(fitted):
+    """``round``: each value's count among rows that share the conditioning values is within
+    2 of its expected count (one draw per stratum); for the first column drawn, overall. The
+    i.i.d. method misses that by far at this size."""
+    domain, _, _, model = fitted
+    tree = pgm.TreeMarginals(model)
+    n = 50_000
+    first = tree.order[-1]
+    expected = n * tree.marginal((first,)) / tree.total
+    rounded = pgm.sample_codes(model, n, np.random.default_rng(5), list(domain), tree, "round")
+    iid = pgm.sample_codes(model, n, np.random.default_rng(5), list(domain), tree, "sample")
+    assert np.abs(pgm.histogram(rounded, (first,), domain) - expected).max() < 2
+    assert np.abs(pgm.histogram(iid, (first,), domain) - expected).max() > 2
+    second = tree.order[-2]
+    table = tree.marginal((first, second)).reshape(domain[first], domain[second])
+    for v in range(domain[first]):
+        rows = rounded[rounded[first] == v]
+        got = np.bincount(rows[second], minlength=domain[second])
+        want = len(rows) * table[v] / table[v].sum()
+        assert np.abs(got - want).max() < 2
+
+
+def test_unknown_sampling_method_is_refused(fitted):
+    from harness.errors import ConfigError
+
+    domain, _, _, model = fitted
+    with pytest.raises(ConfigError, match="sampling method"):
+        pgm.sample_codes(model, 10, np.random.default_rng(0), list(domain), method="best")

@@ -23,8 +23,11 @@ Accountants
     Everything is converted to zero-concentrated DP (Bun & Steinke 2016): a Gaussian with
     noise multiplier ``z = sigma/Delta`` is ``1/(2 z^2)``-zCDP, an eps-DP Laplace release
     ``eps^2/2``-zCDP, an eps exponential mechanism ``eps^2/8``-zCDP (bounded range, Cesar &
-    Rogers 2021); rho adds up and converts with ``eps = rho + 2 sqrt(rho ln(1/delta))``
-    (what the Sprint 3 adaptive-grid write-up used).
+    Rogers 2021); rho adds up and converts to (eps, delta) with Canonne, Kamath & Steinke's
+    (2020) bound (:func:`zcdp_epsilon`; the private-pgm reference, smartnoise-synth and OpenDP
+    use it too), never above Bun & Steinke's ``eps = rho + 2 sqrt(rho ln(1/delta))`` (which
+    the Sprint 3 adaptive-grid write-up used): at epsilon 1, delta 1e-9 it allows rho 0.01497
+    instead of 0.01178 (noise 11% smaller).
 
 Both accountants report a release made only of pure-DP charges as ``(sum eps, 0)``.
 
@@ -193,22 +196,54 @@ def fitting_gdp_mu(epsilon: float, delta: float) -> float:
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """Bun & Steinke (2016) conversion: rho-zCDP -> (rho + 2 sqrt(rho ln 1/delta), delta)."""
+    """Smallest epsilon at which rho-zCDP is (epsilon, delta)-DP by Canonne, Kamath & Steinke
+    (2020, Prop. 12): for every ``alpha > 1`` it is ``(eps_alpha, delta)``-DP with
+    ``eps_alpha = alpha rho + (L + (alpha - 1) ln(alpha - 1) - alpha ln alpha) / (alpha - 1)``,
+    ``L = ln(1/delta)``; the minimising ``alpha`` is the root of
+    ``rho (alpha - 1)^2 + ln alpha = L``. It is never above Bun & Steinke's (2016)
+    ``rho + 2 sqrt(rho L)`` (the same bound without the ``ln`` terms, which are negative), and
+    any ``alpha`` gives a valid bound, so an imprecise root only loosens it. The private-pgm
+    reference code, smartnoise-synth and OpenDP convert with this bound."""
     if rho <= 0:
         return 0.0
     if delta <= 0:
         return math.inf
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    if delta >= 1:
+        return 0.0
+    log_inv = math.log(1.0 / delta)
+    bun_steinke = rho + 2.0 * math.sqrt(rho * log_inv)
+    hi = 1.0 + math.sqrt(log_inv / rho)
+    alpha = brentq(lambda a: rho * (a - 1.0) ** 2 + math.log(a) - log_inv, 1.0, hi,
+                   xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500)
+    if alpha <= 1.0:
+        return bun_steinke
+    # (L + (a-1) ln(a-1) - a ln a) / (a-1), written without the cancellation of the two
+    # large logarithm terms (a reaches 1e6 at tiny rho)
+    eps = (alpha * rho + (log_inv - math.log(alpha)) / (alpha - 1.0)
+           + math.log1p(-1.0 / alpha))
+    return max(0.0, min(eps, bun_steinke))
 
 
 def zcdp_rho(epsilon: float, delta: float) -> float:
-    """Largest rho whose Bun-Steinke conversion is (epsilon, delta)-DP."""
+    """Largest rho whose conversion :func:`zcdp_epsilon` is (epsilon, delta)-DP (solved with
+    ``brentq`` from Bun-Steinke's closed-form rho, which it is never below, and stepped down
+    to the feasible side)."""
     if delta <= 0:
         raise ConfigError("zCDP accounting needs delta > 0",
                           "set privacy.delta > 0 or use a pure-DP (Laplace) mechanism")
     log_inv = math.log(1.0 / delta)
-    # (sqrt(L + eps) - sqrt(L))^2, written without the cancellation that loses digits at small eps
-    return (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
+    # Bun-Steinke's rho, (sqrt(L + eps) - sqrt(L))^2, written without cancellation
+    lo = (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
+    if zcdp_epsilon(lo, delta) >= epsilon:
+        return lo
+    hi = 2.0 * lo
+    while zcdp_epsilon(hi, delta) <= epsilon:
+        lo, hi = hi, 2.0 * hi
+    rho = brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, lo, hi, xtol=1e-300,
+                 rtol=4 * _FLOAT_EPS, maxiter=500)
+    while zcdp_epsilon(rho, delta) > epsilon:  # never over: step down to the feasible side
+        rho -= 4.0 * math.ulp(rho)
+    return rho
 
 
 # ----- calibration ------------------------------------------------------------------------
