@@ -45,7 +45,7 @@ CALLBACK_EVERY = 50  # iterations per block of the early-stopping test (mbi's)
 
 def _mbi():
     """``mbi``'s pure-Python junction-tree and clique helpers (no JAX work is done)."""
-    from .pgm import mbi_clique_utils, mbi_domain, mbi_junction_tree
+    from .mbi_setup import mbi_clique_utils, mbi_domain, mbi_junction_tree
 
     return mbi_junction_tree, mbi_clique_utils, mbi_domain
 
