@@ -314,22 +314,25 @@ def _draw_conditional(table: np.ndarray, group: np.ndarray, rng: np.random.Gener
     if method == "sample":
         u = rng.random(group.size)
     elif method == "balanced":
-        key = group if order_key is None else order_key
-        order = rng.permutation(group.size)
-        order = order[np.argsort(key[order], kind="stable")]
-        counts = np.bincount(group, minlength=n_groups)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        rank = np.empty(group.size, dtype=np.int64)
-        rank[order] = np.arange(group.size) - starts[group[order]]
+        rank, _ = _ranks_within_groups(group, n_groups, group if order_key is None
+                                       else order_key, rng)
         u = np.mod(rng.random(n_groups)[group] + rank * _PHI, 1.0)
     else:
-        order = rng.permutation(group.size)
-        order = order[np.argsort(group[order], kind="stable")]
-        counts = np.bincount(group, minlength=n_groups)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        rank = np.empty(group.size, dtype=np.int64)
-        rank[order] = np.arange(group.size) - starts[group[order]]
+        rank, counts = _ranks_within_groups(group, n_groups, group, rng)
         u = (rank + rng.random(group.size)) / counts[group]
     keys = (np.arange(n_groups, dtype=float)[:, None] + cdf).ravel()
     index = np.searchsorted(keys, group + u, side="right") - group * k
     return np.clip(index, 0, k - 1)
+
+
+def _ranks_within_groups(group: np.ndarray, n_groups: int, key: np.ndarray,
+                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's rank within its group, rows ordered by ``key`` (ties in random order), and
+    the size of every group."""
+    order = rng.permutation(group.size)
+    order = order[np.argsort(key[order], kind="stable")]
+    counts = np.bincount(group, minlength=n_groups)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    rank = np.empty(group.size, dtype=np.int64)
+    rank[order] = np.arange(group.size) - starts[group[order]]
+    return rank, counts

@@ -78,8 +78,10 @@ def test_aim_reports_the_filter_budget_under_every_accountant(small_dataset, acc
                                  "workload_degree": 2})
     aim.fit_sample(small_dataset, budget, seeded(ledger, 0), np.random.default_rng(0))
     assert spent_budget(aim, ledger) == (1.0, 1e-6)
-    if accountant == "gdp":
-        assert ledger.spent()[0] < 0.999  # what used to be reported: not a proven bound
+    # the ledger's own figure is a valid bound too, never above the budget: under gdp, with
+    # AIM's pure selections among the charges, it is the smaller of the gdp sum and the zCDP
+    # conversion (Canonne-Kamath-Steinke), here the zCDP filter's own figure
+    assert ledger.spent()[0] <= 1.0
 
 
 def test_other_mechanisms_report_the_ledger(small_dataset):

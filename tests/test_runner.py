@@ -253,7 +253,10 @@ def test_dp_select_charges_the_selection_and_stays_within_budget(csv_files, trac
     assert run.data.tags["tuning_chosen"] in ("max_contrib=1", "max_contrib=5")
     assert "exponential mechanism" in run.data.tags["tuning_reason"]
     assert run.data.tags["hyperparameters"] == "select max_contrib∈{1,5}"
-    assert run.data.metrics["epsilon_spent"] == pytest.approx(1.0, abs=1e-6)
+    # the selection (pure 0.2) and the chosen run's Gaussians (calibrated to 0.8 by basic
+    # composition) compose under gdp to the smaller of the two valid bounds: at most 1, and
+    # below it when the zCDP conversion of the whole is the tighter one (here about 0.98)
+    assert 0.95 <= run.data.metrics["epsilon_spent"] <= 1.0
     ledger = json.loads(Path(client.download_artifacts(out.run_id, "ledger.json",
                                                        str(tmp_path))).read_text())
     kinds = [c["kind"] for c in ledger["charges"]]

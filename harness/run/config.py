@@ -19,6 +19,8 @@ runner checks again in the worker, so a single run is refused the same way.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -27,7 +29,7 @@ from typing import Any
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.params import config_problem, structured
+from harness.params import config_problem, structured, unknown_settings
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
 from harness.privacy.noise import check_noise_mode
 from harness.privacy.release import accountant_for, check_sampler
@@ -53,6 +55,7 @@ def settings_of(cfg: Any) -> RunSettings:
     if isinstance(cfg, DictConfig):
         if isinstance(OmegaConf.get_type(cfg), type) and \
                 issubclass(OmegaConf.get_type(cfg), RunSettings):  # type: ignore[arg-type]
+            refuse_added_keys(cfg, RunSettings)
             try:
                 return OmegaConf.to_object(cfg)  # type: ignore[return-value]
             except OmegaConfBaseException as exc:
@@ -62,6 +65,24 @@ def settings_of(cfg: Any) -> RunSettings:
         if not isinstance(cfg.get(key), Mapping):
             raise ConfigError(f"config has no '{key}' group", f"add {key}=... to the command")
     return structured(RunSettings, {k: v for k, v in cfg.items() if k not in RUNTIME_KEYS})
+
+
+def refuse_added_keys(cfg: Any, schema: type, where: str = "") -> None:
+    """One :class:`ConfigError` for a key of the composed ``cfg`` that its dataclass
+    ``schema`` (or a nested dataclass of it) does not have: Hydra lets ``+key=value`` add
+    keys to a typed config, and ``OmegaConf.to_object`` drops them silently. Open mappings
+    (``dataset``, ``mechanism``, ``metrics``) are checked by their own loaders."""
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    extra = sorted(k for k in cfg.keys() if k not in fields and (where or k not in RUNTIME_KEYS))
+    if extra:
+        raise unknown_settings([f"{where}.{k}" if where else k for k in extra], sorted(fields))
+    hints = typing.get_type_hints(schema)
+    for name in fields:
+        nested = next((t for t in (hints.get(name), *typing.get_args(hints.get(name)))
+                       if isinstance(t, type) and dataclasses.is_dataclass(t)), None)
+        value = cfg.get(name)
+        if nested is not None and hasattr(value, "keys"):
+            refuse_added_keys(value, nested, f"{where}.{name}" if where else name)
 
 
 def check_settings(settings: RunSettings) -> None:

@@ -75,7 +75,7 @@ def check_tracking_server(uri: str | None, timeout_s: float = SERVER_TIMEOUT_S) 
         reason = getattr(exc, "reason", exc)
         raise ConfigError(f"the MLflow tracking server at {shown} does not answer "
                           f"({getattr(reason, 'strerror', None) or type(reason).__name__})",
-                          f"start it (mlflow server --host ... --port ...) or fix tracking.uri "
+                          "start it (mlflow server --host ... --port ...) or fix tracking.uri "
                           f"(leave it unset for the local store mlflow.db)") from None
 
 
