@@ -326,14 +326,6 @@ def real(name: str, env: str):
     return make_mechanism(name, {})
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name,env", [("opendp_mst", "opendp"), ("smartnoise_mst", "smartnoise")])
-def test_a_real_contestant_fits_a_small_table(name, env, private_tmp):
-    out, ledger = fit(real(name, env), record_data(1500))
-    assert record_data().schema.problems(out) == [] and len(out) >= 1000
-    assert ledger.spent() == (1.0, 1e-6)
-    assert leftovers(private_tmp) == []
-
 
 def independent_data(columns: int = 6, values: int = 4, n: int = 4000) -> Dataset:
     """``columns`` independent uniform columns: any association in a synthetic copy is made up."""
@@ -356,17 +348,25 @@ def dependence(frame: pd.DataFrame) -> float:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,env", [("opendp_mst", "opendp"), ("smartnoise_mst", "smartnoise")])
-def test_a_real_mst_keeps_independent_columns_independent(name, env, private_tmp):
-    """Both libraries draw records with mbi 1.1.0's ``round`` by default, which correlates
-    columns drawn from the same parents (on adult at epsilon 1 their MST lost about 85
-    kmarginal points to it); the adapters draw i.i.d. from the fitted model (``sampling:
-    sample``) unless told ``sampling: round``."""
+def test_a_real_contestant_fits_and_keeps_independent_columns_independent(name, env,
+                                                                          private_tmp):
+    """A real contestant with its shipped settings fits a small table: schema-valid output, at
+    least the public floor of rows, the whole budget declared. Both libraries draw records
+    with mbi 1.1.0's ``round`` by default, which correlates columns drawn from the same
+    parents (on adult at epsilon 1 their MST lost about 85 kmarginal points to it); the
+    adapters draw i.i.d. from the fitted model (``sampling: sample``) unless told
+    ``sampling: round``."""
     data = independent_data()
     private = dependence(data.private)  # sampling noise only: about 0.02
     mech = real(name, env)
-    iid = dependence(fit(mech, data)[0])
+    out, ledger = fit(mech, data)
+    assert data.schema.problems(out) == [] and len(out) >= 1000
+    assert ledger.spent() == (1.0, 1e-6)
+    iid = dependence(out)
     assert iid < private + 0.05, (private, iid)  # about 0.03 (before the fix: 0.21)
-    mech.options = {**mech.options, "sampling": "round"}
+    # OpenDP's dry run (its budget-check workaround) was exercised by the shipped fit above
+    mech.options = {**mech.options, "sampling": "round",
+                    **({"dry_run": False} if name == "opendp_mst" else {})}
     rounded = dependence(fit(mech, data)[0])
     assert rounded > private + 0.1, (private, rounded)  # the library's own default: about 0.2
     print(f"{name}: dependence private {private:.3f}, sampling=sample {iid:.3f}, "
