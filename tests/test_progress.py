@@ -20,6 +20,7 @@ from harness.sweep.progress import (
     counts,
     eta_seconds,
     progress_line,
+    run_group,
     sweep_state,
 )
 from harness.sweep.records import SweepPlan, from_json
@@ -97,6 +98,22 @@ def test_eta_by_hand():
     assert eta_seconds(runs, 1) == pytest.approx(2 + 170 + 450)
     assert eta_seconds([RunState("mst", "pending")], 2) is None  # nothing to go by yet
     assert eta_seconds([RunState("mst", "done", 5.0)], 2) == 0.0
+
+
+def test_runs_of_one_mechanism_at_another_epsilon_cost_their_own_group():
+    """The quickstart's last minute (measured: ETA 13 s with 31 s to go): adaptive_grid runs at
+    epsilon 1 took 18 s and at epsilon 10 75 s; one epsilon-10 run has run 35 s. By the
+    mechanism's mean (47 s) it had 12 s left; by its group, 40 s."""
+    def ag(eps, status, seconds=0.0):
+        return RunState("adaptive_grid", status, seconds, f"adaptive_grid eps={eps} trial=0",
+                        run_group(f"adaptive_grid eps={eps} trial=0"))
+    runs = [ag(1, "done", 18.0), ag(1, "done", 18.0), ag(10, "done", 75.0), ag(10, "done", 75.0),
+            ag(10, "running", 35.0)]
+    assert eta_seconds(runs, 2) == pytest.approx(40.0)
+    # a group with nothing finished costs the longest finished run of its mechanism
+    runs = [ag(1, "done", 18.0), ag(1, "done", 20.0), ag(10, "pending")]
+    assert eta_seconds(runs, 1) == pytest.approx(20.0)
+    assert run_group("mst[quick] eps=10 trial=2") == "mst[quick] eps=10"
 
 
 def test_a_run_past_its_estimate_still_counts_as_work_left():

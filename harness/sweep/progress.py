@@ -7,7 +7,10 @@ joblib, SLURM, Ray).
   :func:`sweep_state` reads both against the plan, :func:`progress_text` is a job's
   ``[k/N]`` and ETA.
 - :func:`eta_seconds`: remaining work / workers. A pending run costs the mean wall time of the
-  finished runs of its mechanism; a mechanism with none finished yet costs its shipped relative
+  finished runs of its group (mechanism, settings and epsilon: the run's label without its
+  trial; adaptive_grid's epsilon-10 runs take five times its epsilon-1 runs); a group with none
+  finished costs the longest finished run of its mechanism (another epsilon or setting, erring
+  long); a mechanism with none finished yet costs its shipped relative
   cost (:data:`RELATIVE_COST`, a rough prior from measured default sweeps) times the sweep's
   own seconds-per-unit, calibrated on the mechanisms that did finish (the largest ratio, so the
   ETA errs long rather than short; before any finished, the elapsed time of the runs in
@@ -23,6 +26,7 @@ joblib, SLURM, Ray).
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import threading
@@ -61,6 +65,17 @@ class RunState:
     status: str
     seconds: float = 0.0
     label: str = ""
+    group: str = ""
+
+    @property
+    def key(self) -> str:
+        """The runs expected to cost alike: the group, else the mechanism."""
+        return self.group or self.mechanism
+
+
+def run_group(label: str) -> str:
+    """A run label without its trial (``mst[quick] eps=10 trial=2`` -> ``mst[quick] eps=10``)."""
+    return re.sub(r"\s*\btrial=\S+", "", label).strip()
 
 
 def prior_cost(mechanism: str, prior: Mapping[str, float] = RELATIVE_COST) -> float:
@@ -82,14 +97,21 @@ def seconds_per_unit(runs: list[RunState], prior: Mapping[str, float]) -> float 
 
 def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE_COST
                      ) -> dict[str, float] | None:
-    """Each mechanism's expected wall time per run (see the module docstring)."""
+    """Each group's expected wall time per run (see the module docstring), keyed by
+    :attr:`RunState.key`."""
     unit = seconds_per_unit(runs, prior)
     if unit is None:
         return None
+    finished = [r for r in runs if r.status in ("done", "failed")]
     out: dict[str, float] = {}
-    for m in {r.mechanism for r in runs}:
-        seen = [r.seconds for r in runs if r.mechanism == m and r.status in ("done", "failed")]
-        out[m] = statistics.fmean(seen) if seen else UNSEEN_MARGIN * prior_cost(m, prior) * unit
+    for r in runs:
+        if r.key in out:
+            continue
+        same_group = [f.seconds for f in finished if f.key == r.key]
+        same_mechanism = [f.seconds for f in finished if f.mechanism == r.mechanism]
+        out[r.key] = (statistics.fmean(same_group) if same_group
+                      else max(same_mechanism) if same_mechanism
+                      else UNSEEN_MARGIN * prior_cost(r.mechanism, prior) * unit)
     return out
 
 
@@ -103,10 +125,10 @@ def eta_seconds(runs: list[RunState], workers: int,
     left = []
     for r in runs:
         if r.status == "pending":
-            left.append(costs[r.mechanism])
+            left.append(costs[r.key])
         elif r.status == "running":
-            left.append(max(costs[r.mechanism] - r.seconds,
-                            IN_FLIGHT_FLOOR * max(costs[r.mechanism], r.seconds), 1.0))
+            left.append(max(costs[r.key] - r.seconds,
+                            IN_FLIGHT_FLOOR * max(costs[r.key], r.seconds), 1.0))
     if not left:
         return 0.0
     return max(sum(left) / max(workers, 1), max(left))
@@ -136,12 +158,12 @@ def sweep_state(sweep_dir: str | Path, plan: SweepPlan, now: float | None = None
         if job.index in ended:
             outcome = ended.pop(job.index)
             runs.append(RunState(mech, "failed" if outcome.failed else "done", outcome.elapsed,
-                                 job.label))
+                                 job.label, run_group(job.label)))
         elif job.index in started:
             runs.append(RunState(mech, "running", max(now - started[job.index].started, 0.0),
-                                 job.label))
+                                 job.label, run_group(job.label)))
         else:
-            runs.append(RunState(mech, "pending", 0.0, job.label))
+            runs.append(RunState(mech, "pending", 0.0, job.label, run_group(job.label)))
     return runs
 
 
