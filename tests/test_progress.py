@@ -110,9 +110,15 @@ def test_runs_of_one_mechanism_at_another_epsilon_cost_their_own_group():
     runs = [ag(1, "done", 18.0), ag(1, "done", 18.0), ag(10, "done", 75.0), ag(10, "done", 75.0),
             ag(10, "running", 35.0)]
     assert eta_seconds(runs, 2) == pytest.approx(40.0)
-    # a group with nothing finished costs the longest finished run of its mechanism
-    runs = [ag(1, "done", 18.0), ag(1, "done", 20.0), ag(10, "pending")]
-    assert eta_seconds(runs, 1) == pytest.approx(20.0)
+    # a group with nothing finished costs the longest finished run of its mechanism, or its
+    # prior calibrated on the sweep (x 1.5) if larger: here independent's 3 s per unit of
+    # prior cost sets the unit, so 1.5 x 20 x 3 = 90 s (the quickstart's epsilon-10 runs
+    # took 75 s after epsilon-1 runs of 18 s)
+    runs = [ag(1, "done", 18.0), ag(1, "done", 20.0), ag(10, "pending"),
+            RunState("independent", "done", 3.0)]
+    assert eta_seconds(runs, 1) == pytest.approx(90.0)
+    runs[-1] = RunState("independent", "done", 0.5)  # unit 19 / 20: the longest run, 20 s
+    assert eta_seconds(runs, 1) == pytest.approx(28.5)
     assert run_group("mst[quick] eps=10 trial=2") == "mst[quick] eps=10"
 
 

@@ -9,8 +9,10 @@ joblib, SLURM, Ray).
 - :func:`eta_seconds`: remaining work / workers. A pending run costs the mean wall time of the
   finished runs of its group (mechanism, settings and epsilon: the run's label without its
   trial; adaptive_grid's epsilon-10 runs take five times its epsilon-1 runs); a group with none
-  finished costs the longest finished run of its mechanism (another epsilon or setting, erring
-  long); a mechanism with none finished yet costs its shipped relative
+  finished costs the longest finished run of its mechanism (another epsilon or setting) or its
+  unseen cost below, whichever is larger (the quickstart's adaptive_grid runs at epsilon 10,
+  priced at its epsilon-1 runs, showed 0.43 of the time left); a mechanism with none finished
+  yet costs its shipped relative
   cost (:data:`RELATIVE_COST`, a rough prior from measured default sweeps) times the sweep's
   own seconds-per-unit, calibrated on the mechanisms that did finish (the largest ratio, so the
   ETA errs long rather than short; before any finished, the elapsed time of the runs in
@@ -109,9 +111,10 @@ def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE
             continue
         same_group = [f.seconds for f in finished if f.key == r.key]
         same_mechanism = [f.seconds for f in finished if f.mechanism == r.mechanism]
+        unseen = UNSEEN_MARGIN * prior_cost(r.mechanism, prior) * unit
         out[r.key] = (statistics.fmean(same_group) if same_group
-                      else max(same_mechanism) if same_mechanism
-                      else UNSEEN_MARGIN * prior_cost(r.mechanism, prior) * unit)
+                      else max(max(same_mechanism), unseen) if same_mechanism
+                      else unseen)
     return out
 
 
