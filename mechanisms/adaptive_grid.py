@@ -29,12 +29,13 @@ Algorithm
   cells, each parent's own query ``Q_c`` applied to their marginal onto that parent, scaled
   by ``1/sqrt(#parents)``. By induction every column of ``Q`` has L2 norm exactly 1
   (:class:`GridQuery`).
-- Estimate with ``mbi`` (mirror descent, ``iters`` steps). Before estimating, measurements
+- Estimate (``mbi``'s mirror descent, ``iters`` steps, in NumPy:
+  :mod:`mechanisms.mirror_descent`). Before estimating, measurements
   whose query has no identity rows are replaced by what they observe exactly, their parents'
   query answers (with noise ``sigma / coef``), and repeated observations are merged by
   inverse-variance weighting (:func:`fold_measurements`): the least-squares objective changes
   by a constant only, and cliques without cell-level information leave the model. The
-  adaptive queries are evaluated (with their gradients) in NumPy inside the JAX loss.
+  adaptive queries are evaluated with their gradients by :meth:`GridQuery.batch_loss`.
 - Row count: least-squares scale of the fitted model against all noisy measurements, times
   the public data's rows-per-clipped-weight ratio (``row_count``, ``clip_correction``),
   clipped to the public bounds of :mod:`mechanisms.row_count` (at least 1,000 rows; at most
@@ -115,7 +116,6 @@ from .person_ids import (
     ids_from_public_profiles,
     noisy_person_count,
 )
-from .pgm import jax
 from .row_count import bounded_row_count
 
 PICKUP, DROPOFF, SHIFT = "pickup_community_area", "dropoff_community_area", "shift"
@@ -531,7 +531,6 @@ class AdaptiveGrid(Mechanism):
         measurements = fold_measurements(measurements)
         total = pgm.initial_total(measurements, model_domain)
         model = pgm.estimate(model_domain, measurements, self.iters, total)
-        jax.block_until_ready(model.potentials)
         clock["estimate"] = time.time()
         tree = pgm.TreeMarginals(model)
         n_rows, std = (pgm.fitted_total_and_std(model, measurements, tree)

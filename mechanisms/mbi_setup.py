@@ -2,9 +2,11 @@
 
 JAX is set to 64-bit floats with its persistent compilation cache off before ``mbi`` is
 imported (``mbi``'s import warnings silenced); :func:`mbi_domain` converts a plain
-``{column: size}`` domain. :mod:`mechanisms.pgm` (estimation with structured queries) and
-:mod:`mechanisms.mirror_descent` / :mod:`mechanisms.pgm_marginals` (the junction-tree
-helpers) import ``mbi`` from here, so the configuration precedes every use.
+``{column: size}`` domain. :mod:`mechanisms.pgm`, :mod:`mechanisms.mirror_descent` and
+:mod:`mechanisms.pgm_marginals` import ``mbi`` from here (its domain, clique and
+junction-tree helpers: pure Python); no mechanism runs ``mbi``'s JAX estimator any more
+(estimation is NumPy), but tests compare against it, so the configuration (64-bit floats,
+which the comparison needs) precedes every use.
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ with warnings.catch_warnings():
     import mbi  # noqa: F401 - re-exported
     from mbi import Domain, LinearMeasurement, WeightedQuery  # noqa: F401 - re-exported
     from mbi import clique_utils as mbi_clique_utils  # noqa: F401 - re-exported
-    from mbi import estimation as mbi_estimation  # noqa: F401 - re-exported
     from mbi import junction_tree as mbi_junction_tree  # noqa: F401 - re-exported
-    from mbi import marginal_oracles as mbi_oracles  # noqa: F401 - re-exported
 
 
 def mbi_domain(domain: dict[str, int]) -> Domain:

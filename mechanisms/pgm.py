@@ -3,15 +3,14 @@
 Everything here is post-processing of noisy releases or planning from public facts (the
 noise itself is drawn by :class:`harness.privacy.release.Releaser`):
 
-- ``mbi`` and JAX come configured from :mod:`mechanisms.mbi_setup` (64-bit floats, no
-  persistent compilation cache);
+- ``mbi`` comes configured from :mod:`mechanisms.mbi_setup` (its domain, clique and
+  junction-tree helpers; nothing here runs JAX code);
 - :class:`Measurement`: one noisy linear measurement ``y = Q x + N(0, sigma^2 I)`` of the
   (possibly weighted) histogram ``x`` of a clique, ``Q`` the identity, a diagonal or a
   structured query (adaptive grid);
-- :func:`estimate`: mirror descent over the measurements: in NumPy
-  (:mod:`mechanisms.mirror_descent`, no compilation) for identity and diagonal queries, with
-  ``mbi.estimation.MirrorDescent`` for structured queries (:func:`structured_loss`), dropping
-  compiled programs of earlier clique structures (:func:`release_compiled`);
+- :func:`estimate`: mirror descent over the measurements, in NumPy
+  (:mod:`mechanisms.mirror_descent`, no compilation; identity, diagonal and structured
+  queries);
 - :func:`fit_one_way`: the exact (closed-form) fit to 1-way measurements, a product model
   (:class:`ProductMarginals`; MST's selection step);
 - :class:`~mechanisms.pgm_marginals.TreeMarginals` and
@@ -28,11 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import jax
 import numpy as np
 import pandas as pd
 
@@ -47,11 +44,9 @@ from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
     mbi,
     mbi_clique_utils,
     mbi_domain,
-    mbi_estimation,
     mbi_junction_tree,
-    mbi_oracles,
 )
-from .mirror_descent import mirror_descent
+from .mirror_descent import mirror_descent, unit_norm_lipschitz
 from .pgm_marginals import TreeMarginals, sample_codes  # noqa: F401 - pgm.*
 from .cliques import (  # noqa: F401 - pgm.*
     downward_closure,
@@ -60,8 +55,6 @@ from .cliques import (  # noqa: F401 - pgm.*
     sized_pairs,
     smallest_pairs_forest,
 )
-
-import jax.numpy as jnp
 
 Clique = tuple[str, ...]
 
@@ -120,146 +113,34 @@ class Measurement:
             elif isinstance(self.query, np.ndarray):
                 self._mbi_query = WeightedQuery(np.asarray(self.query, dtype=float))
             else:
-                raise TypeError("structured queries are evaluated by structured_loss")
+                raise TypeError("structured queries have no mbi measurement: "
+                                "mirror_descent evaluates them with their batch_loss")
         return LinearMeasurement(np.asarray(self.y, dtype=float), tuple(self.clique),
                                  stddev=float(self.sigma), query=self._mbi_query)
 
 
 # ----- estimation -------------------------------------------------------------------------
-def release_compiled() -> None:
-    """Drop ``mbi``'s compiled estimation and message-passing programs.
-
-    Every new set of cliques compiles new programs and JAX keeps them all; each holds memory
-    mappings, and AIM's hundreds of rounds over a few runs reach the kernel's map limit
-    (``vm.max_map_count``), after which LLVM fails with "Cannot allocate memory". A clique
-    structure is rarely estimated twice, so nothing useful is lost.
-    """
-    for fn in (mbi_estimation.Estimator._multi_step, mbi_oracles.message_passing_hugin,
-               mbi_oracles.message_passing_shafer_shenoy, mbi_oracles.message_passing_implicit,
-               mbi_oracles.variable_elimination):
-        clear = getattr(fn, "clear_cache", None)
-        if clear is not None:
-            clear()
-
-
 def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters: int,
              total: float, warm_start=None, tol: float | None = None):
-    """Mirror descent fit of a graphical model to ``measurements`` with ``total`` records.
+    """Mirror descent fit of a graphical model to ``measurements`` with ``total`` records
+    (:func:`mechanisms.mirror_descent.mirror_descent`: NumPy, ``mbi``'s algorithm step for
+    step, no compilation; returns a :class:`~mechanisms.mirror_descent.FittedModel`).
     ``iters`` is the most iterations; with ``tol`` the fit stops early once the loss improves
     by at most ``tol`` (relative) over two consecutive blocks of 50 iterations (``mbi``'s
     early stopping): a warm-started refit that has converged stops after 100 iterations
     instead of running all ``iters``.
 
-    Identity and diagonal queries: :func:`mechanisms.mirror_descent.mirror_descent` (NumPy,
-    ``mbi``'s algorithm step for step, no compilation; returns a
-    :class:`~mechanisms.mirror_descent.FittedModel`). Structured queries (adaptive grid):
-    ``mbi``'s JAX estimator with :func:`structured_loss` (an ``mbi`` MarkovRandomField), after
-    dropping earlier compiled programs (:func:`release_compiled`)."""
+    With structured queries (adaptive grid) the first step size comes from
+    :func:`~mechanisms.mirror_descent.unit_norm_lipschitz` instead of ``mbi``'s metadata bound
+    (see there)."""
     if iters < 1:
         raise ConfigError(f"estimation iterations must be >= 1 (got {iters})",
                           "set mechanism.iters to a positive integer")
-    if not any(m.structured for m in measurements):
-        return mirror_descent(domain, measurements, int(iters), float(max(total, 1.0)),
-                              warm_start=warm_start, tol=tol)
-    release_compiled()
-    dom = mbi_domain(domain)
-    loss = structured_loss(domain, measurements)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return mbi_estimation.MirrorDescent().estimate(
-            dom, loss, known_total=float(max(total, 1.0)), iters=int(iters),
-            warm_start=warm_start, tol=tol)
-
-
-def structured_loss(domain: dict[str, int], measurements: Sequence[Measurement]):
-    """``sum_m ||Q_m mu_m - y_m||^2 / (2 sigma_m^2)`` as an ``mbi`` MarginalLossFn.
-
-    Identity and diagonal queries are evaluated in JAX. Structured queries are evaluated,
-    with their gradient, in NumPy through one ``jax.pure_callback`` with a custom VJP
-    (``type(query).batch_loss(items, marginals)``): their many small gathers and products
-    would otherwise make XLA compilation take tens of seconds, while NumPy evaluates them in
-    about a millisecond.
-
-    The Lipschitz constant only sets mirror descent's first step size (the Armijo line search
-    halves or grows it). ``mbi``'s bound multiplies each term by the host clique's size over
-    the measured clique's size; with large host cliques (1.4M cells for the taxi marginals)
-    that bound is so conservative that mirror descent barely moves in hundreds of steps. We
-    use ``max_host sum_m 1 / sigma_m^2`` (the bound for unit-norm queries on their own
-    clique) and let the line search halve the step where it is too long.
-    """
-    from mbi.clique_utils import clique_mapping, maximal_subset
-    from mbi.marginal_loss import MarginalLossFn
-
-    cliques = [tuple(m.clique) for m in measurements]
-    maximal = maximal_subset(cliques)
-    plain = [m for m in measurements if not m.structured]
-    structured = [m for m in measurements if m.structured]
-    data = {
-        "y": tuple(jnp.asarray(m.y, dtype=float) for m in plain),
-        "sigma": tuple(jnp.asarray(float(m.sigma)) for m in plain),
-        "w": tuple(jnp.asarray(m.query, dtype=float) if isinstance(m.query, np.ndarray)
-                   else jnp.zeros(0) for m in plain),
-    }
-    callback = None
-    needed: list[Clique] = []
-    if structured:
-        kind = type(structured[0].query)
-        items = [(m.query, np.asarray(m.y, dtype=float), float(m.sigma)) for m in structured]
-        needed = sorted({c for m in structured
-                         for c in m.query.required_cliques()},  # type: ignore[union-attr]
-                        key=lambda c: (len(c), c))
-        sizes = [math.prod(domain[a] for a in c) for c in needed]
-        callback = _numpy_loss(lambda *vecs: kind.batch_loss(items, dict(zip(needed, vecs))),
-                               needed, sizes)
-
-    def loss_fn(marginals, data):
-        loss = 0.0
-        for i, m in enumerate(plain):
-            pred = marginals.project(tuple(m.clique)).datavector()
-            if isinstance(m.query, np.ndarray):
-                pred = pred * data["w"][i]
-            diff = (pred - data["y"][i]) / data["sigma"][i]
-            loss = loss + 0.5 * jnp.vdot(diff, diff)
-        if callback is not None:
-            loss = loss + callback(*[marginals.project(c).datavector() for c in needed])
-        return loss
-
-    routing = clique_mapping(maximal, cliques, mbi_domain(domain))
-    blocks: dict = {}
-    for m in measurements:
-        host = routing[tuple(m.clique)]
-        blocks[host] = blocks.get(host, 0.0) + 1.0 / float(m.sigma) ** 2
-    return MarginalLossFn(maximal, loss_fn, data, max(blocks.values()))
-
-
-def _numpy_loss(fn: Callable, cliques: Sequence[Clique], sizes: Sequence[int]):
-    """A scalar JAX function of flat marginal vectors computed by ``fn(*vectors) ->
-    (loss, {clique: gradient})`` in NumPy, differentiable through a custom VJP."""
-    shapes = (jax.ShapeDtypeStruct((), jnp.float64),
-              tuple(jax.ShapeDtypeStruct((n,), jnp.float64) for n in sizes))
-
-    def host(*vecs):
-        loss, grads = fn(*[np.asarray(v, dtype=float) for v in vecs])
-        return (np.asarray(loss, dtype=np.float64),
-                tuple(np.asarray(grads.get(c, np.zeros(n)), dtype=np.float64)
-                      for c, n in zip(cliques, sizes)))
-
-    def both(*vecs):
-        return jax.pure_callback(host, shapes, *vecs)
-
-    @jax.custom_vjp
-    def f(*vecs):
-        return both(*vecs)[0]
-
-    def fwd(*vecs):
-        loss, grads = both(*vecs)
-        return loss, grads
-
-    def bwd(grads, g):
-        return tuple(g * gr for gr in grads)
-
-    f.defvjp(fwd, bwd)
-    return f
+    structured = any(m.structured for m in measurements)
+    return mirror_descent(domain, measurements, int(iters), float(max(total, 1.0)),
+                          warm_start=warm_start, tol=tol,
+                          lipschitz_constant=(unit_norm_lipschitz(domain, measurements)
+                                              if structured else None))
 
 
 # ----- the closed-form fit to 1-way measurements ------------------------------------------
