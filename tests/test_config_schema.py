@@ -120,3 +120,24 @@ def test_unknown_dataset_mechanism_and_metric_settings_name_the_closest_key():
             build()
         assert str(caught.value).splitlines()[0] == message
         assert caught.value.fix == fix
+
+
+def test_planning_reuses_a_composed_config_across_trials_and_seeds(monkeypatch):
+    """Jobs that differ only in trial / seed are composed once; the reused configs equal
+    the fully composed ones (label, settings, everything)."""
+    from harness.sweep import plan
+
+    overrides = ["hydra.sweeper.params.mechanism='independent,mst_quick'",
+                 "+hydra.sweeper.params.seed='0,7'", "hydra.sweeper.params.trial='0,2'"]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+        jobs = plan.expand_jobs(cfg)
+        full = [plan.compose_job(cfg, job) for job in jobs]
+        calls: list[list[str]] = []
+        compose_job = plan.compose_job
+        monkeypatch.setattr(plan, "compose_job", lambda c, o: calls.append(o) or compose_job(c, o))
+        cache: dict = {}
+        reused = [plan.compose_or_reuse(cfg, job, cache) for job in jobs]
+    assert len(jobs) == 16 and len(calls) == 4  # 2 mechanisms x 2 epsilons
+    assert reused == full
+    assert {(rc.trial, rc.seed) for rc in reused} == {(t, s) for t in (0, 2) for s in (0, 7)}

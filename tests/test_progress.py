@@ -87,17 +87,18 @@ def test_the_mean_over_finished_runs_would_fail_this(monkeypatch):
 
 
 def test_eta_by_hand():
+    prior = {"independent": 1.0, "mst": 40.0, "aim": 60.0}  # the hand figures' prior
     runs = [RunState("independent", "done", 2.0), RunState("independent", "pending"),
             RunState("mst", "done", 80.0), RunState("mst", "running", 30.0),
             RunState("aim", "pending")]
     # independent 2 s, mst 80 s (seen); aim unseen: 1.5 x 60 x max(2/1, 80/40) = 180 s
     # left: 2 + (80 - 30) + 180 = 232 over 2 workers = 116; the longest left is 180
-    assert eta_seconds(runs, 2) == pytest.approx(180.0)
-    assert eta_seconds(runs, 1) == pytest.approx(232.0)
+    assert eta_seconds(runs, 2, prior) == pytest.approx(180.0)
+    assert eta_seconds(runs, 1, prior) == pytest.approx(232.0)
     runs[2] = RunState("mst", "done", 200.0)  # mst 5 s/unit: aim 450 s, mst left 170 s
-    assert eta_seconds(runs, 1) == pytest.approx(2 + 170 + 450)
-    assert eta_seconds([RunState("mst", "pending")], 2) is None  # nothing to go by yet
-    assert eta_seconds([RunState("mst", "done", 5.0)], 2) == 0.0
+    assert eta_seconds(runs, 1, prior) == pytest.approx(2 + 170 + 450)
+    assert eta_seconds([RunState("mst", "pending")], 2, prior) is None  # nothing to go by yet
+    assert eta_seconds([RunState("mst", "done", 5.0)], 2, prior) == 0.0
 
 
 def test_runs_of_one_mechanism_at_another_epsilon_cost_their_own_group():
@@ -114,11 +115,12 @@ def test_runs_of_one_mechanism_at_another_epsilon_cost_their_own_group():
     # prior calibrated on the sweep (x 1.5) if larger: here independent's 3 s per unit of
     # prior cost sets the unit, so 1.5 x 20 x 3 = 90 s (the quickstart's epsilon-10 runs
     # took 75 s after epsilon-1 runs of 18 s)
+    prior = {"independent": 1.0, "adaptive_grid": 20.0}
     runs = [ag(1, "done", 18.0), ag(1, "done", 20.0), ag(10, "pending"),
             RunState("independent", "done", 3.0)]
-    assert eta_seconds(runs, 1) == pytest.approx(90.0)
+    assert eta_seconds(runs, 1, prior) == pytest.approx(90.0)
     runs[-1] = RunState("independent", "done", 0.5)  # unit 19 / 20: the longest run, 20 s
-    assert eta_seconds(runs, 1) == pytest.approx(28.5)
+    assert eta_seconds(runs, 1, prior) == pytest.approx(28.5)
     assert run_group("mst[quick] eps=10 trial=2") == "mst[quick] eps=10"
 
 

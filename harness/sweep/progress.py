@@ -43,11 +43,14 @@ from harness.sweep.records import SweepPlan, read_outcomes, read_started
 #: Seconds between plain progress lines while nothing finishes.
 HEARTBEAT_S = 30.0
 #: Relative cost of a run per mechanism (1 = independent), a prior for mechanisms with no
-#: finished run yet in this sweep; measured on default sweeps (taxi_sim 50k and 1M, 2 cores).
-#: Only the ETA uses it.
+#: finished run yet in this sweep: the mean wall time of a run (worker start, fit, scoring,
+#: logging) over independent's, measured on the default sweep of 2026-11-26 (taxi_sim 50k, 2
+#: cores, after mst, aim and adaptive_grid moved to NumPy estimation): archetype 3.0,
+#: prefix_tree 1.8, mst 1.5, aim 1.6, adaptive_grid 4.5 at epsilon 1 and 13 at epsilon 10
+#: (the larger is used); rdt from an earlier sweep. Only the ETA uses it.
 RELATIVE_COST = {"independent": 1.0, "uniform": 1.0, "public_only": 1.0, "resample": 1.0,
-                 "archetype": 4.0, "prefix_tree": 4.0, "rdt": 8.0, "adaptive_grid": 20.0,
-                 "mst": 40.0, "aim": 60.0}
+                 "archetype": 3.0, "prefix_tree": 2.0, "rdt": 8.0, "adaptive_grid": 13.0,
+                 "mst": 2.0, "aim": 2.0}
 #: Relative cost of a mechanism the table does not name.
 DEFAULT_COST = 20.0
 #: A run in flight has at least this share of its expected (or elapsed) time left: runs of
