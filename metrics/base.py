@@ -47,13 +47,20 @@ class MetricOutputs:
 class MetricResult:
     scores: dict[str, float]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    figures: dict[str, Any] = field(default_factory=dict)  # name -> matplotlib Figure
+    #: name -> matplotlib Figure, or a zero-argument function that draws it (a figure that is
+    #: rarely logged, e.g. a private one, is drawn only when it is: :func:`drawn`)
+    figures: dict[str, Any] = field(default_factory=dict)
 
     def split(self, public_outputs: frozenset[str]) -> tuple[MetricOutputs, MetricOutputs]:
         """``(public, private)`` tables and figures: those named in ``public_outputs`` and all
         the others (private by declaration). Scores are in neither."""
         return (split_outputs(self.tables, self.figures, public_outputs, keep_public=True),
                 split_outputs(self.tables, self.figures, public_outputs, keep_public=False))
+
+
+def drawn(figure: Any) -> Any:
+    """The matplotlib Figure of a ``MetricResult.figures`` value, drawing a deferred one."""
+    return figure() if callable(figure) else figure
 
 
 def split_outputs(tables: dict[str, pd.DataFrame], figures: dict[str, Any],

@@ -133,8 +133,10 @@ def test_default_run_logs_no_table_computed_on_private_data(tracking_uri, monkey
     assert client.get_run(out.run_id).data.tags["private_tables"] == "false"
     cfg["tracking"]["log_private_tables"] = True
     out = run_one(cfg)
-    csvs = [p for p in logged_files(client, out.run_id, Path()) if p.suffix == ".csv"]
+    opted = logged_files(client, out.run_id, Path())
+    csvs = [p for p in opted if p.suffix == ".csv"]
     assert {p.stem for p in csvs} - declared  # the private tables are there, by opt-in
+    assert "challenge_heatmap" in {p.stem for p in opted if p.suffix == ".png"}  # drawn late
     assert client.get_run(out.run_id).data.tags["private_tables"] == "true"
 
 

@@ -50,6 +50,7 @@ import pandas as pd
 from harness.privacy.release import Releaser, make_sampler
 from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric, MetricResult
+from metrics.base import drawn
 
 from harness.data.conform import schema_numbers, schema_tags
 from harness.data.datasets import Dataset, load_dataset
@@ -430,7 +431,8 @@ def public_results(results: dict[str, MetricResult], metrics: dict[str, Metric],
         public, private = metrics[name].split_result(result)
         kept[name] = MetricResult(result.scores, public.tables, public.figures)
         for fig in private.figures.values():
-            close_figure(fig)
+            if not callable(fig):  # a deferred figure was never drawn
+                close_figure(fig)
     return kept
 
 
@@ -504,7 +506,7 @@ def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: p
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
         for name, fig in result.figures.items():
             (out / "plots").mkdir(exist_ok=True)
-            fig.savefig(out / "plots" / f"{name}.png", dpi=100, bbox_inches="tight")
+            drawn(fig).savefig(out / "plots" / f"{name}.png", dpi=100, bbox_inches="tight")
 
 
 def log_folder(client, run_id: str, folder: Path) -> None:
