@@ -29,7 +29,7 @@ from typing import Any
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
-from harness.params import config_problem, structured, unknown_settings
+from harness.params import config_problem, refuse_unknown_keys, structured
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
 from harness.privacy.noise import check_noise_mode
 from harness.privacy.release import accountant_for, check_sampler
@@ -73,9 +73,8 @@ def refuse_added_keys(cfg: Any, schema: type, where: str = "") -> None:
     keys to a typed config, and ``OmegaConf.to_object`` drops them silently. Open mappings
     (``dataset``, ``mechanism``, ``metrics``) are checked by their own loaders."""
     fields = {f.name: f for f in dataclasses.fields(schema)}
-    extra = sorted(k for k in cfg.keys() if k not in fields and (where or k not in RUNTIME_KEYS))
-    if extra:
-        raise unknown_settings([f"{where}.{k}" if where else k for k in extra], sorted(fields))
+    refuse_unknown_keys(dict.fromkeys(k for k in cfg.keys() if where or k not in RUNTIME_KEYS),
+                        fields, where)
     hints = typing.get_type_hints(schema)
     for name in fields:
         nested = next((t for t in (hints.get(name), *typing.get_args(hints.get(name)))
