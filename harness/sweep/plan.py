@@ -89,7 +89,7 @@ def compose_job(config: DictConfig, overrides: list[str]) -> RunConfig:
 
 
 #: Root settings a job may differ in without being composed again: plain integers that no
-#: config interpolates (``tests/test_sweep_plan.py`` checks the configs are equal).
+#: config interpolates (``tests/test_config_schema.py`` checks the configs are equal).
 REUSABLE_KEYS = ("trial", "seed")
 
 
