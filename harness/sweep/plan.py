@@ -99,8 +99,9 @@ def compose_or_reuse(config: DictConfig, overrides: list[str],
     job's only in integer ``trial`` / ``seed`` values reuses that job's config with those
     replaced (composing a job takes about 0.2 s; the default competition's 60 jobs are 20
     configs x 3 trials)."""
-    fixed = tuple(o for o in overrides if o.split("=", 1)[0] not in REUSABLE_KEYS)
-    changes = {k: v for k, _, v in (o.partition("=") for o in overrides) if k in REUSABLE_KEYS}
+    pairs = [o.partition("=") for o in overrides]
+    fixed = tuple(o for o, (k, _, _) in zip(overrides, pairs) if k not in REUSABLE_KEYS)
+    changes = {k: v for k, _, v in pairs if k in REUSABLE_KEYS}
     if fixed in composed and all(re.fullmatch(r"-?\d+", v) for v in changes.values()):
         return composed[fixed].replaced(**{k: int(v) for k, v in changes.items()})
     rc = compose_job(config, overrides)
