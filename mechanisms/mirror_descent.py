@@ -254,14 +254,24 @@ def lipschitz(domain: dict[str, int], cliques: Sequence[Clique], maximal: Sequen
               sigmas: Sequence[float], weights: Sequence[np.ndarray | None]) -> float:
     """``mbi``'s metadata bound on the loss gradient's Lipschitz constant:
     ``max_C sum_{m -> C} ||Q_m||^2 / sigma_m^2 * |C| / |c_m|``."""
+    def term(cl: Clique, host: Clique, sigma: float, w: np.ndarray | None) -> float:
+        q = 1.0 if w is None else float(np.max(np.asarray(w) ** 2))
+        size = math.prod(domain[a] for a in host) / math.prod(domain[a] for a in cl)
+        return q / max(float(sigma), 1e-12) ** 2 * size
+
+    return heaviest_host(domain, cliques, maximal, term, sigmas, weights)
+
+
+def heaviest_host(domain: dict[str, int], cliques: Sequence[Clique], maximal: Sequence[Clique],
+                  term, *per_clique: Sequence) -> float:
+    """``max_C sum_{m -> C} term(c_m, C, *per_clique[m])`` over the maximal cliques ``C``
+    that ``mbi`` routes each measured clique ``c_m`` to (1.0 with no measurements)."""
     _, clique_utils, mbi_domain = _mbi()
     routing = clique_utils.clique_mapping(list(maximal), list(cliques), mbi_domain(domain))
     blocks: dict[Clique, float] = {}
-    for cl, sigma, w in zip(cliques, sigmas, weights):
+    for cl, *args in zip(cliques, *per_clique):
         host = routing[tuple(cl)]
-        q = 1.0 if w is None else float(np.max(np.asarray(w) ** 2))
-        size = math.prod(domain[a] for a in host) / math.prod(domain[a] for a in cl)
-        blocks[host] = blocks.get(host, 0.0) + q / max(float(sigma), 1e-12) ** 2 * size
+        blocks[host] = blocks.get(host, 0.0) + term(tuple(cl), host, *args)
     return max(blocks.values()) if blocks else 1.0
 
 
@@ -272,14 +282,11 @@ def unit_norm_lipschitz(domain: dict[str, int], measurements: Sequence) -> float
     measured clique's size; with large host cliques (1.4M cells for the taxi marginals) it is
     so conservative that mirror descent barely moves in hundreds of steps. The constant only
     sets the first step size: the Armijo line search halves a step that is too long."""
-    _, clique_utils, mbi_domain = _mbi()
+    _, clique_utils, _ = _mbi()
     cliques = [tuple(m.clique) for m in measurements]
-    routing = clique_utils.clique_mapping(clique_utils.maximal_subset(cliques), cliques,
-                                          mbi_domain(domain))
-    blocks: dict[Clique, float] = {}
-    for m, cl in zip(measurements, cliques):
-        blocks[routing[cl]] = blocks.get(routing[cl], 0.0) + 1.0 / float(m.sigma) ** 2
-    return max(blocks.values()) if blocks else 1.0
+    return heaviest_host(domain, cliques, clique_utils.maximal_subset(cliques),
+                         lambda cl, host, sigma: 1.0 / float(sigma) ** 2,
+                         [m.sigma for m in measurements])
 
 
 def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, total: float,
