@@ -210,7 +210,7 @@ def best_threshold(scorer: Scorer, x0: np.ndarray, x1: np.ndarray, delta: float,
         np.quantile(pooled, np.linspace(0, 1, N_CANDIDATES)), distinct[:N_TAIL],
         distinct[-N_TAIL:]])) if len(pooled) else np.array([0.0])
     s0_sorted, s1_sorted = np.sort(s0), np.sort(s1)
-    best, best_key = Test(scorer, 1, float(candidates[0])), (-1.0, -1.0)
+    best, best_key = Test(scorer, 1, float(candidates[0])), (-1.0, -1.0, -1.0, -1.0)
     for direction in (1, -1):
         for t in candidates:
             if direction == 1:  # say D' when s >= t
@@ -220,7 +220,12 @@ def best_threshold(scorer: Scorer, x0: np.ndarray, x1: np.ndarray, delta: float,
                 fp = np.searchsorted(s0_sorted, t, side="right")
                 fn = len(s1) - np.searchsorted(s1_sorted, t, side="right")
             bound = lower_bound(projected(fp, fn), delta, confidence)
-            key = (bound.eps_lb, bound.mu_lb)
+            # ties (above all: every threshold's pessimistic bound is 0, when the selection
+            # runs are few or unlucky) go to the threshold these runs' own rates favour, not
+            # to the first candidate (which says D' for every run)
+            own = lower_bound(ErrorCounts(int(fp), len(s0), int(fn), len(s1)), delta,
+                              confidence) if evaluation is not None else bound
+            key = (bound.eps_lb, bound.mu_lb, own.eps_lb, own.mu_lb)
             if key > best_key:
                 best, best_key = Test(scorer, direction, float(t)), key
     return best
