@@ -67,6 +67,31 @@ def test_clip_contributions_keeps_at_most_bound_rows_per_person():
     assert set(out["x"]) <= set(df["x"])
 
 
+def test_clipping_keeps_the_rows_pandas_cumcount_keeps_for_the_same_draws():
+    """The NumPy occurrence rank is pandas' cumcount: the same permutation keeps the same rows
+    (so seeded figures did not move), on a shuffled index too."""
+    rng = np.random.default_rng(7)  # test data
+    df = pd.DataFrame({"pid": rng.integers(0, 40, 500), "x": np.arange(500)})
+    for frame in (df, df.sample(frac=1.0, random_state=1)):
+        order = np.random.default_rng(3).permutation(len(frame))
+        shuffled = frame.iloc[order]
+        rank = shuffled.groupby("pid", sort=False).cumcount().to_numpy()
+        expected = shuffled[rank < 3].sort_index()
+        got = clip_contributions(frame, "pid", 3, np.random.default_rng(3))
+        pd.testing.assert_frame_equal(got, expected)
+
+
+def test_clipping_keeps_each_row_of_a_large_person_equally_often():
+    """A person of 10 rows clipped to 4: each row kept with probability 0.4 (2,000 draws:
+    standard error 0.011)."""
+    df = pd.DataFrame({"pid": [1] * 10 + [2], "x": range(11)})
+    rng = np.random.default_rng(11)
+    kept = np.zeros(11)
+    for _ in range(2000):
+        kept[clip_contributions(df, "pid", 4, rng)["x"].to_numpy()] += 1
+    assert kept[10] == 2000 and np.all(np.abs(kept[:10] / 2000 - 0.4) < 0.045)
+
+
 def test_assign_ids_follow_public_group_sizes(small_dataset):
     ids = assign_ids(5000, small_dataset, np.random.default_rng(0))
     col = small_dataset.schema["pid"]

@@ -224,7 +224,8 @@ def best_threshold(scorer: Scorer, x0: np.ndarray, x1: np.ndarray, delta: float,
             # runs are few or unlucky) go to the threshold these runs' own rates favour, not
             # to the first candidate (which says D' for every run)
             own = lower_bound(ErrorCounts(int(fp), len(s0), int(fn), len(s1)), delta,
-                              confidence) if evaluation is not None else bound
+                              confidence) \
+                if evaluation is not None and bound.eps_lb == bound.mu_lb == 0 else bound
             key = (bound.eps_lb, bound.mu_lb, own.eps_lb, own.mu_lb)
             if key > best_key:
                 best, best_key = Test(scorer, direction, float(t)), key

@@ -62,6 +62,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -145,6 +146,13 @@ def analytic_gaussian_delta(epsilon: float, mu: float) -> float:
     return float(math.exp(log_ndtr(a)) * -math.expm1(log_ratio))
 
 
+#: The conversions below are pure functions of public numbers (budgets, noise multipliers),
+#: computed by root finding; an audit or a sweep asks the same ones thousands of times, so
+#: each process remembers its recent answers (the same floats in, the same float out).
+CONVERSION_CACHE = 4096
+
+
+@lru_cache(maxsize=CONVERSION_CACHE)
 def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest epsilon at which a mu-GDP mechanism is (epsilon, delta)-DP: the root of
     :func:`analytic_gaussian_delta` in epsilon (``brentq`` to a few ulps; agrees with autodp's
@@ -165,6 +173,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return float(brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500))
 
 
+@lru_cache(maxsize=CONVERSION_CACHE)
 def gdp_mu(epsilon: float, delta: float) -> float:
     """Largest mu such that mu-GDP implies (epsilon, delta)-DP."""
     if delta <= 0:
@@ -179,6 +188,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-14))
 
 
+@lru_cache(maxsize=CONVERSION_CACHE)
 def fitting_gdp_mu(epsilon: float, delta: float) -> float:
     """:func:`gdp_mu` aimed a hair below: the first ``mu (1 - h 2^k)`` (``h`` =
     :data:`CALIBRATION_HEADROOM`, ``k = 0, 1, ...``) at which the ledger's own conversion
