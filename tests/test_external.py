@@ -316,6 +316,15 @@ def test_only_declared_rows_carry_the_mark():
     board = build_leaderboard(runs)
     marks = dict(zip(board["mechanism"], board["marks"]))
     assert MARK_DECLARED in marks["opendp_mst"] and MARK_DECLARED not in marks["mst"]
+    # the plots' legends say it too (short: the tables have the full text)
+    from harness.report.plots import DECLARED_NOTE, pareto_figure, score_vs_epsilon_figure
+
+    for figure in (pareto_figure(board), score_vs_epsilon_figure(board)):
+        texts = [t.get_text() for legend in figure.legends + [ax.get_legend() for ax in
+                                                               figure.axes] if legend
+                 for t in legend.get_texts()]
+        declared = [t for t in texts if "opendp_mst" in t]
+        assert declared and [t for t in texts if t.endswith(DECLARED_NOTE)] == declared, texts
 
 
 # ----- the real contestants (their environments are optional) ----------------------------------

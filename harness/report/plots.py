@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from harness.report.leaderboard import (
+    MARK_DECLARED,
     SETTING,
     is_not_applicable,
     lower_is_better,
@@ -85,7 +86,16 @@ def setting_label(row: pd.Series | dict, varying: list[tuple[str, str]]) -> str:
     settings = "" if hp == "-" else (hp if hp.startswith("[") and "," not in hp else f" ({hp})")
     text = (row_label(row) + settings + (f" [{tuning}]" if tuning else "")
             + "".join(f" {head}={row[col]}" for col, head in varying))
-    return short_label(text)
+    return short_label(text) + (DECLARED_NOTE if is_declared(row) else "")
+
+
+#: What a plot's legend adds to an external contestant's setting (the tables say it in full).
+DECLARED_NOTE = " (budget declared)"
+
+
+def is_declared(row: pd.Series | dict) -> bool:
+    """The row's budget was declared by an external contestant, not checked by the ledger."""
+    return MARK_DECLARED in str(row.get("marks") or "")
 
 
 def settings_table(board: pd.DataFrame) -> pd.DataFrame:
