@@ -182,8 +182,7 @@ def test_sigterm_stops_every_worker_and_leaves_no_run_running(csv_dir):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, log.read_text()
-    time.sleep(20)
-    alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    alive = still_alive(family, wait=20.0)
     assert not alive, f"still alive 20 s after SIGTERM: {[p.pid for p in alive]}"
     runs = runs_of(csv_dir)
     assert runs and not [r for r in runs if r.info.status == "RUNNING"]
@@ -195,6 +194,23 @@ def test_sigterm_stops_every_worker_and_leaves_no_run_running(csv_dir):
     again = dp_arena(csv_dir, *(o if o != "mechanism.seconds=120" else "mechanism.seconds=0"
                                 for o in sweep))
     assert again.returncode == 0, again.stderr
+
+
+def still_alive(processes: list, wait: float) -> list:
+    """The processes still running (zombies count as gone) once all are gone or ``wait`` s
+    have passed."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = []
+        for p in processes:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
 
 
 def running_runs(cwd: Path, at_least: int) -> bool:
