@@ -72,7 +72,8 @@ def test_clipping_keeps_the_rows_pandas_cumcount_keeps_for_the_same_draws():
     (so seeded figures did not move), on a shuffled index too."""
     rng = np.random.default_rng(7)  # test data
     df = pd.DataFrame({"pid": rng.integers(0, 40, 500), "x": np.arange(500)})
-    for frame in (df, df.sample(frac=1.0, random_state=1)):
+    missing = df.assign(pid=df["pid"].where(df["x"] % 7 > 0))  # rows without a person: dropped
+    for frame in (df, df.sample(frac=1.0, random_state=1), missing):
         order = np.random.default_rng(3).permutation(len(frame))
         shuffled = frame.iloc[order]
         rank = shuffled.groupby("pid", sort=False).cumcount().to_numpy()
