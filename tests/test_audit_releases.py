@@ -155,9 +155,14 @@ def test_the_thresholded_log_ratio_is_exact(sampler):
             on_d, on_prime = (rec, twin) if world == 0 else (twin, rec)
             ts.append(thresholded_log_ratio(rec, on_d, on_prime))
         ts = np.array(ts)
-        means[world] = np.mean(np.exp(ts if world == 0 else -ts))
+        ratios = np.exp(ts if world == 0 else -ts)
+        means[world] = (ratios.mean(), ratios.std() / math.sqrt(len(ratios)))
         assert np.ptp(ts) > 0.5  # the worlds are told apart in some runs
-    assert means[0] == pytest.approx(1.0, abs=0.06) and means[1] == pytest.approx(1.0, abs=0.06)
+    # within 4 standard errors of 1, at most 0.12 (standard errors measured: about 0.017 with
+    # numpy's 4,000 draws, 0.03 with OpenDP's 1,500; the fixed 0.06 used before was 2 of them
+    # for the unseeded OpenDP sampler and failed in CI with 0.937)
+    for mean, se in means.values():
+        assert abs(mean - 1.0) <= min(4 * se, 0.12), (mean, se)
 
 
 def test_the_replay_hands_back_thresholded_releases_by_cell():
