@@ -99,6 +99,8 @@ class External(Mechanism):
     accounting: ClassVar[str] = "declared"
     #: Options the script accepts from a closed list (checked before launch).
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: The script converts its budget to zCDP, which needs delta > 0 (refused before it runs).
+    needs_delta: ClassVar[bool] = False
 
     python: str = ""
     script: str = ""
@@ -150,6 +152,9 @@ class External(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
+        if self.needs_delta and budget.delta == 0:
+            raise ConfigError(f"{self.name} converts its budget to zCDP and needs delta > 0",
+                              "set privacy.delta > 0, e.g. privacy.delta=1e-6")
         release.declared(f"contestant {self.name}", budget.epsilon, budget.delta,
                          note="declared by the contestant; not checked by the ledger")
         self._tags: dict[str, str] = {}
@@ -396,6 +401,7 @@ class OpenDPAIM(External):
 
     name: ClassVar[str] = "opendp_aim"
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
+    needs_delta: ClassVar[bool] = True
     script: str = "opendp_aim"
     env: str = "opendp"
 
@@ -409,6 +415,7 @@ class OpenDPMST(External):
 
     name: ClassVar[str] = "opendp_mst"
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
+    needs_delta: ClassVar[bool] = True
     script: str = "opendp_mst"
     env: str = "opendp"
     options: dict[str, Any] = field(default_factory=lambda: {"measure_split": 0.5,
@@ -417,11 +424,13 @@ class OpenDPMST(External):
 
 @dataclass
 class SmartNoiseMST(External):
-    """smartnoise-synth's MST, transformer fitted on the schema's domain, adapter
-    ``smartnoise_mst.py``, environment ``smartnoise``."""
+    """smartnoise-synth's MST, transformer fitted on the schema's domain, 1% of its rho kept
+    by the adapter for a noisy row count (smartnoise's own is the exact private count), adapter
+    ``smartnoise_mst.py``, environment ``smartnoise`` (``smartnoise_common.py``)."""
 
     name: ClassVar[str] = "smartnoise_mst"
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
+    needs_delta: ClassVar[bool] = True
     script: str = "smartnoise_mst"
     env: str = "smartnoise"
 
@@ -432,5 +441,6 @@ class SmartNoiseAIM(External):
 
     name: ClassVar[str] = "smartnoise_aim"
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
+    needs_delta: ClassVar[bool] = True
     script: str = "smartnoise_aim"
     env: str = "smartnoise"

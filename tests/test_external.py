@@ -259,6 +259,20 @@ def test_user_level_data_is_not_applicable(small_dataset):
         double().check_applicable(small_dataset)
 
 
+@pytest.mark.parametrize("name", ["opendp_aim", "opendp_mst", "smartnoise_mst",
+                                  "smartnoise_aim"])
+def test_a_shipped_adapter_refuses_pure_dp_before_it_runs(name, private_tmp):
+    """The four adapters convert the budget to zCDP, which needs delta > 0 (smartnoise's own
+    conversion fails with a bare ValueError at delta 0): one clear error, nothing charged,
+    no folder written. (``python`` points at this interpreter: the test needs no library.)"""
+    mech = make_mechanism(name, {"python": sys.executable})
+    release = Releaser.for_budget(Budget(1.0), "gdp")
+    with pytest.raises(ConfigError, match="needs delta > 0"):
+        mech.fit_sample(record_data(), Budget(1.0), release, np.random.default_rng())
+    assert release.ledger.spent() == (0.0, 0.0)
+    assert leftovers(private_tmp, wait=0) == []
+
+
 def test_contestants_list_says_what_is_missing_and_how_to_install(tmp_path, monkeypatch):
     from harness.cli.contestants import listing
 
@@ -355,6 +369,28 @@ def dependence(frame: pd.DataFrame) -> float:
     return float(np.mean(tvds))
 
 
+def check_iid_fit(mech, data: Dataset, budget: Budget = BUDGET) -> tuple[float, float]:
+    """Fits a real contestant and checks what every one must give: schema-valid output of at
+    least the public floor of 1,000 rows, the whole budget declared, and the i.i.d. draw
+    (``sampling: sample``) keeping the columns' dependence within 0.05 of the private table's.
+    Returns (private dependence, output dependence)."""
+    out, ledger = fit(mech, data, budget=budget)
+    assert data.schema.problems(out) == [] and len(out) >= 1000
+    assert ledger.spent() == (budget.epsilon, budget.delta)
+    private, iid = dependence(data.private), dependence(out)
+    assert iid < private + 0.05, (private, iid)
+    return private, iid
+
+
+def check_round_correlates(mech, data: Dataset) -> float:
+    """Fits with the library's own ``round`` draw and checks it makes up at least 0.1 of
+    dependence between the table's independent columns; returns the output's dependence."""
+    mech.options = {**mech.options, "sampling": "round"}
+    rounded = dependence(fit(mech, data)[0])
+    assert rounded > dependence(data.private) + 0.1, rounded
+    return rounded
+
+
 @pytest.mark.slow
 def test_smartnoise_mst_fits_and_keeps_independent_columns_independent(private_tmp):
     """A real contestant with its shipped settings fits a small table: schema-valid output, at
@@ -363,18 +399,48 @@ def test_smartnoise_mst_fits_and_keeps_independent_columns_independent(private_t
     parents (on adult at epsilon 1 their MST lost about 85 kmarginal points to it); the
     adapters draw i.i.d. from the fitted model (``sampling: sample``) unless told
     ``sampling: round``. (OpenDP's MST: the next test.)"""
-    data = independent_data()
-    private = dependence(data.private)  # sampling noise only: about 0.02
+    data = independent_data()  # private dependence: sampling noise only, about 0.02
     mech = real("smartnoise_mst", "smartnoise")
-    out, ledger = fit(mech, data)
-    assert data.schema.problems(out) == [] and len(out) >= 1000
-    assert ledger.spent() == (1.0, 1e-6)
-    iid = dependence(out)
-    assert iid < private + 0.05, (private, iid)  # about 0.03 (before the fix: 0.21)
-    mech.options = {**mech.options, "sampling": "round"}
-    rounded = dependence(fit(mech, data)[0])
-    assert rounded > private + 0.1, (private, rounded)  # the library's own default: about 0.2
+    check_iid_fit(mech, data)  # about 0.03 (before the fix: 0.21)
+    check_round_correlates(mech, data)  # the library's own default: about 0.2
     assert leftovers(private_tmp) == []
+
+
+SPLIT_CHECK = """
+import json, sys
+import numpy as np
+from smartnoise_common import private_row_count, split_budget
+from snsynth.utils import cdp_rho
+epsilon, count_rho = split_budget(1.0, 1e-6, 0.01)
+draws = [private_row_count(5000, count_rho) for _ in range(300)]
+print(json.dumps({"whole": cdp_rho(1.0, 1e-6), "smartnoise": cdp_rho(epsilon, 1e-6),
+                  "epsilon": epsilon, "count": count_rho, "draws": draws}))
+"""
+
+
+@pytest.mark.slow
+def test_smartnoise_adapter_splits_rho_and_draws_a_noisy_row_count():
+    """smartnoise samples the exact private row count by default; the adapter keeps 1% of
+    smartnoise's rho for a count with OpenDP's discrete Gaussian instead. The two parts
+    compose within the whole rho, and 300 counts of 5,000 records spread as rho-zCDP at
+    sensitivity 1 says (sd = sqrt(1 / (2 rho)), about 45)."""
+    if manifest("smartnoise") is None:
+        pytest.skip("contestant environment 'smartnoise' not installed "
+                    "(dp-arena-contestants install smartnoise)")
+    from mechanisms.contestants import env_python
+
+    proc = subprocess.run([str(env_python("smartnoise")), "-c", SPLIT_CHECK], cwd=ADAPTER_DIR,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["smartnoise"] + got["count"] <= got["whole"] * (1 + 1e-12)
+    assert 0.01 * got["whole"] <= got["count"] <= 0.0101 * got["whole"]
+    assert 0.99 < got["epsilon"] < 1.0
+    draws = np.array(got["draws"])
+    sd = math.sqrt(1 / (2 * got["count"]))
+    assert np.all(draws == np.round(draws)) and len(set(draws.tolist())) > 100
+    assert abs(draws.mean() - 5000) < 5 * sd / math.sqrt(len(draws)), draws.mean()
+    assert 0.8 < draws.std() / sd < 1.2, (draws.std(), sd)  # 5 standard errors of the sd
 
 
 @pytest.mark.slow
@@ -393,16 +459,11 @@ def test_opendp_mst_fails_its_budget_check_in_one_line_and_the_shipped_settings_
     assert "OpenDPException: insufficient budget for query" in str(err.value)
     assert "\n" not in str(err.value).split("  fix:")[0].strip()
     shipped = real("opendp_mst", "opendp")  # measure_split 0.5, dry run, sampling: sample
-    out, ledger = fit(shipped, data, budget=budget)
-    assert data.schema.problems(out) == [] and len(out) >= 1000
-    assert ledger.spent() == (1.0, 1e-5)
+    private, iid = check_iid_fit(shipped, data, budget)
     assert 0 < float(shipped.output_tags()["contestant/rho_shaved_permille"]) < 20
-    private, iid = dependence(data.private), dependence(out)
-    assert iid < private + 0.05, (private, iid)
-    table = independent_data()  # six columns of four values: round passes the check there
-    shipped.options = {**shipped.options, "sampling": "round", "dry_run": False}
-    rounded = dependence(fit(shipped, table)[0])
-    assert rounded > dependence(table.private) + 0.1, rounded
+    shipped.options = {**shipped.options, "dry_run": False}
+    # six columns of four values: round passes the budget check there without a dry run
+    rounded = check_round_correlates(shipped, independent_data())
     print(f"opendp_mst: dependence private {private:.3f}, sampling=sample {iid:.3f}, "
           f"sampling=round {rounded:.3f}")
     assert leftovers(private_tmp) == []
