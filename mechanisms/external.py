@@ -423,24 +423,37 @@ class OpenDPMST(External):
 
 
 @dataclass
-class SmartNoiseMST(External):
-    """smartnoise-synth's MST, transformer fitted on the schema's domain, 1% of its rho kept
-    by the adapter for a noisy row count (smartnoise's own is the exact private count), adapter
-    ``smartnoise_mst.py``, environment ``smartnoise`` (``smartnoise_common.py``)."""
+class SmartNoise(External):
+    """smartnoise-synth's synthesizers (``smartnoise_common.py``): the transformer fitted on
+    the schema's domain, and ``options.row_count_share`` (default 1%) of smartnoise's rho kept
+    by the adapter for a noisy row count (smartnoise's own is the exact private count)."""
 
-    name: ClassVar[str] = "smartnoise_mst"
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     needs_delta: ClassVar[bool] = True
-    script: str = "smartnoise_mst"
     env: str = "smartnoise"
+
+    def __post_init__(self) -> None:
+        share = self.options.get("row_count_share", 0.01)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or \
+                not 0 < share < 1:
+            raise ConfigError(f"{self.name}: mechanism.options.row_count_share must be a "
+                              f"number between 0 and 1 (got {share!r})",
+                              f"use mechanism.options.row_count_share=0.01")
+        super().__post_init__()
 
 
 @dataclass
-class SmartNoiseAIM(External):
-    """smartnoise-synth's AIM, as :class:`SmartNoiseMST`; adapter ``smartnoise_aim.py``."""
+class SmartNoiseMST(SmartNoise):
+    """smartnoise-synth's MST (:class:`SmartNoise`), adapter ``smartnoise_mst.py``,
+    environment ``smartnoise``."""
+
+    name: ClassVar[str] = "smartnoise_mst"
+    script: str = "smartnoise_mst"
+
+
+@dataclass
+class SmartNoiseAIM(SmartNoise):
+    """smartnoise-synth's AIM (:class:`SmartNoise`), adapter ``smartnoise_aim.py``."""
 
     name: ClassVar[str] = "smartnoise_aim"
-    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
-    needs_delta: ClassVar[bool] = True
     script: str = "smartnoise_aim"
-    env: str = "smartnoise"

@@ -273,6 +273,13 @@ def test_a_shipped_adapter_refuses_pure_dp_before_it_runs(name, private_tmp):
     assert leftovers(private_tmp, wait=0) == []
 
 
+@pytest.mark.parametrize("share", [0, 1, 1.5, -0.1, "1%", True])
+def test_smartnoise_row_count_share_outside_0_1_is_refused_when_built(share):
+    with pytest.raises(ConfigError, match="row_count_share must be a number between 0 and 1"):
+        make_mechanism("smartnoise_aim", {"python": sys.executable,
+                                          "options": {"row_count_share": share}})
+
+
 def test_contestants_list_says_what_is_missing_and_how_to_install(tmp_path, monkeypatch):
     from harness.cli.contestants import listing
 
