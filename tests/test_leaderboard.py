@@ -132,6 +132,23 @@ def test_failed_interrupted_and_redone_runs():
     assert status["c"] == "1 running" and status["e"] == "1 interrupted"
 
 
+def test_a_row_failing_for_several_reasons_shows_the_commonest_first_with_counts():
+    """Two runs past the time limit and one killed: sorted text order would show the kill
+    (``c`` < ``t``) as the row's reason; the status names the commonest, with counts."""
+    limit = "time limit of 3600 s exceeded (stopped after 3600.1 s)\n  fix: raise it"
+    rows = [run("x", 1, t, None, "FAILED", reason=limit) for t in (0, 1)]
+    rows.append(run("x", 1, 2, None, "FAILED", reason="contestant 'x' failed (signal 9)"))
+    rows.append(run("y", 1, 0, None, "FAILED", reason="boom\n  fix: none"))
+    board = build_leaderboard(frame(rows)).set_index("mechanism")
+    assert board.loc["x", "failure_reason"] == (
+        "time limit of 3600 s exceeded (stopped after 3600.1 s) (2 runs); "
+        "contestant 'x' failed (signal 9) (1 run)")
+    assert board.loc["y", "failure_reason"] == "boom\n  fix: none"  # one reason: as it is
+    status = {cells[1]: cells[-1] for cells in md_rows(render_markdown(
+        build_leaderboard(frame(rows))))}
+    assert status["x"].startswith("FAILED (3): time limit of 3600 s exceeded"), status["x"]
+
+
 def test_resolve_keys_prefers_the_latest_finished_run():
     rows = frame([run("a", 1, 0, 1.0, start=1, key="k"), run("a", 1, 0, 2.0, start=2, key="k"),
                   run("a", 1, 0, None, "FAILED", start=3, key="k")])

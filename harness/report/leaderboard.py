@@ -381,6 +381,22 @@ def sort_pools(frame: pd.DataFrame, first: list[str], higher: bool) -> pd.DataFr
             .drop(columns="_delta").reset_index(drop=True))
 
 
+def failure_summary(reasons: Iterable[str]) -> str:
+    """The failure reasons of a row's runs, most frequent first (ties in text order): one
+    reason as it is; several as their first lines, each with how many runs gave it, e.g.
+    ``time limit of 60 s exceeded (2 runs); MemoryError (1 run)``, so the status cell (which
+    shows the first line) names the commonest reason."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        if reason:
+            counts[reason] = counts.get(reason, 0) + 1
+    if len(counts) <= 1:
+        return next(iter(counts), "")
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "; ".join(f"{(reason.strip().splitlines() or [''])[0]} "
+                     f"({n} run{'s' if n > 1 else ''})" for reason, n in ordered)
+
+
 def group_row(ident: dict[str, Any], group: pd.DataFrame,
               key: str) -> tuple[dict[str, Any], dict[int, float] | None]:
     """One board row (identity, kind, marks, counts, statistics) and its trial -> score."""
@@ -401,7 +417,7 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
         "chosen": "; ".join(sorted(set(group["tuning_chosen"]) - {""})),
         "n": len(ok), "failed": len(failed), "unfinished": len(unfinished),
         "running": int((unfinished["status"] == "RUNNING").sum()),
-        "failure_reason": "; ".join(sorted(set(failed["failure_reason"].astype(str))))[:300]}
+        "failure_reason": failure_summary(failed["failure_reason"].astype(str))[:300]}
     if not (len(ok) and key in ok and ok[key].notna().any()):
         row["mean"] = row["std"] = row["ci95"] = math.nan
         return row, None
