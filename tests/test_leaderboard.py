@@ -35,6 +35,7 @@ from harness.report.plots import (
 from harness.report.render import (
     column_decimals,
     csv_cell,
+    first_line,
     fmt_seconds,
     md_escape,
     render_html,
@@ -147,6 +148,13 @@ def test_a_row_failing_for_several_reasons_shows_the_commonest_first_with_counts
     status = {cells[1]: cells[-1] for cells in md_rows(render_markdown(
         build_leaderboard(frame(rows))))}
     assert status["x"].startswith("FAILED (3): time limit of 3600 s exceeded"), status["x"]
+
+
+def test_a_cut_reason_says_it_was_cut():
+    long = "x" * 119 + "yz"
+    assert first_line(long) == "x" * 119 + "…" and len(first_line(long)) == 120
+    assert first_line("x" * 120 + "\nsecond") == "x" * 120  # fits: not cut
+    assert first_line(None) == ""
 
 
 def test_resolve_keys_prefers_the_latest_finished_run():

@@ -161,7 +161,9 @@ def rank_text(row: pd.Series | dict) -> str:
 
 
 def first_line(text: object, width: int = 120) -> str:
-    return (str(text or "").splitlines() or [""])[0][:width]
+    """The first line of ``text``, at most ``width`` characters (a cut one ends in "…")."""
+    line = (str(text or "").splitlines() or [""])[0]
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def audit_violation(row: pd.Series | dict) -> bool:
