@@ -438,7 +438,7 @@ class SmartNoise(External):
                 not 0 < share < 1:
             raise ConfigError(f"{self.name}: mechanism.options.row_count_share must be a "
                               f"number between 0 and 1 (got {share!r})",
-                              f"use mechanism.options.row_count_share=0.01")
+                              "use mechanism.options.row_count_share=0.01")
         super().__post_init__()
 
 
