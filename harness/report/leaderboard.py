@@ -44,6 +44,7 @@ HTML cell is escaped by pandas Styler (``escape="html"``) and the page by jinja2
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -386,10 +387,7 @@ def failure_summary(reasons: Iterable[str]) -> str:
     reason as it is; several as their first lines, each with how many runs gave it, e.g.
     ``time limit of 60 s exceeded (2 runs); MemoryError (1 run)``, so the status cell (which
     shows the first line) names the commonest reason."""
-    counts: dict[str, int] = {}
-    for reason in reasons:
-        if reason:
-            counts[reason] = counts.get(reason, 0) + 1
+    counts = Counter(reason for reason in reasons if reason)
     if len(counts) <= 1:
         return next(iter(counts), "")
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
