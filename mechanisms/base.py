@@ -119,6 +119,15 @@ def contribution_bound(data: Dataset, max_contrib: int | None) -> int:
     return int(bound)
 
 
+def require_delta(name: str, budget: Budget, example: str = "1e-9",
+                  why: str = "measures with Gaussian noise") -> None:
+    """A mechanism whose noise or accounting needs delta > 0 (Gaussian noise, a zCDP
+    conversion): one clear error at delta 0, before anything is spent."""
+    if budget.delta <= 0:
+        raise ConfigError(f"{name} {why} and needs delta > 0",
+                          f"set privacy.delta > 0 (e.g. {example})")
+
+
 def clip_contributions(df: pd.DataFrame, id_column: str, bound: int,
                        rng: np.random.Generator) -> pd.DataFrame:
     """Keep at most ``bound`` rows per person, chosen uniformly at random (row clipping).

@@ -64,7 +64,7 @@ from harness.params import Constraint, OneOf
 from harness.privacy.accounting import Budget, zcdp_rho
 from harness.privacy.release import Releaser
 
-from .base import Mechanism, assign_ids, finish
+from .base import Mechanism, assign_ids, finish, require_delta
 from .contestants import ENVS, adapter_path, env_python, manifest
 from .contestants.protocol import SAMPLING
 from .row_count import row_bounds
@@ -152,9 +152,8 @@ class External(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        if self.needs_delta and budget.delta == 0:
-            raise ConfigError(f"{self.name} converts its budget to zCDP and needs delta > 0",
-                              "set privacy.delta > 0, e.g. privacy.delta=1e-6")
+        if self.needs_delta:
+            require_delta(self.name, budget, "1e-6", why="converts its budget to zCDP")
         release.declared(f"contestant {self.name}", budget.epsilon, budget.delta,
                          note="declared by the contestant; not checked by the ledger")
         self._tags: dict[str, str] = {}

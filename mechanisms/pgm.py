@@ -37,7 +37,8 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, largest_fitting
 
-from .base import bounded_private, contribution_bound
+from .base import (  # noqa: F401 - pgm.require_delta for callers
+    bounded_private, contribution_bound, require_delta)
 from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
     LinearMeasurement,
     WeightedQuery,
@@ -285,13 +286,6 @@ def bounded_rows(data: Dataset, max_contrib: int | None) -> int:
     if data.unit == "user" and data.max_records_per_individual:
         bound = min(bound, int(data.max_records_per_individual))
     return bound
-
-
-def require_delta(name: str, budget: Budget, example: str = "1e-9") -> None:
-    """Gaussian measurements need delta > 0: a clear error otherwise."""
-    if budget.delta <= 0:
-        raise ConfigError(f"{name} measures with Gaussian noise and needs delta > 0",
-                          f"set privacy.delta > 0 (e.g. {example})")
 
 
 def bounded_codes(data: Dataset, max_contrib: int | None,
