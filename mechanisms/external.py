@@ -60,7 +60,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError, DPArenaError, SchemaError
-from harness.params import Constraint, OneOf
+from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget, zcdp_rho
 from harness.privacy.release import Releaser
 
@@ -70,6 +70,8 @@ from .contestants.protocol import SAMPLING
 from .row_count import row_bounds
 
 ENCODINGS = ("codes", "values")
+#: smartnoise adapters: the share of rho kept for the noisy row count (``smartnoise_common``).
+ROW_COUNT_SHARE = Interval(float, 0, 1, closed="neither")
 #: The guardian (run by this interpreter): fork so the waiting process is re-parented away
 #: from the run's process tree, new session, wait for EOF on stdin, remove the folder.
 GUARDIAN = (
@@ -432,9 +434,8 @@ class SmartNoise(External):
     env: str = "smartnoise"
 
     def __post_init__(self) -> None:
-        share = self.options.get("row_count_share", 0.01)
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or \
-                not 0 < share < 1:
+        share = self.options.get("row_count_share")
+        if "row_count_share" in self.options and not ROW_COUNT_SHARE.accepts(share):
             raise ConfigError(f"{self.name}: mechanism.options.row_count_share must be a "
                               f"number between 0 and 1 (got {share!r})",
                               "use mechanism.options.row_count_share=0.01")

@@ -414,8 +414,7 @@ def test_smartnoise_mst_fits_and_keeps_independent_columns_independent(private_t
 
 
 SPLIT_CHECK = """
-import json, sys
-import numpy as np
+import json
 from smartnoise_common import private_row_count, split_budget
 from snsynth.utils import cdp_rho
 epsilon, count_rho = split_budget(1.0, 1e-6, 0.01)

@@ -59,16 +59,17 @@ def split_budget(epsilon: float, delta: float, share: float) -> tuple[float, flo
     if not 0 < share < 1:
         raise ValueError(f"row_count_share must be between 0 and 1 (got {share!r})")
     whole = cdp_rho(epsilon, delta)
-    low, high = 0.0, epsilon
+    low, low_rho, high = 0.0, 0.0, epsilon
     for _ in range(SPLIT_STEPS):
         middle = (low + high) / 2
-        if cdp_rho(middle, delta) <= (1 - share) * whole:
-            low = middle
+        rho = cdp_rho(middle, delta)
+        if rho <= (1 - share) * whole:
+            low, low_rho = middle, rho
         else:
             high = middle
     if low == 0.0:
         raise ValueError("no epsilon leaves the row count its share")
-    return low, whole - cdp_rho(low, delta)
+    return low, whole - low_rho
 
 
 def private_row_count(records: int, rho: float) -> int:
