@@ -1,0 +1,527 @@
+"""DP ranges and many-quantile bin edges of one number column on a public axis (issue 39).
+
+An :class:`Axis` is public and chosen before any data is seen: coarse cells (decades on the
+log axis, years on a date axis) that a range is made of, each split into fine cells (20 a
+decade, one day) that bin edges are read from. Values beyond the axis ends are counted in the
+end cells, so no range can reach further than the axis's own ends (never +-1e12).
+
+Algorithms
+----------
+:func:`log_axis`, :func:`linear_axis`
+    The public axes: real numbers of both signs on decades with 0 as a point cell of its own,
+    or an evenly spaced axis (dates as days since 1970, integers) whose fine cells are
+    ``fine`` wide and aligned with the coarse cells.
+:func:`dp_numeric_range` (pure ``epsilon``-DP, delta 0), two stages of Laplace counts through
+the caller's :class:`~harness.privacy.release.Releaser`:
+
+1. **Support** (share :data:`SUPPORT_SHARE` of epsilon): Laplace counts of *every* coarse cell
+   of the axis (:func:`coarse_counts`), scale ``s1 = bound / eps1``. **Noise floor**
+   (:func:`noise_floor`): a cell *survives* when its noisy count exceeds
+   ``tau = s1 ln(K / beta)`` (K coarse cells). An empty cell survives with probability
+   ``P(Lap(s1) > tau) = exp(-tau / s1) / 2 = beta / (2K)``, so by the union bound over at most K
+   empty cells, no empty cell survives with probability ``>= 1 - beta / 2``. **Extension**
+   (:func:`support_span`): from the surviving cells' span, the adjacent cell on each side is
+   added while its noisy count exceeds ``tau' = s1 ln(2 / beta)`` (one test per side at a time).
+   A cell beyond the data's hull can only be added after the first cell beyond the hull (which
+   is empty) is, probability ``<= 2 exp(-tau'/s1) / 2 = beta / 2`` for both sides. So with
+   probability ``>= 1 - beta`` the support lies inside the hull of the coarse cells that hold
+   data (on the log axis: within a factor 10 of the data's smallest and largest magnitude).
+   Nothing survives: ``None`` (the caller asks for a hint; only stage 1's share is spent).
+   Cells inside the span whose noisy count is at most ``tau'`` are gaps: they count 0 in
+   stage 2 (the noise floor; their rows, at most a few ``tau'``, take no part in the ranks).
+2. **Fine CDF** (the rest, ``eps2``): the fine cells of the support's non-gap cells are the
+   leaves (values below / above the support counted in the first / last leaf). A b-ary tree
+   over the leaves (hierarchical histogram, Hay et al. 2010; Qardaji, Yang & Li 2013), with the
+   branching chosen from the leaf count alone (:func:`choose_branching`: the smallest average
+   variance of a prefix query, ``levels^2 x nodes per prefix``; a flat histogram when that is
+   best, e.g. 40 leaves; 16-ary for the 1,461 days of four years), every node released in one
+   Laplace vector of L1 sensitivity ``levels * bound``.
+   Post-processing: the least-squares consistent tree (:func:`consistent_leaves`, the exact
+   generalized least squares of a tree with equal node variances, two passes as in Hay et al.),
+   then the CDF as the isotonic (non-decreasing) regression of the leaves' prefix sums anchored
+   at 0 (:func:`monotone_cdf`; no positive bias from clipping empty leaves one by one).
+3. **Range**: the coarse cells holding the noisy CDF's :data:`Q_LO` and :data:`Q_HI` quantiles,
+   whole (a year on the date axis covers the year; a decade on the log axis).
+4. **Edges** (:func:`cdf_edges`): the ``i / bins`` quantiles of the CDF, interpolated linearly
+   inside a fine cell. A point cell (0 on the log axis) that holds two or more quantiles is a
+   heavy point mass: it gets its own bin, edges ``p`` and the axis's next edge above ``p``
+   (bins are left-closed, so ``[0, 0.001)`` holds the zeros). Edges equal to the range's ends
+   and duplicates are dropped.
+
+**Privacy argument.** Private: the column's present values, a person contributing at most
+``bound`` rows (neighbouring tables add or remove one person). Stage 1 counts a fixed, public
+set of K cells, every row in exactly one (values beyond the axis clipped into the end cells):
+L1 sensitivity ``bound``; Laplace scale ``bound / eps1``: ``eps1``-DP. Stage 2's queries (which
+fine cells, the tree's shape) are a function of stage 1's released counts and the public axis
+only (adaptive composition; the fine grid is public once stage 1 is released), each row adds 1
+to at most one leaf and one node per level: L1 sensitivity ``levels * bound``; Laplace scale
+``levels * bound / eps2``: ``eps2``-DP. Floors, extension, consistency, isotonic CDF, range,
+edges and ``largest_bin_share`` read released numbers only (post-processing). Stage 1 is drawn
+even for an empty column (an early return would tell empty from non-empty). Total
+``eps1 + eps2 = epsilon`` (each scale widened by the ledger's calibration headroom, so the
+ledger is charged a hair under ``epsilon``), pure DP, delta 0.
+
+:func:`exact_numeric_range`
+    The same shape read exactly (public data): min, max, the ``i / bins`` quantiles, a value
+    that two or more quantiles fall on gets its own bin (edges ``p`` and the next value above).
+
+Why not the recursive ApproximateQuantiles (Kaplan, Schnapp & Stemmer 2022): not implemented
+here; the tree's one release serves every edge and the range (measured in
+``benchmarks/bench_dp_numbers.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import isotonic_regression
+
+from harness.errors import ConfigError, DPArenaError
+from harness.privacy.accounting import laplace_scale
+from harness.privacy.release import Releaser
+
+#: share of a column's epsilon spent finding its support (stage 1); the rest reads the CDF
+SUPPORT_SHARE = 0.4
+#: the noisy CDF's quantiles whose coarse cells end the range
+Q_LO, Q_HI = 0.001, 0.999
+#: fine cells per decade on the default log axis
+FINE_PER_DECADE = 20
+#: branchings :func:`choose_branching` compares (a flat histogram is always a candidate)
+BRANCHINGS = (2, 4, 8, 16, 32, 64)
+#: a coarse cell is read with about one leaf per this many stage-2 noise scales of its count
+LEAF_NOISE_MULTIPLE = 4.0
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A public axis: coarse cells ``[edges[k], edges[k+1])`` (the last one closed), each
+    split into ``fine[k]`` fine cells (geometrically spaced when ``geometric`` and both ends
+    have one sign, else evenly); each value of ``points`` (an edge other than the last) is a
+    point cell of its own, just before the interval it starts. Data-independent."""
+
+    edges: tuple[float, ...]
+    fine: tuple[int, ...]
+    points: tuple[float, ...] = ()
+    geometric: bool = False
+
+    def __post_init__(self) -> None:
+        e = np.asarray(self.edges, dtype=float)
+        if (e.ndim != 1 or len(e) < 2 or not np.all(np.isfinite(e))
+                or not np.all(np.diff(e) > 0)):
+            raise ConfigError("an axis needs at least two finite, increasing edges",
+                              "use log_axis() or linear_axis(lo, hi, coarse, fine)")
+        if len(self.fine) != len(e) - 1 or any(int(f) < 1 for f in self.fine):
+            raise ConfigError("an axis needs one fine-cell count >= 1 per coarse interval",
+                              "use log_axis() or linear_axis(lo, hi, coarse, fine)")
+        if any(p not in self.edges[:-1] for p in self.points):
+            raise ConfigError("an axis's point cells must be edges other than the last",
+                              "use log_axis() (0 is its point cell)")
+
+
+def log_axis(per_decade: int = FINE_PER_DECADE, lo_exp: int = -3, hi_exp: int = 9) -> Axis:
+    """Real numbers of both signs: decades ``+-[10^j, 10^(j+1))`` for ``j = lo_exp..hi_exp-1``
+    (``per_decade`` geometric fine cells each), ``[-10^lo_exp, 0)`` and ``(0, 10^lo_exp)`` as
+    one fine cell each, and 0 as a point cell."""
+    if per_decade < 1 or not lo_exp < hi_exp:
+        raise ConfigError("log_axis needs per_decade >= 1 and lo_exp < hi_exp",
+                          "use log_axis() (20 fine cells a decade, 10^-3..10^9)")
+    pos = [10.0 ** j for j in range(lo_exp, hi_exp + 1)]
+    edges = tuple([-p for p in reversed(pos)] + [0.0] + pos)
+    decades = hi_exp - lo_exp
+    fine = tuple([per_decade] * decades + [1, 1] + [per_decade] * decades)
+    return Axis(edges, fine, points=(0.0,), geometric=True)
+
+
+def linear_axis(lo: float, hi: float, coarse: float, fine: float) -> Axis:
+    """Evenly spaced fine cells ``[lo + i fine, lo + (i+1) fine)`` up to ``hi`` (the last
+    cell reaching it or past), grouped into coarse cells of about ``coarse`` (their edges on
+    fine edges). Dates: days since 1970, ``coarse=365.25``, ``fine=1`` (``lo`` a whole day)."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi and 0 < fine <= coarse
+            and math.isfinite(coarse)):
+        raise ConfigError("linear_axis needs finite lo < hi and 0 < fine <= coarse",
+                          "e.g. linear_axis(-25567, 47482, 365.25, 1) for dates 1900..2100")
+    n_fine = int(math.ceil((hi - lo) / fine - 1e-9))
+    n_coarse = int(math.ceil(n_fine * fine / coarse - 1e-9))
+    cuts = sorted({min(int(round(j * coarse / fine)), n_fine) for j in range(n_coarse + 1)}
+                  | {n_fine})
+    edges = tuple(float(lo + c * fine) for c in cuts)
+    return Axis(edges, tuple(int(b - a) for a, b in zip(cuts[:-1], cuts[1:])))
+
+
+@dataclass(frozen=True)
+class NumericRange:
+    """A range ``[min, max]`` and interior left-closed bin edges (``len(edges) + 1`` bins);
+    ``largest_bin_share``: the largest bin's share of the (noisy, for DP) counts."""
+
+    min: float
+    max: float
+    edges: tuple[float, ...]
+    largest_bin_share: float
+
+
+# ----- the axis's cells --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cells:
+    """Cells in axis order: ``[lo, hi)`` intervals, or points (``lo == hi``, ``point``);
+    ``interval`` is the axis interval each cell belongs to (a point: the one it starts)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    point: np.ndarray
+    interval: np.ndarray
+
+
+def coarse_cells(axis: Axis) -> Cells:
+    """The coarse cells of ``axis`` in order (points before the interval they start)."""
+    lo, hi, point, interval = [], [], [], []
+    for k, (a, b) in enumerate(zip(axis.edges[:-1], axis.edges[1:])):
+        if a in axis.points:
+            lo.append(a), hi.append(a), point.append(True), interval.append(k)
+        lo.append(a), hi.append(b), point.append(False), interval.append(k)
+    return Cells(np.array(lo), np.array(hi), np.array(point, dtype=bool), np.array(interval))
+
+
+def coarse_index(axis: Axis, values: np.ndarray) -> np.ndarray:
+    """Each value's coarse cell (values beyond the axis ends in the end cells)."""
+    edges = np.asarray(axis.edges, dtype=float)
+    k = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+    is_point = np.isin(edges[:-1], np.asarray(axis.points, dtype=float))
+    points_through = np.cumsum(is_point)  # point cells at or before interval k
+    cell = k + points_through[k]
+    return np.where(is_point[k] & (values == edges[k]), cell - 1, cell)
+
+
+def fine_edges(axis: Axis, cells: Cells, cell: int) -> np.ndarray:
+    """The fine cells' edges inside coarse cell ``cell`` (a point cell: ``[p, p]``)."""
+    a, b = float(cells.lo[cell]), float(cells.hi[cell])
+    if cells.point[cell]:
+        return np.array([a, a])
+    n = int(axis.fine[int(cells.interval[cell])])
+    steps = np.arange(n + 1) / n
+    out = a * (b / a) ** steps if axis.geometric and a * b > 0 else a + (b - a) * steps
+    out[0], out[-1] = a, b
+    return out
+
+
+# ----- stage 1: the support ----------------------------------------------------------------
+def noise_floor(scale: float, n_cells: int, beta: float) -> float:
+    """``tau = scale ln(n_cells / beta)``: each of at most ``n_cells`` empty cells passes
+    with probability ``exp(-tau / scale) / 2``, so none does with probability
+    ``>= 1 - beta / 2`` (union bound)."""
+    return scale * math.log(n_cells / beta)
+
+
+def extension_floor(scale: float, beta: float) -> float:
+    """``tau' = scale ln(2 / beta)``: the first empty cell beyond the data on either side
+    passes with probability ``exp(-tau'/scale) / 2``, both sides ``<= beta / 2``."""
+    return scale * math.log(2.0 / beta)
+
+
+def coarse_counts(axis: Axis, values: np.ndarray) -> np.ndarray:
+    """Rows per coarse cell of ``axis`` (every cell, empty ones included)."""
+    n_cells = len(coarse_cells(axis).lo)
+    return np.bincount(coarse_index(axis, values), minlength=n_cells).astype(float)
+
+
+def support_span(noisy: np.ndarray, scale: float, beta: float
+                 ) -> tuple[int, int, np.ndarray] | None:
+    """``(first, last, active)`` from stage 1's noisy counts: the span of the cells above
+    :func:`noise_floor`, extended cell by cell while the next one is above
+    :func:`extension_floor`; ``active`` marks the span's cells above ``tau'`` (the rest are
+    gaps). ``None`` when no cell survives. Post-processing."""
+    alive = np.flatnonzero(noisy > noise_floor(scale, len(noisy), beta))
+    if not len(alive):
+        return None
+    tau_ext = extension_floor(scale, beta)
+    first, last = int(alive[0]), int(alive[-1])
+    while first > 0 and noisy[first - 1] > tau_ext:
+        first -= 1
+    while last < len(noisy) - 1 and noisy[last + 1] > tau_ext:
+        last += 1
+    active = np.zeros(len(noisy), dtype=bool)
+    active[first:last + 1] = noisy[first:last + 1] > tau_ext
+    return first, last, active
+
+
+# ----- stage 2: the fine CDF ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Leaves:
+    """Stage 2's fine cells in order: bounds, point cells, geometric cells (interpolated in
+    log space) and the coarse cell each belongs to."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    point: np.ndarray
+    geometric: np.ndarray
+    coarse: np.ndarray
+
+
+def leaves_per_cell(noisy: np.ndarray, active: np.ndarray, cells: Cells, axis: Axis,
+                    scale: float) -> np.ndarray:
+    """How many leaves each coarse cell is read with: about one per
+    :data:`LEAF_NOISE_MULTIPLE` noise scales of its stage-1 count, at least 1, at most its
+    fine cells (0 for inactive cells). A finer split than the noise can resolve only adds
+    noise to the CDF (1,461 one-day leaves for four years at epsilon 0.008); a function of
+    released counts and public scales: post-processing."""
+    fine = np.array([1 if p else axis.fine[k] for p, k in zip(cells.point, cells.interval)])
+    wanted = np.ceil(np.clip(noisy, 0.0, None) / (LEAF_NOISE_MULTIPLE * scale))
+    return np.where(active, np.clip(wanted, 1, fine), 0).astype(int)
+
+
+def cell_leaf_edges(axis: Axis, cells: Cells, cell: int, n_leaves: int) -> np.ndarray:
+    """The edges of ``n_leaves`` leaves of coarse cell ``cell``, on its fine edges."""
+    e = fine_edges(axis, cells, cell)
+    if cells.point[cell]:
+        return e
+    f = len(e) - 1
+    return e[np.unique(np.round(np.arange(n_leaves + 1) * f / n_leaves).astype(int))]
+
+
+def support_leaves(axis: Axis, cells: Cells, per_cell: np.ndarray) -> Leaves:
+    """The leaves of the active coarse cells (public once stage 1 is released)."""
+    lo, hi, point, geo, coarse = [], [], [], [], []
+    for c in np.flatnonzero(per_cell):
+        e = cell_leaf_edges(axis, cells, int(c), int(per_cell[c]))
+        n = len(e) - 1
+        lo.append(e[:-1]), hi.append(e[1:]), coarse.append(np.full(n, c))
+        point.append(np.full(n, bool(cells.point[c])))
+        geo.append(np.full(n, axis.geometric and cells.lo[c] * cells.hi[c] > 0))
+    return Leaves(*(np.concatenate(x) for x in (lo, hi, point, geo, coarse)))
+
+
+def leaf_counts(axis: Axis, cells: Cells, leaves: Leaves, values: np.ndarray) -> np.ndarray:
+    """Rows per leaf: values below / above the active cells in the first / last leaf, values
+    in a gap cell nowhere (each row in at most one leaf)."""
+    cell = coarse_index(axis, values)
+    alive = np.unique(leaves.coarse)
+    counts = np.zeros(len(leaves.lo))
+    counts[0] += np.count_nonzero(cell < alive[0])
+    counts[-1] += np.count_nonzero(cell > alive[-1])
+    for c in alive:
+        where = np.flatnonzero(leaves.coarse == c)
+        e = np.append(leaves.lo[where], leaves.hi[where[-1]])
+        idx = np.clip(np.searchsorted(e, values[cell == c], side="right") - 1, 0, len(where) - 1)
+        counts[where] += np.bincount(idx, minlength=len(where))
+    return counts
+
+
+def level_sizes(m: int, branching: int) -> list[int]:
+    """Nodes per level of the ``branching``-ary tree over ``m`` leaves, leaves first, up to
+    the first level with at most ``branching`` nodes (no root: one level for ``m <= b``)."""
+    sizes = [m]
+    while sizes[-1] > branching:
+        sizes.append(-(-sizes[-1] // branching))
+    return sizes
+
+
+def prefix_cost(m: int, branching: int) -> float:
+    """Average variance of the ``m`` prefix sums (in units of one flat leaf's variance):
+    ``levels^2`` (the per-level budget is ``1 / levels``) times the average number of nodes
+    a prefix needs (the base-``b`` digit sum of its length; top level unbounded)."""
+    levels = len(level_sizes(m, branching))
+    j = np.arange(1, m + 1)
+    nodes = np.zeros(m)
+    for _ in range(levels - 1):
+        nodes += j % branching
+        j = j // branching
+    return levels ** 2 * float(np.mean(nodes + j))
+
+
+def choose_branching(m: int) -> int:
+    """The branching (``m``: a flat histogram) of the smallest :func:`prefix_cost`; a public
+    function of the leaf count only."""
+    best = max(m, 1)
+    for b in BRANCHINGS:
+        if b < m and prefix_cost(m, b) < prefix_cost(m, best):
+            best = b
+    return best
+
+
+def tree_counts(leaves: np.ndarray, branching: int) -> list[np.ndarray]:
+    """Every level's node counts (leaves first), consecutive ``branching`` nodes grouped."""
+    levels = [np.asarray(leaves, dtype=float)]
+    for _ in level_sizes(len(leaves), branching)[1:]:
+        prev = levels[-1]
+        levels.append(np.add.reduceat(prev, np.arange(0, len(prev), branching)))
+    return levels
+
+
+def consistent_leaves(noisy: list[np.ndarray], branching: int) -> np.ndarray:
+    """Least-squares consistent leaves of a tree whose nodes all have the same noise
+    variance (Hay et al. 2010's two passes, with subtree variances so that uneven last
+    groups are exact): bottom-up, each node's estimate combines its own count with its
+    children's sum by inverse variance; top-down, each parent's final value minus its
+    children's sum is shared among them in proportion to their variances."""
+    z, v = [noisy[0]], [np.ones(len(noisy[0]))]
+    sums, variances = [], []
+    for level in noisy[1:]:
+        starts = np.arange(0, len(z[-1]), branching)
+        s, var = np.add.reduceat(z[-1], starts), np.add.reduceat(v[-1], starts)
+        sums.append(s), variances.append(var)
+        z.append((level + s / var) / (1.0 + 1.0 / var))
+        v.append(1.0 / (1.0 + 1.0 / var))
+    x = z[-1]
+    for k in range(len(noisy) - 1, 0, -1):
+        parent = np.arange(len(z[k - 1])) // branching
+        x = z[k - 1] + ((x - sums[k - 1]) / variances[k - 1])[parent] * v[k - 1]
+    return x
+
+
+def monotone_cdf(leaves: np.ndarray) -> np.ndarray:
+    """``F[0] = 0 <= F[1] <= ... <= F[m]``: the isotonic regression of the prefix sums of
+    ``leaves`` (with 0 before the first leaf, held there), clipped at 0."""
+    prefix = np.concatenate([[0.0], np.cumsum(leaves)])
+    weights = np.ones(len(prefix))
+    weights[0] = 1e12
+    fit = np.clip(isotonic_regression(prefix, weights=weights).x, 0.0, None)
+    fit[0] = 0.0
+    return np.maximum.accumulate(fit)
+
+
+def cdf_below(edge: float, leaves: Leaves, mass: np.ndarray) -> float:
+    """Mass strictly below ``edge`` (left-closed bins), linear inside a fine cell."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        linear = (edge - leaves.lo) / np.where(leaves.point, 1.0, leaves.hi - leaves.lo)
+        ratio = np.where(leaves.geometric, np.log(edge / leaves.lo) / np.log(leaves.hi / leaves.lo),
+                         0.0)
+    inside = np.where(leaves.geometric & (edge * leaves.lo > 0), ratio, linear)
+    frac = np.where(leaves.point, (leaves.lo < edge).astype(float),
+                    np.clip(np.nan_to_num(inside, nan=0.0), 0.0, 1.0))
+    frac = np.where(~leaves.point & (edge >= leaves.hi), 1.0, frac)
+    frac = np.where(~leaves.point & (edge <= leaves.lo), 0.0, frac)
+    return float(np.dot(mass, frac))
+
+
+def inside_leaf(leaves: Leaves, j: int, share: float) -> float:
+    """The point a share ``share`` of the way through leaf ``j`` (geometric leaves in log
+    space, as :func:`cdf_below` reads them)."""
+    a, b = float(leaves.lo[j]), float(leaves.hi[j])
+    return a * (b / a) ** share if leaves.geometric[j] else a + (b - a) * share
+
+
+def cdf_edges(cdf: np.ndarray, leaves: Leaves, bins: int, axis: Axis) -> list[float]:
+    """The ``i / bins`` quantiles of ``cdf`` (interpolated in a fine cell); a point cell
+    holding two or more of them also gets the axis's next edge above it (its own bin)."""
+    total = cdf[-1]
+    edges: list[float] = []
+    hits: dict[int, int] = {}
+    for i in range(1, bins):
+        target = total * i / bins
+        j = min(int(np.searchsorted(cdf[1:], target, side="left")), len(leaves.lo) - 1)
+        if leaves.point[j]:
+            edges.append(float(leaves.lo[j]))
+            hits[j] = hits.get(j, 0) + 1
+            continue
+        mass = cdf[j + 1] - cdf[j]
+        share = (target - cdf[j]) / mass if mass > 0 else 1.0
+        edges.append(inside_leaf(leaves, j, share))
+    for j, n in hits.items():
+        k = axis.edges.index(float(leaves.lo[j]))
+        if n >= 2:
+            edges.append(float(axis.edges[k + 1]))
+    return edges
+
+
+def interior(edges: list[float], lo: float, hi: float) -> tuple[float, ...]:
+    """Sorted distinct edges strictly inside ``(lo, hi)``."""
+    return tuple(sorted({e for e in edges if lo < e < hi}))
+
+
+def largest_share(lo: float, hi: float, edges: tuple[float, ...], leaves: Leaves,
+                  mass: np.ndarray) -> float:
+    """The largest bin's share of ``mass`` (mass outside ``[lo, hi]`` in the end bins)."""
+    total = float(mass.sum())
+    below = [0.0] + [cdf_below(e, leaves, mass) for e in edges] + [total]
+    return float(np.max(np.diff(below)) / total) if total > 0 else 1.0
+
+
+def check_arguments(bins: int, epsilon: float, bound: int, beta: float, share: float) -> None:
+    if bins < 2 or bound < 1:
+        raise ConfigError("a DP range needs bins >= 2 and a contribution bound >= 1",
+                          "use e.g. bins=10, bound=1 (record level)")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ConfigError(f"a DP range needs a finite epsilon > 0 (got {epsilon!r})",
+                          "give the column a positive share of the budget")
+    if not (0 < beta < 1 and 0 < share < 1):
+        raise ConfigError("beta and the support share must be in (0, 1)",
+                          "use the defaults (beta=0.01, support_share=0.4)")
+
+
+def dp_numeric_range(values: np.ndarray, axis: Axis, bins: int, epsilon: float, bound: int,
+                     releaser: Releaser, name: str, beta: float = 0.01, *,
+                     support_share: float = SUPPORT_SHARE) -> NumericRange | None:
+    """An ``epsilon``-DP range and up to ``bins - 1`` interior edges of one column (module
+    docstring: stages 1-4 and the privacy argument). ``values``: the present values of the
+    private column (non-finite ones are ignored); ``bound``: rows per person (L1
+    contribution). ``None`` when no coarse cell is above the noise floor (then only
+    ``support_share * epsilon`` is spent). With probability ``>= 1 - beta`` the range lies
+    inside the coarse cells that hold data."""
+    check_arguments(bins, epsilon, bound, beta, support_share)
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    cells = coarse_cells(axis)
+    eps1 = epsilon * support_share
+    scale1 = laplace_scale(eps1, bound)
+    noisy1 = releaser.laplace(f"{name}: coarse histogram", coarse_counts(axis, v),
+                              sensitivity=bound, scale=scale1,
+                              note=f"{len(cells.lo)} public coarse cells")
+    span = support_span(noisy1, scale1, beta)
+    if span is None:
+        return None
+    eps2 = epsilon - eps1
+    per_cell = leaves_per_cell(noisy1, span[2], cells, axis, bound / eps2)
+    leaves = support_leaves(axis, cells, per_cell)
+    branching = choose_branching(len(leaves.lo))
+    levels = tree_counts(leaf_counts(axis, cells, leaves, v), branching)
+    sizes = [len(level) for level in levels]
+    scale2 = laplace_scale(eps2, len(levels) * bound)
+    noisy2 = releaser.laplace(f"{name}: fine tree", np.concatenate(levels),
+                              sensitivity=len(levels) * bound, scale=scale2,
+                              note=f"{len(leaves.lo)} fine cells, {len(levels)} level(s) of "
+                                   f"a {branching}-ary tree")
+    parts = np.split(noisy2, np.cumsum(sizes)[:-1])
+    cdf = monotone_cdf(consistent_leaves(parts, branching))
+    if cdf[-1] <= 0:
+        return None
+    at = lambda q: min(int(np.searchsorted(cdf[1:], q * cdf[-1], side="left")),
+                       len(leaves.lo) - 1)
+    lo_cell, hi_cell = int(leaves.coarse[at(Q_LO)]), int(leaves.coarse[at(Q_HI)])
+    lo, hi = float(cells.lo[lo_cell]), float(cells.hi[hi_cell])
+    if hi <= lo:  # one point cell: the range reaches to the axis's next edge
+        hi = float(axis.edges[int(cells.interval[hi_cell]) + 1])
+    edges = interior(cdf_edges(cdf, leaves, bins, axis), lo, hi)
+    mass = np.diff(cdf)
+    return NumericRange(lo, hi, edges, largest_share(lo, hi, edges, leaves, mass))
+
+
+# ----- exact (public data) -----------------------------------------------------------------
+def bin_shares(values: np.ndarray, numeric_range: NumericRange) -> np.ndarray:
+    """Each bin's share of ``values`` (clipped into the range, left-closed bins as the
+    schema codes them). Exact: for public data and for benchmarks, never for a release."""
+    v = np.clip(np.asarray(values, dtype=float), numeric_range.min, numeric_range.max)
+    codes = np.searchsorted(np.asarray(numeric_range.edges, dtype=float), v, side="right")
+    return np.bincount(codes, minlength=len(numeric_range.edges) + 1) / max(len(v), 1)
+
+
+def exact_numeric_range(values: np.ndarray, bins: int) -> NumericRange:
+    """Min, max and the exact ``i / bins`` quantiles of public ``values``; a value that two
+    or more quantiles fall on gets its own bin (edges: it and the next value above it)."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = np.sort(v[np.isfinite(v)])
+    if not len(v):
+        raise DPArenaError("the column has no finite values to take a range from",
+                           "give its range as a hint, or leave the column out")
+    if bins < 2:
+        raise ConfigError("bins must be >= 2", "use e.g. bins=10")
+    qs = np.quantile(v, np.arange(1, bins) / bins)
+    edges = [float(q) for q in qs]
+    repeated, counts = np.unique(qs, return_counts=True)
+    for q in repeated[counts >= 2]:
+        above = v[np.searchsorted(v, q, side="right"):]
+        if len(above):
+            edges.append(float(above[0]))
+    lo, hi = float(v[0]), float(v[-1])
+    cut = NumericRange(lo, hi, interior(edges, lo, hi), 1.0)
+    return NumericRange(lo, hi, cut.edges, float(bin_shares(v, cut).max()))

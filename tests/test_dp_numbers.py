@@ -1,0 +1,181 @@
+"""Issue 39: DP ranges and many-quantile bin edges on a public axis (harness.data.dp_numbers)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from harness.data.dp_numbers import (Q_HI, Q_LO, bin_shares, coarse_cells, coarse_index,
+                                     consistent_leaves, dp_numeric_range, exact_numeric_range,
+                                     linear_axis, log_axis, noise_floor, tree_counts)
+from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import NumpySampler, Releaser
+
+
+def releaser(eps: float, seed: int, observer=None) -> Releaser:
+    return Releaser(Ledger(Budget(eps, 0.0)), sampler=NumpySampler(np.random.default_rng(seed)),
+                    observer=observer)
+
+
+def lognormal(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).lognormal(math.log(10.0), 0.6, n)
+
+
+# ----- the axes ------------------------------------------------------------------------------
+def test_log_axis_cells_zero_is_a_point_and_ends_are_the_axis():
+    axis = log_axis()
+    cells = coarse_cells(axis)
+    assert len(cells.lo) == 27  # 12 decades a sign, two sub-10^-3 cells, the point 0
+    idx = coarse_index(axis, np.array([0.0, 1e-9, -1e-9, 5.0, 1e15, -1e15]))
+    zero = int(np.flatnonzero(cells.point)[0])
+    assert idx[0] == zero and cells.lo[zero] == cells.hi[zero] == 0.0
+    assert idx[1] == zero + 1 and idx[2] == zero - 1
+    assert cells.lo[idx[3]] == 1.0 and cells.hi[idx[3]] == 10.0
+    assert idx[4] == len(cells.lo) - 1 and idx[5] == 0  # clipped into the end cells
+    assert cells.hi.max() == 1e9 and cells.lo.min() == -1e9
+
+
+def test_linear_date_axis_cells_are_whole_days_and_about_a_year():
+    axis = linear_axis(-25567, 47482, 365.25, 1)  # 1900-01-01 .. 2100-01-01 in days
+    edges = np.asarray(axis.edges)
+    assert edges[0] == -25567 and edges[-1] == 47482 and np.all(edges == np.round(edges))
+    assert set(np.diff(edges[:-1])) <= {365.0, 366.0} and sum(axis.fine) == 47482 + 25567
+
+
+# ----- privacy accounting --------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [0.008, 0.3, 5.0])
+def test_ledger_is_charged_epsilon_and_never_more(eps):
+    rel = releaser(eps, seed=3)
+    out = dp_numeric_range(lognormal(5000, 0), log_axis(), 10, eps, 1, rel, "x")
+    spent, delta = rel.ledger.spent()
+    assert out is not None and delta == 0.0
+    assert eps * (1 - 1e-9) <= spent <= eps
+    kinds = [c.kind for c in rel.ledger.charges]
+    assert kinds == ["laplace", "laplace"]
+
+
+def test_bound_scales_the_noise_not_the_charge():
+    rel = releaser(1.0, seed=4)
+    dp_numeric_range(lognormal(2000, 1), log_axis(), 10, 1.0, 3, rel, "x")
+    first, second = rel.ledger.charges
+    assert first.sensitivity == 3 and math.isclose(first.scale, 3 / 0.4, rel_tol=1e-9)
+    assert rel.ledger.spent()[0] <= 1.0
+
+
+def test_empty_column_returns_none_after_drawing_stage_one():
+    rel = releaser(1e6, seed=5)
+    assert dp_numeric_range(np.array([]), log_axis(), 10, 1e6, 1, rel, "x") is None
+    assert len(rel.ledger.charges) == 1  # the support was still released (no early exit)
+
+
+# ----- accuracy --------------------------------------------------------------------------------
+def test_huge_epsilon_edges_converge_to_exact_quantiles_within_a_fine_cell():
+    """Noise-free counts: each edge lies in the fine cell where the CDF crosses i / bins,
+    which also holds the exact quantile up to one order statistic: the same or the adjacent
+    cell, i.e. within 2 / 20 of a decade on the 20-a-decade axis."""
+    v = lognormal(20_000, 2)
+    out = dp_numeric_range(v, log_axis(), 10, 1e6, 1, releaser(1e6, 6), "x")
+    exact = np.quantile(v, np.arange(1, 10) / 10)
+    assert out is not None and len(out.edges) == 9
+    assert np.max(np.abs(np.log10(out.edges) - np.log10(exact))) <= 2 / 20 + 1e-12
+    assert math.isclose(out.largest_bin_share, 0.1, abs_tol=1e-6)
+    # the range: the decades holding the 0.1% and 99.9% quantiles, whole
+    lo, hi = np.quantile(v, [Q_LO, Q_HI])
+    assert out.min == 10.0 ** math.floor(math.log10(lo))
+    assert out.max == 10.0 ** math.ceil(math.log10(hi))
+
+
+def test_huge_epsilon_on_days_edges_within_a_day_and_range_is_whole_years():
+    rng = np.random.default_rng(7)
+    days = rng.uniform(15706, 17167, 10_000)  # 2013-01-01 .. 2016-12-31
+    axis = linear_axis(-25567, 47482, 365.25, 1)
+    out = dp_numeric_range(days, axis, 10, 1e6, 1, releaser(1e6, 7), "d")
+    exact = np.quantile(days, np.arange(1, 10) / 10)
+    assert out is not None and np.max(np.abs(np.asarray(out.edges) - exact)) <= 2.0
+    assert out.min <= days.min() and out.max >= days.max()
+    assert out.min in axis.edges and out.max in axis.edges
+    assert out.max - out.min <= 4 * 366 + 1
+
+
+def test_point_mass_gets_its_own_bin():
+    rng = np.random.default_rng(8)
+    v = np.concatenate([np.zeros(6000), rng.lognormal(1.0, 0.8, 4000)])
+    out = dp_numeric_range(v, log_axis(), 10, 1e6, 1, releaser(1e6, 8), "tips")
+    assert out is not None and out.min == 0.0 and out.edges[0] == 1e-3
+    shares = bin_shares(v, out)
+    assert shares[0] == 0.6 and math.isclose(out.largest_bin_share, 0.6, abs_tol=1e-6)
+    assert len(out.edges) <= 9 and np.all(np.diff(out.edges) > 0)
+    exact = exact_numeric_range(v, 10)
+    assert exact.min == 0.0 and bin_shares(v, exact)[0] == 0.6 == exact.largest_bin_share
+
+
+def test_exact_range_is_min_max_and_quantiles():
+    v = np.arange(1.0, 101.0)
+    out = exact_numeric_range(v, 4)
+    assert (out.min, out.max) == (1.0, 100.0)
+    assert out.edges == tuple(np.quantile(v, [0.25, 0.5, 0.75]))
+    # edges 25.75, 50.5, 75.25: 1..25, 26..50, 51..75, 76..100 (left-closed bins)
+    assert list(bin_shares(v, out)) == [0.25] * 4 and out.largest_bin_share == 0.25
+    ties = exact_numeric_range(np.array([0.0] * 7 + [1.0, 2.0, 3.0]), 5)
+    assert np.allclose(ties.edges, (1.0, 1.2)) and ties.largest_bin_share == 0.7  # quantiles 0,0,0,1.2
+
+
+# ----- no absurd range, and the noise floor -------------------------------------------------
+def test_no_range_is_absurd_on_lognormal_with_outliers_over_many_seeds():
+    """With probability >= 1 - beta a range stays inside the coarse cells holding data (module
+    docstring); over N independent draws the failures are Binomial(N, <= beta), so more than
+    its 1 - 1e-6 quantile would refute the floor (the old floor scale * ln(cells) fails about
+    half of all draws)."""
+    v = np.concatenate([np.clip(lognormal(3000, 9), 1.0, 99.0), [5000.0] * 5])
+    hull_lo, hull_hi = 1.0, 10_000.0
+    beta, n_draws = 0.01, 300
+    failures = 0
+    for seed in range(n_draws):
+        out = dp_numeric_range(v, log_axis(), 10, 0.05, 1, releaser(0.05, 100 + seed), "x", beta)
+        assert out is not None
+        failures += not (hull_lo <= out.min < out.max <= hull_hi)
+    assert failures <= binom.ppf(1 - 1e-6, n_draws, beta)
+
+
+def test_empty_cells_survive_stage_one_at_the_laplace_tail_rate():
+    """An empty coarse cell passes ``tau = s ln(K / beta)`` with probability
+    ``exp(-tau / s) / 2 = beta / (2 K)``; with beta = 0.9 that is measurable. The observed
+    count over many draws must be within 5 binomial standard deviations."""
+    beta, eps, n_draws = 0.9, 0.5, 300
+    records = []
+    v = np.clip(lognormal(500, 10), 1.0, 99.0)  # two decades hold data, 25 cells are empty
+    for seed in range(n_draws):
+        dp_numeric_range(v, log_axis(), 10, eps, 1, releaser(eps, 1000 + seed, records.append),
+                         "x", beta)
+    stage1 = [r for r in records if r.name == "x: coarse histogram"]
+    assert len(stage1) == n_draws
+    k = len(stage1[0].true)
+    empty = np.concatenate([r.noisy[r.true == 0] for r in stage1])
+    floors = np.array([noise_floor(r.scale, k, beta) for r in stage1])
+    passed = sum(int(np.sum(r.noisy[r.true == 0] > f)) for r, f in zip(stage1, floors))
+    p = beta / (2 * k)
+    expected, sd = len(empty) * p, math.sqrt(len(empty) * p * (1 - p))
+    assert abs(passed - expected) <= 5 * sd
+    assert math.isclose(stage1[0].scale, 1 / (0.4 * eps), rel_tol=1e-9)
+
+
+# ----- tree consistency ----------------------------------------------------------------------
+def test_consistent_leaves_is_the_least_squares_fit_of_the_tree():
+    rng = np.random.default_rng(11)
+    leaves, b = rng.integers(0, 50, 23).astype(float), 4
+    true = tree_counts(leaves, b)
+    assert np.allclose(consistent_leaves(true, b), leaves)  # noise-free: unchanged
+    noisy = [lvl + rng.laplace(0, 5, len(lvl)) for lvl in true]
+    # brute force: least squares of all node observations in the leaves
+    rows, m = [], len(leaves)
+    for k, lvl in enumerate(noisy):
+        span = b ** k
+        for i in range(len(lvl)):
+            row = np.zeros(m)
+            row[i * span:(i + 1) * span] = 1.0
+            rows.append(row)
+    fit = np.linalg.lstsq(np.array(rows), np.concatenate(noisy), rcond=None)[0]
+    assert np.allclose(consistent_leaves(noisy, b), fit, atol=1e-8)
