@@ -9,7 +9,9 @@ Column kinds
   code i is ``[bins[i-1], bins[i])``, the last code is ``[bins[-1], max]``.
 - ``id``: the privacy unit's identifier (e.g. ``taxi_id``); integer in ``[min, max]``, never
   discretized and never part of a marginal.
-- ``datetime``: date/time strings at a ``resolution`` (:mod:`harness.data.datetimes`).
+- ``datetime``: date/time strings at a ``resolution`` (:mod:`harness.data.datetimes`); at an
+  absolute resolution optional ``bins`` (date strings in the column's format) are left-closed
+  bins like numeric ones, decoded to a uniformly drawn unit inside the bin.
 
 ``allow_missing: true`` (categorical, numeric, datetime) adds one last code, "missing": NaN or
 an empty cell encodes to it and it decodes back to NaN (a missing category / a missing bin).
@@ -55,7 +57,7 @@ class Column:
     names: tuple[str, ...] | None = None
     min: float | None = None
     max: float | None = None
-    bins: tuple[float, ...] | None = None
+    bins: tuple[Any, ...] | None = None  # numbers (numeric), date strings (datetime)
     allow_missing: bool = False
     resolution: str | None = None
     format: str | None = None
@@ -362,7 +364,7 @@ def decode_column(col: Column, codes: np.ndarray, rng: np.random.Generator,
     if col.allow_missing:
         return with_missing(col, codes, rng, reference)
     if col.kind == "datetime":
-        return datetime_values(col, codes)
+        return datetime_values(col, codes, rng)
     if col.kind == "categorical":
         return np.asarray(col.values, dtype=object if col.dtype == "str" else None)[codes]
     if col.kind != "numeric":
@@ -456,7 +458,8 @@ def domain_description(col: Column) -> str:
     values, with runs of consecutive integers written ``a..b``, or their number when long."""
     if col.kind == "datetime":
         return (f"dates ({col.format or 'ISO 8601'}) at resolution {col.resolution}"
-                + (f" in [{col.min}, {col.max}]" if col.min is not None else ""))
+                + (f" in [{col.min}, {col.max}]" if col.min is not None else "")
+                + (f" in {len(col.bins) + 1} bins" if col.bins is not None else ""))
     if col.kind in ("numeric", "id"):
         bounds = f"[{_plain_number(col.min)}, {_plain_number(col.max)}]"
         return f"integers in {bounds}" if col.kind == "id" or col.is_integer else bounds
