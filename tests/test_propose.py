@@ -135,6 +135,8 @@ def seeded_releaser(epsilon: float, seed: int) -> Releaser:
 def test_dp_categories_are_exactly_the_values_above_the_threshold():
     """Re-draw the noise with the releaser's seed: the kept categories are exactly the keys
     whose noisy count passed tau, and a value held by one person is (almost) never kept."""
+    from harness.data.infer import CLASSES
+
     n_common = 3000
     df = pd.DataFrame({"pay": ["Cash"] * n_common + ["Card"] * n_common + ["Rare"]})
     kept_rare = 0
@@ -143,10 +145,11 @@ def test_dp_categories_are_exactly_the_values_above_the_threshold():
         releaser = seeded_releaser(1.0, seed)
         prop = propose(df, settings, releaser)
         charges = releaser.ledger.charges
-        assert [c.kind for c in charges] == ["exponential", "laplace"]
-        # replay: type draw (gumbel over 9 candidates), then Laplace over the 3 keys
+        assert [c.kind for c in charges] == ["laplace", "laplace"]
+        assert [c.name for c in charges] == ["pay: type", "pay: values"]
+        # replay: the type histogram (every public class + missing), then the 3 keys
         rng = np.random.default_rng(seed)
-        rng.gumbel(size=9)
+        rng.laplace(0.0, charges[0].scale, size=len(CLASSES) + 1)
         counts = pd.Series(df["pay"]).value_counts()
         noisy = counts.to_numpy() + rng.laplace(0.0, charges[1].scale, size=len(counts))
         tau = prop.thresholds["pay"]
@@ -156,6 +159,9 @@ def test_dp_categories_are_exactly_the_values_above_the_threshold():
     assert kept_rare == 0
     eps, delta = prop.spent()
     assert eps <= 1.0 and delta == pytest.approx(1e-6)
+    # the split: 10% of the column's share on its type, the rest on its values
+    assert charges[0].scale == pytest.approx(1 / (0.1 * 1.0), rel=1e-6)
+    assert charges[1].scale == pytest.approx(1 / (0.9 * 1.0), rel=1e-6)
 
 
 def test_dp_spend_is_the_ledgers_and_never_over_budget():

@@ -1,5 +1,5 @@
 """Schema proposals for a raw table: kinds, values, ranges and quantile bins, from one of three
-sources, never silently from the private data.
+sources, never silently from the private data, with public hints free of budget.
 
 Sources
 -------
@@ -13,81 +13,78 @@ Sources
     The private table read exactly: an explicit opt-in (``--from-private``), written into the
     schema file (``proposal.source = "private"``) so that runs using it are tagged and marked.
 
+Hints (:mod:`harness.data.hints`) are public facts the user states: a column with a complete
+hint is taken from it and spends nothing; a partial hint (its kind or date format) skips the
+type choice. Every source honours them.
+
 Algorithms (the ``dp`` source)
 ------------------------------
 Privacy unit: one person = one row (record level), or, with an id column, at most
 ``max_rows_per_person`` rows per person (a person's extra rows are dropped at random before
 anything is counted; ``bound`` below). Neighbouring tables differ by adding or removing one
-person. Every column gets the same share ``epsilon / k`` (k columns), split 30/70 between:
+person, who changes at most ``bound`` rows.
 
-1. **Type** (exponential mechanism, McSherry & Talwar 2007): candidates
-   :data:`harness.data.infer.TYPES` (date formats, integer, number, text), score
-   ``-(misfits + penalty * n_present)`` (:func:`harness.data.infer.type_scores`); one person
-   changes it by at most ``1.5 * bound`` (the sensitivity charged).
-2. **Values** of text, integer and date columns (stability-based thresholded histogram;
-   Korolova et al. 2009, Bun, Nissim & Stemmer 2016, Wilson et al. 2020 for bounded user
-   contributions; numbers: step 3): the keys present in the column (the text or integer
-   value; for dates the year) get ``count + Laplace(b)``,
-   ``b = bound / eps_values`` (L1 sensitivity ``bound``: a person's rows change the counts by at
-   most ``bound`` in total); keys whose noisy count exceeds ``tau`` are kept, all others stay
-   out (a key nobody has is never drawn). **Threshold**: a key present in one table and absent
-   in its neighbour has count at most ``bound`` there; it is released only if
-   ``bound + Lap(b) > tau``, probability ``exp(-(tau - bound) / b) / 2``; a person adds at most
-   ``bound`` such keys, so with ``tau = bound + b * ln(bound / (2 delta_col))`` the release is
-   ``(eps_values, delta_col)``-DP (Laplace part ``eps_values``-DP on the shared keys,
-   ``delta_col`` for the keys only one table has). ``delta_col = delta / k``; the thresholds'
-   deltas add up to ``delta``, the Laplace and exponential charges (pure DP) to at most
-   ``epsilon`` (basic composition; the ledger's own sum).
+**Budget split** (fixed before any data is read, except where said): the columns without a
+complete hint share ``epsilon`` in proportion to their weights (default 1 each; ``--weight``
+or a hint's ``weight``). Within a column, :data:`TYPE_SHARE` of its share goes to the type
+release (none when the kind is hinted), the rest to its values release. The values shares of
+the columns whose chosen type needs no values release (time-of-day parts) are given to the
+other columns in proportion to their weights: the types are DP outputs, so this adaptive
+split is post-processing of released values followed by releases whose budgets add up to at
+most ``epsilon`` (basic composition; the ledger's own sum).
 
-3. **Numbers** (range and quantile bin edges; :func:`grid_column`): one Laplace histogram per
-   number column over *every* cell of a fixed public log grid (:func:`grid_edges`: 0 and
-   +-10^(j/5) for j = -15..45, 124 cells, chosen before any data is seen). Sensitivity: adding
-   or removing one person changes at most ``bound`` cell counts by one each (L1 = ``bound``);
-   Laplace scale ``bound / eps_values`` makes the release ``eps_values``-DP, pure (the domain is
-   fixed and public: no cell exists in one neighbour only, so no threshold and no delta).
-   Budget share: the column's values share, the same as every other column whose type needs
-   a values release (70% of ``epsilon / k``, split evenly among them). The range (the cells
-   where the noisy CDF passes 0.2% and 99.8%), the noise floor (a cell counts only above
-   ``scale * ln(cells)``) and the edges (the ``i / bins`` quantiles of the noisy CDF) are
-   post-processing. **Why not the exponential mechanism per edge** (Smith 2011): ``bins - 1``
-   edges would each get ``eps_values / (bins - 1)``, and an exponential-mechanism quantile
-   misses its rank by about ``(2 bound / eps_edge) ln(candidates)`` rows: at ``--epsilon 0.1``
-   on the 11-column raw taxi table (10 values releases, ``eps_values = 0.007``, 9 edges) that
-   is about 12,000 of its 15,002 rows, where the histogram's noise is ``b = 143`` rows per cell
-   and every edge reads the one release. The histogram's limit: edges sit on grid cells, so a
-   bin holds at least the largest cell's rows (fare on that table: 32.9%, the largest bin in
-   each of 20 draws at epsilon 0.1).
+1. **Type** (one Laplace histogram per column over a fixed public set of cells: the value
+   classes of :data:`harness.data.infer.CLASSES` plus "missing"). Each row falls in exactly
+   one cell, so a person changes the histogram by at most ``bound`` in L1: Laplace scale
+   ``bound / eps_type`` is ``eps_type``-DP, pure (the domain is fixed and public, every cell
+   is released). The type is :func:`harness.data.infer.choose_type` of the noisy class counts
+   (the most specific type that at least 99% of the noisy mass fits): post-processing. A text
+   column is typed as a date only if 99% of its noisy mass parses as that date: at the Laplace
+   scale of a small share, noise of the size of most of a column's rows has probability about
+   ``exp(-n / scale)``.
+2. **Text values** (stability-based thresholded histogram; Korolova et al. 2009, Bun, Nissim &
+   Stemmer 2016, Wilson et al. 2020 for bounded user contributions): the keys present get
+   ``count + Laplace(b)``, ``b = bound / eps_values`` (L1 sensitivity ``bound``); keys whose
+   noisy count exceeds ``tau = bound + b * ln(bound / (2 delta_col))`` are kept, all others stay
+   out, so the release is ``(eps_values, delta_col)``-DP (:func:`threshold`); ``delta_col`` is
+   ``delta`` split evenly among the text columns (the thresholds' deltas add up to ``delta``).
+3. **Numbers, integers and dates** (:mod:`harness.data.dp_numbers`): a DP range and quantile
+   bin edges on a public axis, pure DP with the column's whole values share: numbers and
+   integers on the public log axis, dates as days since 1970 on a public linear axis
+   (1900-2100). An integer column whose DP range holds at most ``max_categories`` integers
+   becomes categorical over every integer of the range (the range is released: the domain is
+   public), else numeric with integer edges; dates become ``datetime`` columns at their
+   format's resolution with ``bins`` (:mod:`harness.data.datetimes`).
 
-Then post-processing only: text columns -> categorical (the kept values; the
-``max_categories`` largest noisy counts when more); integer columns -> categorical when at
-most ``max_categories`` values are kept, else numeric; numbers -> numeric; ranges are the kept
-keys' extent (outside it, values are clipped when the data is loaded: ``out_of_domain``), and
-the bin edges are quantiles (``i / bins``) of the noisy counts' CDF (step 3: one release
-serves every edge). A column with no kept key is left out of
-the schema and listed in ``proposal.dropped``.
+Then post-processing only. A column with no kept key or no range is left out of the schema
+(``proposal.dropped``) with the fix: a hint, a public sample or more epsilon.
 
-Exact sources (``public``, ``private``) use the same type rule (the best score), every value
-(text; integers up to ``max_categories``), exact min/max and exact quantile edges.
+Exact sources (``public``, ``private``) use the same type rule on exact class counts, every
+text value (the ``max_categories`` most frequent), exact ranges and exact quantile edges; a
+public sample's integer columns of small range get every integer of the range, and every
+column allows missing values (the private table may have them where the sample has none).
 
-Proposals allow missing values in every column that has (or, for DP, may have) any, and set
-``out_of_domain: "coerce"``: when the data is loaded, values the proposal did not see become
-missing (categorical, datetime) or are clipped into range (numeric)
-(:mod:`harness.data.conform`). Reports and messages name columns and counts of kept keys,
-never a private value.
+Proposals set ``out_of_domain: "coerce"``: when the data is loaded, values the proposal did
+not see become missing (categorical, datetime) or are clipped into range (numeric), counted
+before any run (:mod:`harness.data.conform`). The report names columns, their budget shares
+and what each column keeps (from the noisy counts for DP), never a private value.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from harness.data.datetimes import ABSOLUTE
-from harness.data.infer import (SCORE_SENSITIVITY, TYPES, present, resolution_of, type_misfits,
-                                type_scores)
+from harness.data.datetimes import ABSOLUTE, ISO8601, parse, strftime_pattern
+from harness.data.dp_numbers import (NumericRange, dp_numeric_range, exact_numeric_range,
+                                     linear_axis, log_axis)
+from harness.data.hints import ColumnHint, hints_of
+from harness.data.infer import CLASSES, choose_type, present, resolution_of, value_classes
 from harness.data.schema import Column, RunSpec, Schema
 from harness.errors import ConfigError, DPArenaError
 from harness.privacy.accounting import Budget, Ledger
@@ -95,11 +92,15 @@ from harness.privacy.release import Releaser
 
 Source = Literal["public", "dp", "private"]
 SOURCES = ("public", "dp", "private")
-#: share of a column's epsilon spent choosing its type (the rest: its values)
-TYPE_SHARE = 0.3
-#: cells per decade of the public log grid numbers are counted on
-CELLS_PER_DECADE = 5
+#: share of a column's epsilon spent on its type histogram (the rest: its values)
+TYPE_SHARE = 0.1
 ID_RANGE = (0, 2**31 - 1)
+#: the public axis of dates, in days since 1970-01-01: 1900-01-01 .. 2100-12-31
+DAY_AXIS = (-25_567.0, 47_482.0)
+#: a column keeping less than this share of its present values (noisy) is flagged in the report
+KEPT_WARNING = 0.95
+#: a column whose largest code holds more than this share is flagged in the report
+ONE_CODE_WARNING = 0.9
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class ProposalSettings:
     max_rows_per_person: int = 1
     run_epsilons: tuple[float, ...] = (1.0, 10.0)
     run_delta: float = 1e-6
+    #: public hints ``{column: mapping or ColumnHint}`` (:mod:`harness.data.hints`)
+    hints: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -127,6 +130,51 @@ class ProposalSettings:
         if self.bins < 2 or self.max_categories < 1 or self.max_rows_per_person < 1:
             raise ConfigError("--bins must be >= 2, --max-categories and "
                               "--max-rows-per-person >= 1", "use e.g. --bins 10")
+        object.__setattr__(self, "hints", hints_of(self.hints))
+
+    @property
+    def column_hints(self) -> dict[str, ColumnHint]:
+        return self.hints  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ColumnReport:
+    """What the proposal did with one column (public, or post-processing of DP releases)."""
+
+    name: str
+    origin: str                      # "hint", "dp", "public" or "private"
+    type_name: str | None = None
+    epsilon: float = 0.0
+    delta: float = 0.0
+    kept_share: float | None = None  # share of present values inside the schema (noisy for DP)
+    largest_share: float | None = None
+    note: str = ""
+
+    def line(self, column: Column | None) -> str:
+        what = "left out" if column is None else f"{column.kind} ({column_size(column)})"
+        parts = [f"{self.name}: {what}", f"from {self.origin}"]
+        if self.type_name:
+            parts[0] += f" [{self.type_name}]"
+        if self.origin == "dp":
+            parts.append(f"eps {self.epsilon:.3g}" + (f", delta {self.delta:.2g}"
+                                                      if self.delta else ""))
+        if self.kept_share is not None:
+            parts.append(f"keeps ~{self.kept_share:.0%} of values")
+        if self.largest_share is not None:
+            parts.append(f"largest code ~{self.largest_share:.0%}")
+        text = "; ".join(parts)
+        return text + (f"; {self.note}" if self.note else "")
+
+    @property
+    def weak(self) -> bool:
+        return ((self.kept_share is not None and self.kept_share < KEPT_WARNING)
+                or (self.largest_share is not None and self.largest_share > ONE_CODE_WARNING))
+
+
+def column_size(col: Column) -> str:
+    if col.kind == "id":
+        return "id"
+    return f"{col.present_size} codes"
 
 
 @dataclass(frozen=True)
@@ -137,6 +185,7 @@ class Proposal:
     dropped: tuple[str, ...] = ()
     ledger: dict[str, Any] | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
+    columns: tuple[ColumnReport, ...] = ()
 
     def spent(self) -> tuple[float, float]:
         """(epsilon, delta) of the proposal: 0 for public data, inf for the private opt-in."""
@@ -147,45 +196,12 @@ class Proposal:
         assert self.ledger is not None
         return self.ledger["total"]["epsilon"], self.ledger["total"]["delta"]
 
-
-# ----- keys -------------------------------------------------------------------------------
-def grid_edges() -> np.ndarray:
-    """The public grid numbers are counted on: 0 and +-10^(j/5) for 10^-3..10^9."""
-    pos = 10.0 ** (np.arange(-3 * CELLS_PER_DECADE, 9 * CELLS_PER_DECADE + 1) / CELLS_PER_DECADE)
-    return np.concatenate([-pos[::-1], [0.0], pos])
+    def origins(self) -> dict[str, str]:
+        """Where each column came from (``hint``, ``dp``, ``public``, ``private``)."""
+        return {c.name: c.origin for c in self.columns}
 
 
-def column_keys(values: pd.Series, type_name: str) -> pd.Series:
-    """One key per present value that parses as ``type_name`` (others dropped): the stripped
-    text, the integer, the grid cell index (numbers) or the time unit (absolute dates)."""
-    s = present(values).astype(str).str.strip()
-    if type_name == "text":
-        return s
-    if type_name in ("integer", "number"):
-        nums = pd.to_numeric(s, errors="coerce").dropna()
-        nums = nums[np.isfinite(nums)]
-        if type_name == "integer":
-            return nums[nums == np.floor(nums)].astype(np.int64)
-        return pd.Series(np.searchsorted(grid_edges(), nums.to_numpy(), side="right"),
-                         index=nums.index)
-    stamps = pd.to_datetime(s, format=type_name, errors="coerce").dropna()
-    res = resolution_of(type_name)
-    if res not in ABSOLUTE:
-        return stamps.dt.hour
-    unit = ABSOLUTE[res]  # type: ignore[index]
-    return pd.Series(stamps.to_numpy(dtype="datetime64[ns]").astype(f"datetime64[{unit}]")
-                     .astype(np.int64), index=stamps.index)
-
-
-def key_bounds(type_name: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each key's value interval ``[lo, hi)``."""
-    keys = np.asarray(keys)
-    if type_name == "number":
-        edges = np.concatenate([[-1e12], grid_edges(), [1e12]])
-        return edges[keys], edges[keys + 1]
-    return keys.astype(float), keys.astype(float) + 1.0
-
-
+# ----- public helpers ------------------------------------------------------------------------
 def quantile_edges(lo: np.ndarray, hi: np.ndarray, counts: np.ndarray, bins: int) -> list[float]:
     """Interior bin edges at the ``i / bins`` quantiles of a (noisy) histogram over sorted
     key intervals: each edge is the upper end of the key where the CDF reaches the quantile."""
@@ -199,75 +215,13 @@ def quantile_edges(lo: np.ndarray, hi: np.ndarray, counts: np.ndarray, bins: int
     return [c for c in cuts if lo[0] < c < hi[-1]]
 
 
-# ----- one column -------------------------------------------------------------------------
-def column_from_keys(name: str, type_name: str, keys: np.ndarray, counts: np.ndarray,
-                     settings: ProposalSettings, allow_missing: bool) -> Column:
-    """The schema entry for a column of type ``type_name`` whose kept keys are ``keys`` with
-    (exact or noisy) ``counts``; post-processing only."""
-    res = resolution_of(type_name)
-    if res is not None:
-        if res not in ABSOLUTE:
-            return Column(name, "datetime", "str", resolution=res, format=type_name,
-                          allow_missing=allow_missing)
-        unit = ABSOLUTE[res]
-        lo, hi = (pd.Timestamp(np.datetime64(int(k), unit)).strftime(type_name)
-                  for k in (keys.min(), keys.max()))
-        return Column(name, "datetime", "str", resolution=res, format=type_name, min=lo,
-                      max=hi, allow_missing=allow_missing)
-    if type_name == "text" or (type_name == "integer" and len(keys) <= settings.max_categories):
-        top = np.argsort(-counts, kind="stable")[: settings.max_categories]
-        values = sorted(keys[top].tolist())
-        dtype = "str" if type_name == "text" else "int64"
-        return Column(name, "categorical", dtype, values=tuple(values),
-                      allow_missing=allow_missing)
-    lo, hi = key_bounds(type_name, keys)
-    edges = quantile_edges(lo, hi, counts.astype(float), settings.bins)
-    top = float(hi.max()) - (1.0 if type_name == "integer" else 0.0)
-    return Column(name, "numeric", "int64" if type_name == "integer" else "float",
-                  min=float(lo.min()), max=top, bins=tuple(edges) or None,
-                  allow_missing=allow_missing)
-
-
-def exact_column(name: str, values: pd.Series, settings: ProposalSettings) -> Column | None:
-    """A column read exactly (public sample, or the private opt-in); None when empty."""
-    s = present(values)
-    if not len(s):
-        return None
-    scores = type_scores(type_misfits(values), len(s))
-    type_name = TYPES[int(np.argmax(scores))]
-    keys = column_keys(values, type_name)
-    allow_missing = bool(len(s) < len(values) or len(keys) < len(s))
-    if type_name == "number":  # exact quantiles of the values, not of grid cells
-        nums = pd.to_numeric(s.astype(str).str.strip(), errors="coerce").dropna()
-        lo, hi = float(nums.min()), float(nums.max())
-        qs = np.quantile(nums, np.arange(1, settings.bins) / settings.bins)
-        edges = tuple(sorted({float(q) for q in qs if lo < q < hi})) or None
-        return Column(name, "numeric", "float", min=lo, max=hi, bins=edges,
-                      allow_missing=allow_missing)
-    counted = keys.value_counts()
-    if type_name == "integer" and len(counted) > settings.max_categories:
-        nums = keys.to_numpy(dtype=float)
-        lo, hi = float(nums.min()), float(nums.max())
-        qs = np.ceil(np.quantile(nums, np.arange(1, settings.bins) / settings.bins))
-        edges = tuple(sorted({float(q) for q in qs if lo < q <= hi})) or None
-        return Column(name, "numeric", "int64", min=lo, max=hi, bins=edges,
-                      allow_missing=allow_missing)
-    return column_from_keys(name, type_name, counted.index.to_numpy(),
-                            counted.to_numpy(dtype=float), settings, allow_missing)
-
-
 def threshold(epsilon: float, delta: float, bound: int) -> float:
     """``tau = bound + (bound / epsilon) * ln(bound / (2 delta))`` (module docstring)."""
     return bound + (bound / epsilon) * math.log(bound / (2.0 * delta))
 
 
-def dp_type(name: str, values: pd.Series, releaser: Releaser, epsilon: float,
-            bound: int) -> str:
-    """The column's type, chosen by the exponential mechanism (module docstring, step 1)."""
-    scores = type_scores(type_misfits(values), len(present(values)))
-    chosen = releaser.exponential(f"{name}: type", scores, sensitivity=SCORE_SENSITIVITY * bound,
-                                  epsilon=epsilon, note="candidates: " + ", ".join(TYPES))
-    return TYPES[chosen]
+def is_date(type_name: str) -> bool:
+    return resolution_of(type_name) is not None
 
 
 def needs_values(type_name: str) -> bool:
@@ -276,76 +230,261 @@ def needs_values(type_name: str) -> bool:
     return res is None or res in ABSOLUTE
 
 
-def values_column(name: str, values: pd.Series, type_name: str, settings: ProposalSettings,
-                  releaser: Releaser, eps_values: float, delta: float,
-                  bound: int) -> tuple[Column | None, float, str]:
-    """The values release of one column whose type is chosen (module docstring)."""
-    if type_name == "number":
-        return grid_column(name, values, settings, releaser, eps_values, bound)
+def text_of(values: pd.Series) -> pd.Series:
+    """The present values as stripped text."""
+    return present(values).astype(str).str.strip()
+
+
+def numbers_of(values: pd.Series) -> np.ndarray:
+    """The present values that are finite numbers."""
+    nums = pd.to_numeric(text_of(values), errors="coerce").to_numpy(dtype=float)
+    return nums[np.isfinite(nums)]
+
+
+def days_of(values: pd.Series, type_name: str) -> np.ndarray:
+    """The present values that parse as dates of ``type_name``, in (fractional) days since
+    1970-01-01."""
+    stamps = parse(text_of(values), type_name).dropna()
+    ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    return ns / 86_400e9
+
+
+def date_text(days: float, resolution: str, fmt: str) -> str:
+    """A day number as a date string, floored to ``resolution``, in the column's writing
+    format."""
+    stamp = pd.Timestamp(np.datetime64(int(math.floor(days * 86_400)), "s"))
+    if resolution in ("year", "month"):
+        stamp = stamp.to_period(resolution[0].upper()).to_timestamp()
+    else:
+        stamp = stamp.floor({"day": "D", "hour": "h", "minute": "min"}[resolution])
+    return stamp.strftime(strftime_pattern(fmt, resolution))
+
+
+def date_column(name: str, type_name: str, rng: NumericRange,
+                allow_missing: bool) -> Column:
+    """A datetime column at the type's resolution from a range and edges in days."""
     res = resolution_of(type_name)
-    keys = column_keys(values, type_name)
-    if res is not None:  # dates: count years (coarse keys pass the threshold more often)
-        keys = pd.to_datetime(present(values).astype(str).str.strip(), format=type_name,
-                              errors="coerce").dropna().dt.year
-    counted = keys.value_counts()
-    tau = threshold(eps_values, delta, bound)
-    noisy = release_counts(releaser, f"{name}: values", counted.to_numpy(dtype=float),
-                           bound, eps_values, tau)
+    assert res is not None
+    if res not in ABSOLUTE:
+        return Column(name, "datetime", "str", resolution=res, format=type_name,
+                      allow_missing=allow_missing)
+    lo, hi = date_text(rng.min, res, type_name), date_text(rng.max, res, type_name)
+    probe = Column(name, "datetime", "str", resolution=res, format=type_name, min=lo, max=hi,
+                   allow_missing=allow_missing)
+    cuts = unique_units(probe, [date_text(e, res, type_name) for e in rng.edges])
+    return Column(name, "datetime", "str", resolution=res, format=type_name, min=lo, max=hi,
+                  bins=tuple(cuts) or None, allow_missing=allow_missing)
+
+
+def unique_units(col: Column, cuts: list[str]) -> list[str]:
+    """Cut points that fall strictly inside ``(min, max)`` at the column's resolution, one
+    per unit (edges closer than a unit merge)."""
+    from harness.data.datetimes import absolute_units, bound_of
+
+    if not cuts:
+        return []
+    units = absolute_units(col, parse(pd.Series(cuts), col.format))
+    lo, hi = absolute_units(col, pd.Series([bound_of(col, "min"), bound_of(col, "max")]))
+    out, seen = [], set()
+    for cut, unit in zip(cuts, units):
+        if lo < unit < hi and unit not in seen:
+            seen.add(unit)
+            out.append(cut)
+    return out
+
+
+def number_column(name: str, type_name: str, rng: NumericRange, settings: ProposalSettings,
+                  allow_missing: bool, fill_integers: bool) -> Column:
+    """A numeric column (or, for integers of a small range, a categorical of every integer
+    of the range) from a range and edges."""
+    if type_name == "integer":
+        lo, hi = math.floor(rng.min), math.ceil(rng.max)
+        if fill_integers and hi - lo + 1 <= settings.max_categories:
+            return Column(name, "categorical", "int64", values=tuple(range(lo, hi + 1)),
+                          allow_missing=allow_missing)
+        edges = sorted({float(math.ceil(e)) for e in rng.edges if lo < math.ceil(e) <= hi})
+        return Column(name, "numeric", "int64", min=float(lo), max=float(hi),
+                      bins=tuple(edges) or None, allow_missing=allow_missing)
+    edges = tuple(e for e in rng.edges if rng.min < e < rng.max)
+    return Column(name, "numeric", "float", min=float(rng.min), max=float(rng.max),
+                  bins=edges or None, allow_missing=allow_missing)
+
+
+def hinted_type(hint: ColumnHint | None) -> str | None:
+    """The type a partial hint fixes (None: choose it)."""
+    if hint is None or hint.kind is None:
+        return None
+    if hint.kind == "categorical":
+        return "text"
+    if hint.kind == "numeric":
+        return "number"
+    if hint.format and resolution_of(hint.format) is not None:
+        return hint.format
+    return hint.format or ISO8601
+
+
+def with_hint(col: Column, hint: ColumnHint | None) -> Column:
+    """``col`` with the facts a partial hint states (format, resolution, allow_missing)."""
+    if hint is None:
+        return col
+    changes: dict[str, Any] = {}
+    if hint.allow_missing is not None and col.kind != "id":
+        changes["allow_missing"] = hint.allow_missing
+    if col.kind == "datetime" and hint.resolution and hint.resolution != col.resolution:
+        changes.update(resolution=hint.resolution, bins=None)
+        if hint.resolution not in ABSOLUTE:
+            changes.update(min=None, max=None)
+    if not changes:
+        return col
+    from dataclasses import replace
+    return replace(col, **changes)
+
+
+# ----- exact proposals (public sample, private opt-in) ----------------------------------------
+def exact_type(values: pd.Series) -> str:
+    """The type the exact class counts choose."""
+    classes = value_classes(values)
+    return choose_type(np.bincount(classes, minlength=len(CLASSES)).astype(float))
+
+
+def exact_column(name: str, values: pd.Series, settings: ProposalSettings,
+                 hint: ColumnHint | None = None) -> tuple[Column | None, ColumnReport]:
+    """A column read exactly (public sample, or the private opt-in); None when empty."""
+    origin = "public" if settings.source == "public" else "private"
+    s = present(values)
+    if not len(s):
+        return None, ColumnReport(name, origin, note="no values; left out (fix: a hint)")
+    type_name = hinted_type(hint) or exact_type(values)
+    # a public sample may miss what the private table has: allow missing everywhere
+    allow_missing = settings.source == "public" or bool(len(s) < len(values))
+    if is_date(type_name):
+        days = days_of(values, type_name)
+        if not len(days):
+            return None, ColumnReport(name, origin, type_name, note="no value parses as "
+                                      f"{type_name}; left out (fix: a hint with its format)")
+        col = date_column(name, type_name, exact_numeric_range(days, settings.bins),
+                          allow_missing or len(days) < len(s))
+    elif type_name in ("integer", "number"):
+        nums = numbers_of(values)
+        integral = type_name == "integer"
+        if integral and origin == "private":
+            distinct = np.unique(nums)
+            if len(distinct) <= settings.max_categories:
+                col = Column(name, "categorical", "int64",
+                             values=tuple(int(v) for v in distinct),
+                             allow_missing=allow_missing or len(nums) < len(s))
+                return with_hint(col, hint), exact_report(name, origin, type_name, col, values)
+        col = number_column(name, type_name, exact_numeric_range(nums, settings.bins),
+                            settings, allow_missing or len(nums) < len(s),
+                            fill_integers=integral)
+    else:
+        counted = text_of(values).value_counts()
+        top = counted.index[: settings.max_categories]
+        col = Column(name, "categorical", "str", values=tuple(sorted(map(str, top))),
+                     allow_missing=True)
+    col = with_hint(col, hint)
+    return col, exact_report(name, origin, type_name, col, values)
+
+
+def exact_report(name: str, origin: str, type_name: str, col: Column,
+                 values: pd.Series) -> ColumnReport:
+    """Kept share and largest code of a column read exactly (of the sample it was read from:
+    for a public sample, public facts)."""
+    from harness.data.conform import conform_column
+    from harness.data.schema import encode_column
+
+    n = len(present(values))
+    fitted, loss = conform_column(col, values)
+    kept = 1.0 - loss.lost / n if n else None
+    largest = None
+    if col.kind != "id" and len(fitted.dropna()):
+        codes = encode_column(col, fitted.dropna())
+        largest = float(np.bincount(codes).max() / len(codes))
+    return ColumnReport(name, origin, type_name, kept_share=kept, largest_share=largest)
+
+
+# ----- DP proposals ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Shares:
+    """The budget split (module docstring, "Budget split")."""
+
+    column: dict[str, float]     # each proposed column's whole share
+
+    @classmethod
+    def of(cls, names: list[str], hints: dict[str, ColumnHint], epsilon: float) -> "Shares":
+        weights = {n: hints[n].weight if n in hints else 1.0 for n in names}
+        total = sum(weights.values())
+        return cls({n: epsilon * w / total for n, w in weights.items()})
+
+
+def dp_type(name: str, values: pd.Series, releaser: Releaser, epsilon: float,
+            bound: int) -> tuple[str, float]:
+    """The column's type from a Laplace histogram of its value classes (module docstring,
+    step 1), and the noisy count of present values (post-processing)."""
+    classes = value_classes(values)
+    counts = np.bincount(classes, minlength=len(CLASSES)).astype(float)
+    missing = float(len(values) - len(classes))
+    noisy = releaser.laplace(f"{name}: type", np.append(counts, missing), sensitivity=bound,
+                             scale=bound / epsilon,
+                             note=f"{len(CLASSES)} public value classes + missing")
+    return choose_type(noisy[:-1]), float(np.clip(noisy[:-1], 0, None).sum())
+
+
+def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
+                   releaser: Releaser, epsilon: float, delta: float, bound: int,
+                   present_noisy: float | None) -> tuple[Column | None, float, ColumnReport]:
+    """The thresholded histogram of a text column's values (module docstring, step 2)."""
+    counted = text_of(values).value_counts()
+    tau = threshold(epsilon, delta, bound)
+    report = ColumnReport(name, "dp", "text", epsilon, delta)
+    if not len(counted):
+        return None, tau, replace_note(report, "no values; left out (fix: a hint)")
+    noisy = releaser.laplace(f"{name}: values", counted.to_numpy(dtype=float),
+                             sensitivity=bound, scale=bound / epsilon,
+                             note=f"thresholded at {tau:.6g}")
     keep = noisy > tau
     if not keep.any():
-        return None, tau, (f"{name}: {type_name}: no value passed the threshold {tau:.0f}; "
-                           "left out (fix: a larger --epsilon, --public, or --drop it)")
-    kept = counted.index.to_numpy()[keep]
-    if res is not None:
-        first, last = pd.Timestamp(int(kept.min()), 1, 1), pd.Timestamp(int(kept.max()), 12, 31, 23)
-        col = Column(name, "datetime", "str", resolution=res, format=type_name,
-                     min=first.strftime(type_name), max=last.strftime(type_name),
-                     allow_missing=True)
+        return None, tau, replace_note(
+            report, f"no value passed the threshold {tau:.0f}; left out (fix: a hint listing "
+                    "its values, --public, a larger --epsilon or --weight)")
+    kept_noisy = noisy[keep]
+    order = np.argsort(-kept_noisy, kind="stable")[: settings.max_categories]
+    values_kept = sorted(counted.index.to_numpy()[keep][order].tolist())
+    col = Column(name, "categorical", "str", values=tuple(values_kept), allow_missing=True)
+    mass = float(kept_noisy[order].sum())
+    kept_share = min(1.0, mass / present_noisy) if present_noisy and present_noisy > 0 else None
+    largest = float(kept_noisy[order].max() / mass) if mass > 0 else None
+    return col, tau, ColumnReport(name, "dp", "text", epsilon, delta, kept_share, largest,
+                                  f"{len(values_kept)} value(s) above {tau:.0f}")
+
+
+def replace_note(report: ColumnReport, note: str) -> ColumnReport:
+    from dataclasses import replace
+    return replace(report, note=note)
+
+
+def dp_range_column(name: str, values: pd.Series, type_name: str, settings: ProposalSettings,
+                    releaser: Releaser, epsilon: float, bound: int
+                    ) -> tuple[Column | None, ColumnReport]:
+    """A number, integer or date column from a DP range and edges (module docstring, 3)."""
+    if is_date(type_name):
+        data, axis = days_of(values, type_name), linear_axis(*DAY_AXIS, 365.25, 1.0)
     else:
-        col = column_from_keys(name, type_name, kept, noisy[keep], settings, allow_missing=True)
-    return col, tau, f"{name}: {col.kind} ({type_name}), {int(keep.sum())} key(s) above {tau:.0f}"
+        data, axis = numbers_of(values), log_axis()
+    found = dp_numeric_range(data, axis, settings.bins, epsilon, bound, releaser,
+                             f"{name}: range")
+    report = ColumnReport(name, "dp", type_name, epsilon)
+    if found is None:
+        return None, replace_note(report, "no range found above the noise; left out (fix: a "
+                                          "hint with its min and max, --public, or more epsilon)")
+    if is_date(type_name):
+        col = date_column(name, type_name, found, allow_missing=True)
+    else:
+        col = number_column(name, type_name, found, settings, True, fill_integers=True)
+    largest = found.largest_bin_share if col.kind != "categorical" else None
+    return col, ColumnReport(name, "dp", type_name, epsilon, 0.0, None, largest)
 
 
-def grid_column(name: str, values: pd.Series, settings: ProposalSettings, releaser: Releaser,
-                epsilon: float, bound: int) -> tuple[Column, float, str]:
-    """A number column from a Laplace histogram over every cell of the public grid (a fixed
-    domain: pure DP, no threshold): range = the cells where the noisy CDF passes 0.2% and
-    99.8%, edges = its ``i / bins`` quantiles (cells under the noise floor count 0)."""
-    n_cells = len(grid_edges()) + 1
-    keys = column_keys(values, "number").to_numpy()
-    counts = np.bincount(keys, minlength=n_cells).astype(float)
-    scale = bound / epsilon
-    noisy = releaser.laplace(f"{name}: grid histogram", counts, sensitivity=bound, scale=scale,
-                             note=f"{n_cells} public log-grid cells")
-    # a cell counts only above scale * ln(cells): then about half an empty cell passes in all
-    # (Laplace tail exp(-t) / 2 per cell)
-    noisy = np.where(noisy > scale * math.log(n_cells), noisy, 0.0)
-    cells = np.arange(n_cells)
-    lo, hi = key_bounds("number", cells)
-    if noisy.sum() <= 0:
-        return (Column(name, "numeric", "float", min=0.0, max=1.0, allow_missing=True), math.nan,
-                f"{name}: numeric (number), no cell above noise; range [0, 1] (edit it)")
-    cdf = np.cumsum(noisy) / noisy.sum()
-    first = int(np.searchsorted(cdf, 0.002))
-    last = min(int(np.searchsorted(cdf, 0.998)), n_cells - 1)
-    inside = slice(first, last + 1)
-    edges = quantile_edges(lo[inside], hi[inside], noisy[inside], settings.bins)
-    col = Column(name, "numeric", "float", min=float(lo[first]), max=float(hi[last]),
-                 bins=tuple(edges) or None, allow_missing=True)
-    return col, math.nan, f"{name}: numeric (number), {len(edges) + 1} bins from a DP histogram"
-
-
-def release_counts(releaser: Releaser, name: str, counts: np.ndarray, bound: int,
-                   epsilon: float, tau: float) -> np.ndarray:
-    """Noisy counts of the keys present (Laplace, L1 sensitivity ``bound``); nothing is
-    released for an empty column (no key can pass)."""
-    if not len(counts):
-        return counts
-    return releaser.laplace(name, counts, sensitivity=bound, scale=bound / epsilon,
-                            note=f"thresholded at {tau:.6g}")
-
-
-# ----- a table ----------------------------------------------------------------------------
 def bounded_rows(df: pd.DataFrame, id_column: str | None, bound: int,
                  rng: np.random.Generator) -> pd.DataFrame:
     """At most ``bound`` rows per person (random), or the table itself at record level."""
@@ -356,6 +495,67 @@ def bounded_rows(df: pd.DataFrame, id_column: str | None, bound: int,
     return shuffled[shuffled.groupby(id_column).cumcount() < bound].sort_index()
 
 
+@dataclass(frozen=True)
+class DPResult:
+    columns: dict[str, Column | None]
+    reports: dict[str, ColumnReport]
+    thresholds: dict[str, float]
+    delta_each: float
+
+
+def dp_columns(rows: pd.DataFrame, names: list[str], settings: ProposalSettings,
+               releaser: Releaser, epsilon: float, bound: int) -> DPResult:
+    """Every proposed (not completely hinted) column by DP (module docstring)."""
+    hints = settings.column_hints
+    shares = Shares.of(names, hints, epsilon)
+    types: dict[str, str] = {}
+    present_noisy: dict[str, float | None] = {}
+    values_share: dict[str, float] = {}
+    for name in names:
+        fixed = hinted_type(hints.get(name))
+        if fixed is not None:
+            types[name], present_noisy[name] = fixed, None
+            values_share[name] = shares.column[name]
+        else:
+            eps_type = TYPE_SHARE * shares.column[name]
+            types[name], present_noisy[name] = dp_type(name, rows[name], releaser, eps_type,
+                                                       bound)
+            values_share[name] = shares.column[name] - eps_type
+    needing = [n for n in names if needs_values(types[n])]
+    pool = sum(values_share.values())
+    weight = {n: hints[n].weight if n in hints else 1.0 for n in needing}
+    eps_values = {n: pool * weight[n] / sum(weight.values()) for n in needing}
+    texts = [n for n in needing if types[n] in ("text",)]
+    delta_each = settings.delta / max(len(texts), 1)
+    columns: dict[str, Column | None] = {}
+    reports: dict[str, ColumnReport] = {}
+    thresholds: dict[str, float] = {}
+    for name in names:
+        t = types[name]
+        spent_type = shares.column[name] - values_share[name]
+        if name not in eps_values:
+            col = with_hint(Column(name, "datetime", "str", resolution=resolution_of(t),
+                                   format=t, allow_missing=True), hints.get(name))
+            columns[name] = col
+            reports[name] = ColumnReport(name, "dp", t, spent_type, note="no values released "
+                                         "(a cyclic part: its codes are public)")
+            continue
+        if t == "text":
+            col, tau, rep = dp_text_column(name, rows[name], settings, releaser,
+                                           eps_values[name], delta_each, bound,
+                                           present_noisy[name])
+            thresholds[name] = tau
+        else:
+            col, rep = dp_range_column(name, rows[name], t, settings, releaser,
+                                       eps_values[name], bound)
+        from dataclasses import replace
+        rep = replace(rep, epsilon=spent_type + eps_values[name])
+        columns[name] = with_hint(col, hints.get(name)) if col is not None else None
+        reports[name] = rep
+    return DPResult(columns, reports, thresholds, delta_each)
+
+
+# ----- a table ----------------------------------------------------------------------------
 def propose(df: pd.DataFrame, settings: ProposalSettings,
             releaser: Releaser | None = None) -> Proposal:
     """Propose a schema for ``df`` (the public sample for ``source=public``, else the private
@@ -363,68 +563,64 @@ def propose(df: pd.DataFrame, settings: ProposalSettings,
     if settings.id_column is not None and settings.id_column not in df.columns:
         raise ConfigError(f"--id-column {settings.id_column!r} is not a column of the table",
                           f"use one of {list(map(str, df.columns))}")
-    attrs = [c for c in df.columns if c != settings.id_column]
+    attrs = [str(c) for c in df.columns if c != settings.id_column]
     if not attrs:
         raise ConfigError("the table has no columns to describe", "pass a CSV with a header row")
+    hints = settings.column_hints
+    unknown = sorted(set(hints) - set(attrs))
+    if unknown:
+        raise ConfigError(f"hints name columns {unknown} that the table does not have",
+                          f"use names from its header: {attrs[:30]}")
     bound = settings.max_rows_per_person if settings.id_column else 1
-    columns: list[Column] = []
-    report: list[str] = []
-    dropped: list[str] = []
-    thresholds: dict[str, float] = {}
+    complete = {n: hints[n].column(n) for n in attrs if n in hints and hints[n].complete}
+    columns: dict[str, Column | None] = dict(complete)
+    reports = {n: ColumnReport(n, "hint", note="spends nothing") for n in complete}
+    proposed = [n for n in attrs if n not in complete]
     ledger_dict = None
+    thresholds: dict[str, float] = {}
     if settings.source == "dp":
         eps, delta = float(settings.epsilon), settings.delta  # type: ignore[arg-type]
-        releaser = releaser or Releaser(Ledger(Budget(eps, 0.0),
-                                               unit=ledger_unit(settings)))
-        rows = bounded_rows(df, settings.id_column, bound, np.random.default_rng())
-        eps = eps * (1 - 1e-9)  # aim a hair below the budget (float rounding of the shares)
-        types = {str(n): dp_type(str(n), rows[n], releaser, TYPE_SHARE * eps / len(attrs), bound)
-                 for n in attrs}
-        needs = [n for n in attrs if needs_values(types[str(n)])]
-        # adaptive: the values budget is split among the columns whose type needs a release
-        share_eps = (1 - TYPE_SHARE) * eps / max(len(needs), 1)
-        thresholded = [n for n in needs if types[str(n)] != "number"]
-        share_delta = delta / max(len(thresholded), 1)
-        for name in attrs:
-            t = types[str(name)]
-            if name in needs:
-                col, tau, line = values_column(str(name), rows[name], t, settings, releaser,
-                                               share_eps, share_delta, bound)
-            else:
-                col, tau, line = (column_from_keys(str(name), t, np.array([0]), np.array([1.0]),
-                                                   settings, True), math.nan,
-                                  f"{name}: {resolution_of(t)} (no values released)")
-            report.append(line)
-            thresholds[str(name)] = tau
-            (columns.append(col) if col is not None else dropped.append(str(name)))
+        releaser = releaser or Releaser(Ledger(Budget(eps, 0.0), unit=ledger_unit(settings)))
+        if proposed:
+            rows = bounded_rows(df, settings.id_column, bound, np.random.default_rng())
+            # aim a hair below the budget (float rounding of the shares)
+            result = dp_columns(rows, proposed, settings, releaser, eps * (1 - 1e-9), bound)
+            columns.update(result.columns)
+            reports.update(result.reports)
+            thresholds = result.thresholds
+            delta_each = result.delta_each
+        else:
+            delta_each = 0.0
         spent_eps, _ = releaser.ledger.spent()
-        used_delta = share_delta * sum(1 for t in thresholds.values() if not math.isnan(t))
-        ledger_dict = {**releaser.ledger.to_dict(),
-                       "thresholds": {k: v for k, v in thresholds.items() if not math.isnan(v)},
-                       "threshold_delta_each": share_delta, "contribution_bound": bound,
+        used_delta = delta_each * len(thresholds)
+        ledger_dict = {**releaser.ledger.to_dict(), "thresholds": thresholds,
+                       "threshold_delta_each": delta_each, "contribution_bound": bound,
                        "neighbouring": "add or remove one person",
+                       "hinted_columns": sorted(complete),
                        "total": {"epsilon": spent_eps, "delta": used_delta,
                                  "composition": "basic: the charges' epsilons and the "
                                                 "thresholds' deltas added"}}
     else:
-        for name in attrs:
-            col = exact_column(str(name), df[name], settings)
-            if col is None:
-                dropped.append(str(name))
-                report.append(f"{name}: no values; left out")
-                continue
-            columns.append(col)
-            report.append(f"{name}: {col.kind}" + (f" ({col.size} codes)"))
+        for name in proposed:
+            columns[name], reports[name] = exact_column(name, df[name], settings,
+                                                        hints.get(name))
+    kept = [columns[n] for n in attrs if columns.get(n) is not None]
+    dropped = tuple(n for n in attrs if columns.get(n) is None)
     if settings.id_column:
-        columns.insert(0, Column(settings.id_column, "id", "int64", min=ID_RANGE[0],
-                                 max=ID_RANGE[1]))
-    if not [c for c in columns if c.kind != "id"]:
+        kept.insert(0, Column(settings.id_column, "id", "int64", min=ID_RANGE[0],
+                              max=ID_RANGE[1]))
+    if not [c for c in kept if c.kind != "id"]:  # type: ignore[union-attr]
         raise DPArenaError("no column could be proposed (every column was left out)",
-                           "use a larger --epsilon or a public sample (--public FILE)")
+                           "use a larger --epsilon, a public sample (--public FILE) or hints "
+                           "(--hint COLUMN={...})")
     runs = tuple(RunSpec(e, settings.run_delta, max_records_per_individual=bound
                          if settings.id_column else None) for e in settings.run_epsilons)
-    return Proposal(Schema(tuple(columns), runs), settings.source, tuple(report),
-                    tuple(dropped), ledger_dict, thresholds)
+    ordered = tuple(reports[n] for n in attrs)
+    lines = tuple(r.line(columns.get(r.name)) + (" [weak: fix with a hint, --public or more "
+                                                  "epsilon]" if r.weak else "")
+                  for r in ordered)
+    return Proposal(Schema(tuple(kept), runs), settings.source, lines, dropped,  # type: ignore[arg-type]
+                    ledger_dict, thresholds, ordered)
 
 
 def ledger_unit(settings: ProposalSettings) -> str:
