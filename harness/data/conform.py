@@ -1,27 +1,55 @@
-"""Fit a raw table to a proposed schema, and read the schema's provenance.
+"""Fit a raw table to a proposed schema, count what it cost, and read the schema's provenance.
 
 A proposed schema (:mod:`harness.data.propose`) saw a public sample or a DP view of the data,
 so the private table may hold values it left out. Its ``parameters.json`` carries a
 ``proposal`` block (``source``: ``public`` / ``dp`` / ``private``; the spend; the ledger file;
-``out_of_domain: "coerce"``) which :func:`conform` applies when the data is loaded, row by row
-(a per-row map, so it changes no sensitivity):
+``out_of_domain: "coerce"``) which :func:`conform_counted` applies when the data is loaded, row
+by row (a per-row map, so it changes no sensitivity):
 
 - categorical / datetime: a value outside the domain (or not parsing) becomes missing;
 - numeric: a non-number becomes missing, a number is clipped into ``[min, max]`` (rounded for
   integer columns);
 - a missing value in a column without ``allow_missing``: the row is dropped.
 
-Notes name the columns that were changed and what was done to them, never a value, a row or
-a count: a count of private rows is a statistic of the private data, and the notes are printed
-and written into the sweep's plan. What a column holds outside the proposal is one bit per
-column, as the other pre-sweep warnings (:mod:`harness.data.guards`).
+**Counts** (:class:`LoadReport`, per column a :class:`ColumnLoss`): how many present values
+were set missing (and how many of those did not parse at all), clipped, or rounded; how many
+cells were empty in the file; how many rows were dropped, and per column how many of those were
+missing in it. A column *loses* its set-missing, clipped and rounded values; :func:`over_limit`
+says which columns lose more than ``max_loss`` of their present values (default
+:data:`MAX_LOSS`, 1%) and whether more than ``max_loss`` of the rows were dropped;
+:func:`loss_refusal` turns that into one :class:`DPArenaError` with the counts and each
+column's fix (a public hint of its kind, format, range or categories; more categories; its date
+format; ``dataset.drop``; or ``dataset.max_loss`` to accept the loss knowingly), and
+:func:`loss_report_lines` is the report the sweep prints before any run
+(:func:`harness.sweep.plan.plan_sweep`).
+
+**Privacy of the counts: exact, on the operator's console only.** The counts are exact
+statistics of the private table. They are shown only to the operator, who runs the harness on
+the data owner's side and may see the private table anyway, as :meth:`Schema.validate`'s errors
+already count bad values to the operator; they are labelled as such in every message ("exact
+counts of the private table, shown to you only; not logged"). They are never written to the
+sweep's plan file (``plan.json``: its notes come from :attr:`LoadReport.notes`), MLflow, an
+artifact or the board: a refusal is raised while the sweep is planned, and an invalid job's
+message is printed, never stored (:func:`harness.sweep.plan.plan_for` exits before the plan is
+written). DP counts were the alternative; they would spend budget on every load and still
+need the exact count to decide a refusal, and the operator is the one person the exact count is
+not a secret from. What reaches the plan file and MLflow is :attr:`LoadReport.notes`: one bit
+per column (changed or not, rows dropped because of it or not), as the other pre-sweep
+warnings (:mod:`harness.data.guards`).
+
+**Schema identity**: :func:`schema_digest` is a keyed digest (HMAC under the local secret,
+:func:`harness.privacy.secret.keyed_digest`) of the schema's canonical JSON, the run tag
+``schema_digest`` by which a board notices runs on different schemas of one table. Keyed for
+every schema: a schema read from the private file (``--from-private``) is itself private, and
+one rule for all keeps the tags comparable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,31 +96,105 @@ def read_source(path: str | Path) -> SchemaSource | None:
                         block.get("ledger"), block.get("out_of_domain", "refuse"))
 
 
+#: Default largest share of a column's present values (or of the rows) loading may lose
+#: before the sweep refuses (``dataset.max_loss``).
+MAX_LOSS = 0.01
+#: Said with every count of the private table (module docstring).
+COUNTS_LABEL = "exact counts of the private table, shown to you only; not logged"
+
+
+@dataclass(frozen=True)
+class ColumnLoss:
+    """What fitting one column to its schema entry cost (exact counts of the private table).
+
+    ``present``: non-missing values in the file; ``empty``: missing cells in the file;
+    ``set_missing``: present values set missing (not in the domain, outside the date range, or
+    not parsing), of which ``unparsed`` did not parse as the column's type at all; ``clipped``:
+    numbers clipped into ``[min, max]``; ``rounded``: non-integers rounded in an integer
+    column; ``dropped_rows``: rows dropped while missing in this column (a row may count in
+    several columns)."""
+
+    name: str
+    kind: str
+    present: int = 0
+    empty: int = 0
+    set_missing: int = 0
+    unparsed: int = 0
+    clipped: int = 0
+    rounded: int = 0
+    dropped_rows: int = 0
+
+    @property
+    def lost(self) -> int:
+        """Present values that did not load as they were: set missing, clipped or rounded."""
+        return self.set_missing + self.clipped + self.rounded
+
+    @property
+    def share(self) -> float:
+        """``lost`` over ``present`` (0 for a column without present values)."""
+        return self.lost / self.present if self.present else 0.0
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What fitting a table to a proposed schema cost: per column a :class:`ColumnLoss`, the
+    rows read and dropped (exact counts: console only, see the module docstring)."""
+
+    columns: tuple[ColumnLoss, ...] = ()
+    rows_in: int = 0
+    rows_dropped: int = 0
+
+    @property
+    def row_share(self) -> float:
+        return self.rows_dropped / self.rows_in if self.rows_in else 0.0
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One bit per column, loggable: which columns changed, which dropped rows; never a
+        count or a value."""
+        notes = [f"{c.name}: values outside the proposed schema "
+                 + ("set missing" if c.kind != "numeric" else "clipped or set missing")
+                 for c in self.columns if c.lost]
+        dropping = [c.name for c in self.columns if c.dropped_rows]
+        if dropping:
+            notes.append("rows dropped: missing where the schema allows none (columns "
+                         + ", ".join(dropping) + ")")
+        return tuple(notes)
+
+
 def conform(df: pd.DataFrame, schema: Schema) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    """``df`` fitted to ``schema`` (module docstring) and a note per column changed."""
+    """``df`` fitted to ``schema`` and a note per column changed (:func:`conform_counted`
+    without its counts: :attr:`LoadReport.notes`)."""
+    fitted, report = conform_counted(df, schema)
+    return fitted, report.notes
+
+
+def conform_counted(df: pd.DataFrame, schema: Schema) -> tuple[pd.DataFrame, LoadReport]:
+    """``df`` fitted to ``schema`` (module docstring) and what it cost, counted."""
     out = df.copy()
-    notes: list[str] = []
+    losses: dict[str, ColumnLoss] = {}
     for col in schema.columns:
         if col.name not in out or col.kind == "id":
             continue
-        fitted, changed = conform_column(col, out[col.name])
-        out[col.name] = fitted
-        if changed:
-            notes.append(f"{col.name}: values outside the proposed schema "
-                         + ("set missing" if col.kind != "numeric" else "clipped or set missing"))
+        out[col.name], losses[col.name] = conform_column(col, out[col.name])
     required = [c.name for c in schema.columns if not c.allow_missing and c.name in out]
-    gone = out[required].isna().any(axis=1)
+    missing = out[required].isna()
+    gone = missing.any(axis=1)
+    for name in required:
+        if name in losses:
+            dropped = int(missing[name].sum())
+            losses[name] = replace(losses[name], dropped_rows=dropped)
     if gone.any():
-        notes.append("rows dropped: missing where the schema allows none (columns "
-                     + ", ".join(c for c in required if out[c].isna().any()) + ")")
         out = out[~gone].reset_index(drop=True)
-    return out, tuple(notes)
+    return out, LoadReport(tuple(losses.values()), len(df), int(gone.sum()))
 
 
-def conform_column(col: Column, values: pd.Series) -> tuple[pd.Series, int]:
-    """One column fitted to its schema entry, and how many present values changed."""
+def conform_column(col: Column, values: pd.Series) -> tuple[pd.Series, ColumnLoss]:
+    """One column fitted to its schema entry, and what that cost."""
     was = present(values).index
     s = values.where(values.notna() & values.index.isin(was))
+    given = s.notna()
+    unparsed = clipped = rounded = 0
     if col.kind == "categorical":
         domain = list(col.values)  # type: ignore[arg-type]
         if col.dtype == "str":
@@ -101,26 +203,143 @@ def conform_column(col: Column, values: pd.Series) -> tuple[pd.Series, int]:
         else:
             nums = pd.to_numeric(s, errors="coerce")
             ok = nums.isin([float(v) for v in domain])
+            unparsed = int((nums.isna() & given).sum())
             s = nums
         fitted = s.where(ok)
     elif col.kind == "numeric":
         nums = pd.to_numeric(s, errors="coerce")
-        clipped = nums.clip(float(col.min), float(col.max))  # type: ignore[arg-type]
+        unparsed = int((nums.isna() & given).sum())
+        lo, hi = float(col.min), float(col.max)  # type: ignore[arg-type]
+        clipped = int(((nums < lo) | (nums > hi)).sum())
+        fitted = nums.clip(lo, hi)
         if col.is_integer:
-            clipped = clipped.round()
-        fitted = clipped
+            inside = nums.between(lo, hi)
+            rounded = int((inside & (nums != nums.round())).sum())
+            fitted = fitted.round()
     else:
         stamps = parse(s, col.format)
         fitted = s.where(stamps.notna())
+        unparsed = int((stamps.isna() & given).sum())
         keep = fitted.dropna()
         if col.min is not None and col.max is not None and len(keep) \
                 and datetime_problems(col, keep):
             lo, hi = parse(pd.Series([col.min, col.max]), col.format)
             fitted = fitted.where((stamps >= lo) & (stamps < hi + unit_step(col)))
-    changed = int((fitted.isna() & s.notna()).sum()
-                  + ((fitted != pd.to_numeric(s, errors="coerce")) & fitted.notna()).sum()
-                  if col.kind == "numeric" else (fitted.isna() & s.notna()).sum())
-    return fitted, changed
+    loss = ColumnLoss(col.name, col.kind, present=len(was), empty=len(values) - len(was),
+                      set_missing=int((fitted.isna() & given).sum()), unparsed=unparsed,
+                      clipped=clipped, rounded=rounded)
+    return fitted, loss
+
+
+# ----- the loss, judged and said --------------------------------------------------------------
+def over_limit(report: LoadReport, max_loss: float = MAX_LOSS) -> tuple[list[ColumnLoss], bool]:
+    """The columns that lose more than ``max_loss`` of their present values, and whether more
+    than ``max_loss`` of the rows were dropped."""
+    return ([c for c in report.columns if c.share > max_loss],
+            report.row_share > max_loss)
+
+
+def loss_refusal(report: LoadReport | None, max_loss: float = MAX_LOSS,
+                 dataset: str = "dataset") -> DPArenaError | None:
+    """The refusal when loading lost more than ``max_loss`` (:func:`over_limit`): one error
+    with the counts of every column over the limit and its fix; None when within it."""
+    if report is None:
+        return None
+    columns, rows = over_limit(report, max_loss)
+    if not columns and not rows:
+        return None
+    lines = [f"loading {dataset!r} into its proposed schema loses more than {max_loss:.2%} "
+             f"(dataset.max_loss) ({COUNTS_LABEL}):"]
+    culprits = list(columns)
+    if rows:
+        lines.append(f"{report.rows_dropped:,} of {report.rows_in:,} rows "
+                     f"({report.row_share:.1%}) dropped: missing where the schema allows none "
+                     "(" + ", ".join(f"{c.name}: {c.dropped_rows:,}" for c in report.columns
+                                     if c.dropped_rows) + ")")
+        culprits += [c for c in report.columns if c.dropped_rows and c not in culprits]
+    lines += [f"{column_loss_text(c)}; fix: {column_fix(c)}" for c in culprits]
+    names = ",".join(c.name for c in culprits)
+    return DPArenaError("\n".join(lines),
+                        f"fix each column as said (then propose the schema again), or leave "
+                        f"them out with dataset.drop=[{names}], or accept the loss knowingly "
+                        f"with dataset.max_loss=<share> (now {max_loss:g})")
+
+
+def column_loss_text(c: ColumnLoss) -> str:
+    """What one column lost, counted (private: console only)."""
+    parts = []
+    if c.set_missing:
+        how = f"{c.unparsed:,} did not parse" if c.unparsed else ""
+        if c.set_missing > c.unparsed:
+            outside = ("outside its range" if c.kind == "datetime"
+                       else "not among its categories")
+            how += f"{', ' if how else ''}{c.set_missing - c.unparsed:,} {outside}"
+        parts.append(f"{c.set_missing:,} set missing ({how})")
+    if c.clipped:
+        parts.append(f"{c.clipped:,} clipped into its range")
+    if c.rounded:
+        parts.append(f"{c.rounded:,} non-integers rounded")
+    if c.dropped_rows:
+        parts.append(f"{c.dropped_rows:,} rows dropped as missing here"
+                     + (f" ({c.empty:,} empty in the file)" if c.empty else ""))
+    lost = f"{c.lost:,} of {c.present:,} present values ({c.share:.1%}) lost: " if c.lost else ""
+    return f"- {c.name} ({c.kind}): {lost}" + "; ".join(parts)
+
+
+def column_fix(c: ColumnLoss) -> str:
+    """What would keep the column's values (public advice: names the column and its kind)."""
+    hint = f"dp-arena-schema DATA --hint '{c.name}="
+    fixes = []
+    if c.kind == "datetime" and c.unparsed:
+        fixes.append(f"its date format as a public hint ({hint}{{kind: datetime, format: "
+                     "mixed}' for several formats, or the one it is written in), or the "
+                     "schema's 'format'")
+    elif c.kind == "numeric" and c.unparsed:
+        fixes.append(f"its kind as a public hint ({hint}{{kind: categorical}}' for text)")
+    elif c.kind == "categorical" and c.unparsed:
+        fixes.append(f"its kind and values as a public hint ({hint}{{kind: categorical, "
+                     "values: [...]}')")
+    if c.kind == "categorical" and c.set_missing > c.unparsed:
+        fixes.append("more categories (dp-arena-schema --max-categories N), or its "
+                     f"categories as a public hint ({hint}{{kind: categorical, values: "
+                     "[...]}')")
+    if c.kind == "datetime" and c.set_missing > c.unparsed:
+        fixes.append(f"its date range as a public hint ({hint}{{kind: datetime, min: ..., "
+                     "max: ...}')")
+    if c.clipped:
+        fixes.append(f"its range as a public hint ({hint}{{kind: numeric, min: ..., "
+                     "max: ...}')")
+    if c.rounded:
+        fixes.append("a float dtype ('dtype': 'float' in the schema), or a public sample that "
+                     "shows its fractions")
+    if c.dropped_rows and c.empty:
+        fixes.append("let it be missing ('allow_missing': true in the schema, or "
+                     f"{hint}{{allow_missing: true}}')")
+    return "; or ".join(fixes) or f"dataset.drop=[{c.name}]"
+
+
+def loss_report_lines(report: LoadReport | None, dataset: str) -> list[str]:
+    """What loading cost, for the console before any run (private counts, labelled)."""
+    if report is None:
+        return []
+    lost = [c for c in report.columns if c.lost or c.dropped_rows]
+    if not lost and not report.rows_dropped:
+        return [f"dataset {dataset!r}: fitted to its proposed schema: no value set missing, "
+                "clipped or rounded, no row dropped"]
+    return [f"dataset {dataset!r}: what fitting it to its proposed schema cost ({COUNTS_LABEL}):",
+            *[f"  {column_loss_text(c)}" for c in lost],
+            f"  rows: {report.rows_dropped:,} of {report.rows_in:,} dropped "
+            f"({report.row_share:.1%})"]
+
+
+def schema_digest(schema: Schema) -> str:
+    """The ``schema_digest`` tag: 16 hex digits of a keyed digest of the schema's canonical
+    JSON (module docstring)."""
+    from harness.privacy.secret import keyed_digest
+
+    canonical = json.dumps(schema.to_parameters()["schema"], sort_keys=True,
+                           separators=(",", ":"), default=str)
+    return keyed_digest(hashlib.sha256(canonical.encode()).digest(), "schema-digest")[:16]
 
 
 def unit_step(col: Column) -> pd.Timedelta:

@@ -15,7 +15,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from harness.data.conform import SchemaSource, conform, read_source
+from harness.data.conform import (MAX_LOSS, LoadReport, SchemaSource, conform_counted,
+                                  read_source)
 from harness.data.schema import RunSpec, Schema, coerce_dtypes
 from harness.errors import ConfigError, DPArenaError
 from harness.params import refuse_unknown_keys
@@ -48,8 +49,15 @@ class Dataset:
     max_records_per_individual: int | None = None
     #: where the schema came from (a proposal's ``proposal`` block; None: hand-written)
     schema_source: SchemaSource | None = None
-    #: what loading changed to fit the data to a proposed schema (counts only)
+    #: what loading changed to fit the data to a proposed schema: one bit per column,
+    #: loggable (:attr:`harness.data.conform.LoadReport.notes`)
     notes: tuple[str, ...] = ()
+    #: what fitting the private file to a proposed schema cost, counted: exact counts of the
+    #: private table, for the operator's console only (never logged; None: no fitting)
+    load_report: LoadReport | None = None
+    #: the largest share of a column's values (or of the rows) loading may lose before the
+    #: sweep refuses (``dataset.max_loss``)
+    max_loss: float = MAX_LOSS
 
     def __post_init__(self) -> None:
         if self.unit not in ("record", "user"):
@@ -127,10 +135,11 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
                      public_fraction: float = 0.0, split_seed: int = 0,
                      max_records_per_individual: int | None = None,
                      label: str | None = None, columns: list[str] | None = None,
-                     drop: list[str] | None = None) -> Dataset:
+                     drop: list[str] | None = None, max_loss: float = MAX_LOSS) -> Dataset:
     """Any CSV plus a ``parameters.json`` / ``domain.json`` schema; ``columns`` / ``drop``
     choose the CSV's columns; a proposed schema (``proposal`` block) fits the data to itself
-    (:mod:`harness.data.conform`)."""
+    (:mod:`harness.data.conform`); ``max_loss``: the share of a column's values (or of the
+    rows) that fitting may lose before the sweep refuses."""
     if not path:
         raise ConfigError("dataset=csv needs dataset.path", "pass dataset.path=/path/to/data.csv")
     if not _resolve(path).is_file():
@@ -142,7 +151,7 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     sch = Schema.load(_resolve(schema))
     source = read_source(_resolve(schema))
     chosen = chosen_columns(columns, drop)
-    private, notes = read_raw_table(_resolve(path), sch, "dataset.path", chosen, source)
+    private, report = read_raw_table(_resolve(path), sch, "dataset.path", chosen, source)
     public = read_raw_table(_resolve(public_path), sch, "dataset.public_path", chosen,
                             source)[0] if public_path else None
     id_col = sch.id_column
@@ -151,7 +160,9 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     if per_person is None and sch.runs:
         per_person = sch.runs[0].max_records_per_individual
     ds = Dataset(label or Path(path).stem, sch, private, public, unit=unit, id_column=id_col,
-                 max_records_per_individual=per_person, schema_source=source, notes=notes)
+                 max_records_per_individual=per_person, schema_source=source,
+                 notes=report.notes if report else (), load_report=report,
+                 max_loss=checked_max_loss(max_loss))
     return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
 
 
@@ -238,7 +249,8 @@ def with_public_split(ds: Dataset, fraction: float, seed: int) -> Dataset:
         raise ConfigError(f"public_fraction={fraction} leaves an empty part",
                           "choose a fraction that keeps rows on both sides")
     return Dataset(ds.name, ds.schema, private, public, ds.unit, ds.id_column,
-                   ds.max_records_per_individual, ds.schema_source, ds.notes)
+                   ds.max_records_per_individual, ds.schema_source, ds.notes, ds.load_report,
+                   ds.max_loss)
 
 
 def read_table(path: Path | str, schema: Schema, what: str) -> pd.DataFrame:
@@ -270,9 +282,10 @@ def chosen_columns(columns: list[str] | None, drop: list[str] | None):
 
 
 def read_raw_table(path: Path, schema: Schema, what: str, chosen,
-                   source: SchemaSource | None) -> tuple[pd.DataFrame, tuple[str, ...]]:
+                   source: SchemaSource | None) -> tuple[pd.DataFrame, LoadReport | None]:
     """Read a CSV, keep the chosen columns (a proposal's dropped ones go too), fit it to a
-    proposed schema, validate and cast (as :func:`read_table`)."""
+    proposed schema, validate and cast (as :func:`read_table`); what the fitting cost
+    (:func:`harness.data.conform.conform_counted`; None when the schema is not fitted to)."""
     if not path.is_file():
         raise DPArenaError(f"{what}: file not found: {path}",
                            "check the path (relative paths are taken from the current folder)")
@@ -287,13 +300,24 @@ def read_raw_table(path: Path, schema: Schema, what: str, chosen,
     if keep is not None:
         df = df[keep]
     df = df.drop(columns=drop)
-    notes: tuple[str, ...] = ()
+    report: LoadReport | None = None
     if source is not None:
         df = df.drop(columns=[c for c in df.columns if c not in schema.names])
         if source.out_of_domain == "coerce":
-            df, notes = conform(df, schema)
+            df, report = conform_counted(df, schema)
     schema.validate(df, where=f"{what} ({path})")
-    return coerce_dtypes(schema, df), notes
+    return coerce_dtypes(schema, df), report
+
+
+def checked_max_loss(value: Any) -> float:
+    """``dataset.max_loss``: a share in [0, 1]."""
+    from harness.params import Interval
+
+    if not Interval(float, 0, 1).accepts(value):
+        raise ConfigError(f"dataset.max_loss must be a share in [0, 1] (got {value!r})",
+                          f"e.g. dataset.max_loss=0.05 accepts losing up to 5% of a column's "
+                          f"values or of the rows (default {MAX_LOSS:g})")
+    return float(value)
 
 
 def read_csv_file(path: Path, what: str) -> pd.DataFrame:

@@ -8,11 +8,20 @@
 - **one bin**: a numeric column that puts more than :data:`ONE_BIN_SHARE` of the rows in one
   bin: its marginals are nearly constant and say little (e.g. equal-width bins over a range
   stretched by outliers). Not for the taxi challenge's datasets, whose bins the competition
-  fixes (its tips and miles bins hold most trips in one bin by design; the fix would not apply).
+  fixes (its tips and miles bins hold most trips in one bin by design; the fix would not apply);
+- **one code**: a categorical or datetime column of a *proposed* schema (one with a
+  ``proposal`` block) that puts more than :data:`ONE_BIN_SHARE` of the rows in one code (the
+  missing code included): the proposal kept almost nothing of it (few categories above the DP
+  threshold, the rest missing; a text column typed as a date). A hand-written schema's skewed
+  column (95% "no") is the data, not the schema, so it is not warned about.
 
-The size and one-bin checks read the private data and tell the operator's console one bit
-each (as ``check_delta`` does); the messages name the column and the fix, never a count of
-private rows or a value. The domain check uses the schema only (public).
+Each fix names what would change the schema for the better (a public hint of the column's
+range or categories, a public sample, a larger proposal epsilon, more categories, editing its
+``bins``), never the command that made the schema again.
+
+The size, one-bin and one-code checks read the private data and tell the operator's console
+one bit each (as ``check_delta`` does); the messages name the column and the fix, never a count
+of private rows or a value. The domain check uses the schema only (public).
 """
 
 from __future__ import annotations
@@ -66,11 +75,40 @@ def one_bin_columns(data: Dataset) -> list[str]:
         if np.bincount(codes).max() > ONE_BIN_SHARE * len(codes):
             out.append(f"numeric column {col.name!r} puts more than {ONE_BIN_SHARE:.0%} of the "
                        "rows in one bin, so its marginals say little (fix: quantile bin edges: "
-                       "dp-arena-schema --public FILE or --epsilon E proposes them; or edit its "
-                       "'bins' in the schema)")
+                       "edit its 'bins' in the schema, or propose it again with its range as a "
+                       f"public hint (dp-arena-schema DATA --hint '{col.name}={{kind: numeric, "
+                       "min: A, max: B}'), from a public sample (--public FILE), or with a "
+                       "larger --epsilon)")
+    return out
+
+
+def one_code_columns(data: Dataset) -> list[str]:
+    if data.schema_source is None or is_challenge_dataset(data.name) or not len(data.private):
+        return []
+    out = []
+    for col in data.schema.columns:
+        if col.kind not in ("categorical", "datetime") or col.name not in data.private:
+            continue
+        codes = encode_column(col, data.private[col.name])
+        if np.bincount(codes).max() <= ONE_BIN_SHARE * len(codes):
+            continue
+        if col.kind == "categorical":
+            fix = ("more categories (dp-arena-schema --max-categories N, or a larger --epsilon: "
+                   "the threshold for keeping a category falls as epsilon grows), its "
+                   f"categories as a public hint (--hint '{col.name}={{values: [...]}}'), or a "
+                   "public sample (--public FILE)")
+        else:
+            fix = (f"its kind, date format or range as a public hint (--hint '{col.name}="
+                   "{kind: datetime, format: ..., min: ..., max: ...}', or kind: categorical "
+                   "for text), or a public sample (--public FILE)")
+        out.append(f"{col.kind} column {col.name!r} of the proposed schema puts more than "
+                   f"{ONE_BIN_SHARE:.0%} of the rows in one code, so the schema keeps almost "
+                   f"nothing of it and its marginals say little (fix: {fix}; or "
+                   f"dataset.drop=[{col.name}])")
     return out
 
 
 def dataset_warnings(data: Dataset) -> list[str]:
     """Every warning for ``data`` (module docstring), then what loading changed."""
-    return [*few_persons(data), *huge_domains(data), *one_bin_columns(data), *data.notes]
+    return [*few_persons(data), *huge_domains(data), *one_bin_columns(data),
+            *one_code_columns(data), *data.notes]

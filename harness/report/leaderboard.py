@@ -34,6 +34,11 @@ interval comes from the per-trial means across epsilons (trials paired by index)
 significance rule ranks it within the pool. A setting missing an epsilon is incomplete,
 unranked.
 
+**Schemas.** Each run carries a keyed digest of its schema (tag ``schema_digest``); a board
+whose rows of one dataset ran on different schemas says so in a note naming the dataset and how
+many schemas (:func:`mixed_schema_notes`), since a coarser schema can score higher. A note, not
+a split: rows are still grouped and ranked by ``dataset_id`` as above.
+
 **Output.** Columns that tell rows apart (dataset, data id, unit, delta, noise, metric
 settings) are shown in Markdown/HTML only when they vary on the board; the CSV has them all.
 Every Markdown cell is escaped (``md_escape``); every CSV text cell that a spreadsheet could
@@ -66,7 +71,8 @@ SETTING = GROUP[1:]
 TAG_DEFAULTS = (("tuning", ""), ("private", "true"), ("reference", ""), ("failure_reason", ""),
                 ("tuning_chosen", ""), ("delta", ""), ("accountant", ""), ("privacy_unit", ""),
                 ("dataset", ""), ("dataset_id", ""), ("noise", "secret"),
-                ("sampler", "numpy"), ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""))
+                ("sampler", "numpy"), ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""),
+                ("schema_digest", ""))
 METRIC_KEY_PREFIX = "metric_key:"  # run frame column of the tag ``metric_key/<name>``
 METRIC_SETTINGS_PREFIX = "metric_settings:"  # run frame column of ``metric_settings/<name>``
 METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)
@@ -415,7 +421,8 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
         "chosen": "; ".join(sorted(set(group["tuning_chosen"]) - {""})),
         "n": len(ok), "failed": len(failed), "unfinished": len(unfinished),
         "running": int((unfinished["status"] == "RUNNING").sum()),
-        "failure_reason": failure_summary(failed["failure_reason"].astype(str))[:300]}
+        "failure_reason": failure_summary(failed["failure_reason"].astype(str))[:300],
+        "schema_digests": digests_of(group)}
     if not (len(ok) and key in ok and ok[key].notna().any()):
         row["mean"] = row["std"] = row["ci95"] = math.nan
         return row, None
@@ -427,6 +434,33 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
             row[col] = float(ok[col].mean())
     row.update({METRIC_NA_PREFIX + m: r for m, r in metrics_not_applicable(ok).items()})
     return row, trial_values
+
+
+def digests_of(group: pd.DataFrame) -> str:
+    """The distinct ``schema_digest`` tags of a row's runs, comma-separated ("" for older runs
+    without the tag)."""
+    if "schema_digest" not in group:
+        return ""
+    return ",".join(sorted(set(group["schema_digest"].fillna("").astype(str)) - {""}))
+
+
+def mixed_schema_notes(board: pd.DataFrame) -> list[str]:
+    """One note per dataset whose rows ran on different schemas (distinct ``schema_digest``
+    tags): their scores are not measured on the same columns, bins and categories, and a
+    coarser schema can score higher."""
+    if "schema_digests" not in board or "dataset" not in board:
+        return []
+    scored = board[~is_not_applicable(board)]
+    notes = []
+    for name, part in scored.groupby("dataset", sort=True):
+        digests = {d for text in part["schema_digests"].dropna().astype(str)
+                   for d in text.split(",") if d}
+        if len(digests) > 1:
+            notes.append(f"dataset {name!r}: its runs used {len(digests)} different schemas "
+                         "(tag schema_digest), so its scores are not all measured on the same "
+                         "columns, bins and categories, and a coarser schema can score higher: "
+                         "compare rows of one schema (filter the runs by schema_digest)")
+    return notes
 
 
 def overall_board(board: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,9 @@ integers, seconds with two significant digits (``<0.1`` below 0.1), scores with 
 their column's magnitude needs, an infinite epsilon (a non-private reference; MLflow stores it
 as the largest float) as ``∞ (not private)``. Not-applicable rows (``status == "n/a"``) close
 their epsilon's table with their reason; an audit column (``eps_lb``, ``audit_verdict``) is
-shown only when some row was audited, and a violation is marked in the row's status.
+shown only when some row was audited, and a violation is marked in the row's status. A dataset
+whose runs used different schemas gets a note above the tables (Markdown, HTML and terminal:
+:func:`harness.report.leaderboard.mixed_schema_notes`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from harness.report.leaderboard import (
     is_not_applicable,
     lower_is_better,
     metrics_not_applicable,
+    mixed_schema_notes,
     overall_board,
     row_label,
     tuning_gap,
@@ -419,6 +422,9 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     legend = md_legend(board)
     if legend:
         lines += ["Marks:", "", *legend, ""]
+    notes = mixed_schema_notes(board)
+    if notes:
+        lines += ["Notes:", "", *[f"- {md_escape(note)}" for note in notes], ""]
     if scored["epsilon"].nunique() > 1:
         lines += render_overall(overall_table(board), board)
     columns = board_columns(board, overall=False, full=False)
@@ -529,6 +535,8 @@ of the same dataset, unit, delta and metric settings significantly better (paire
 <b style="color:#06c">2=</b> marks a tie; grey italic rows are references, orange rows
 non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
 apply); click a header to sort.</p>
+{% if notes %}<p><b>Notes:</b></p>
+<ul>{% for text in notes %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if marks %}<p>Marks (in the status column; blue italic rows are unranked):</p>
 <ul>{% for mark, text in marks %}<li><b>{{ mark }}</b>: {{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if audit %}<p><b>eps lower bound (audit)</b>: {{ audit }}. Rows marked
@@ -620,7 +628,7 @@ def render_html(board: pd.DataFrame, title: str, plots: list[Path] | None = None
         title=title, key=board.attrs.get("metric", ""), css=Markup(_CSS), js=Markup(_JS),
         marks=[(m, text) for m, text in MARK_LEGEND if m in marks],
         audit=audit_legend(board) if has_audit(board) else "",
-        metrics_na=metric_na_legend(board),
+        metrics_na=metric_na_legend(board), notes=mixed_schema_notes(board),
         tables=[(caption, Markup(table)) for caption, table in tables],
         images=[(p.stem.replace("_", " "), base64.b64encode(p.read_bytes()).decode())
                 for p in plots or [] if p.is_file()])

@@ -4,7 +4,8 @@ files keep every column and every epsilon's table).
 - :func:`render_terminal`: a headline naming the ranking metric and its direction, the winner
   per epsilon (the DP rows ranked first, ties named together), a line when the ``public_only``
   reference beats every DP row or the best DP row scores below the ``uniform`` floor (with what
-  that means), a note when rows have a single trial (no CI: not ranked against each other), then
+  that means), a note per dataset whose runs used different schemas, a note when rows have a
+  single trial (no CI: not ranked against each other), then
   the overall table (or the one epsilon's table): rank, mechanism, settings, mean ± 95% CI, n,
   epsilon spent, status. Long settings and statuses are cut with ``…`` so every line fits.
 - :func:`fit_columns`: fixed-width text columns cut to a total width, widest text first.
@@ -20,7 +21,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.report.leaderboard import is_not_applicable, lower_is_better, row_label
+from harness.report.leaderboard import (is_not_applicable, lower_is_better,
+                                        mixed_schema_notes, row_label)
 from harness.report.render import (
     column_decimals,
     fmt_epsilon,
@@ -151,6 +153,7 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     for eps, part in scored.groupby("epsilon", sort=True):
         lines += [cut(text, width) for text in wrap_lines(reference_lines(part, eps, higher),
                                                            width)]
+    lines += wrap_lines([f"note: {note}" for note in mixed_schema_notes(board)], width)
     single = scored[(scored["kind"] == "dp") & (scored["n"] == 1)]
     if len(single) > 1:
         lines += wrap_lines(["rows with n = 1 have no confidence interval, so they are not "

@@ -52,7 +52,7 @@ from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric, MetricResult
 from metrics.base import drawn
 
-from harness.data.conform import schema_numbers, schema_tags
+from harness.data.conform import schema_digest, schema_numbers, schema_tags
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
 from harness.redact import command_without_credentials, scrubbed_reason
@@ -367,6 +367,7 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         "competition": rc.competition,
         "limits": rc.limits.describe(),
         "dataset_id": dataset_id(rc.dataset, fingerprint),
+        "schema_digest": schema_digest(data.schema),  # a board notices mixed schemas
         "metrics_key": short_hash(rc.metrics),
         **{f"metric_key/{name}": short_hash(settings) for name, settings in rc.metrics.items()},
         **{f"metric_settings/{name}": settings_text(settings)

@@ -12,6 +12,11 @@
   ``duplicate`` (the same computation as an earlier job, by
   :func:`~harness.run.content.job_key`, e.g. ``adaptive_grid`` and ``adaptive_grid_zcdp``
   under ``privacy=zcdp``: run once) or ``invalid``;
+- :func:`report_load`: a dataset fitted to a proposed schema that lost more than
+  ``dataset.max_loss`` of a column's values or of its rows makes its jobs invalid (one
+  problem, with the counts and the fix); otherwise what loading cost is printed once per
+  dataset on stderr. Those counts are the one private fact said here: exact, on the operator's
+  console only, never in the plan file (:mod:`harness.data.conform`);
 - :func:`plan_for`: the whole plan of a Hydra sweep (:class:`~harness.sweep.records.SweepPlan`).
   Invalid jobs are grouped by their message, so a bad value swept over 20 jobs is one problem,
   reported once (:func:`report_problems`), and the sweep exits 2 before any job folder or
@@ -35,6 +40,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from harness.data.conform import loss_refusal, loss_report_lines
 from harness.data.datasets import Dataset, load_dataset
 from harness.data.guards import dataset_warnings
 from harness.errors import ConfigError, DPArenaError, NotApplicable
@@ -138,6 +144,7 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
     checked (progress); ``delta_given``: per job, whether its command set the delta (default:
     all did); a job that did not gets :func:`with_default_delta` (its entry carries it)."""
     datasets: dict[str, Dataset | DPArenaError] = {}
+    reported: set[int] = set()  # datasets whose load report was printed (by id)
     seen: dict[str, int] = {}
     jobs: list[JobPlan] = []
     metrics_na: dict[str, str] = {}
@@ -156,6 +163,7 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
             mechanism, metrics = build_components(rc)
             check_data_size(rc)
             data = cached_dataset(datasets, rc.dataset)
+            report_load(data, reported)
             given = delta_given[index] if delta_given is not None else True
             rc, delta_note = with_default_delta(rc, data, given)
             if delta_note:
@@ -202,6 +210,22 @@ def cached_dataset(cache: dict[str, Dataset | DPArenaError], cfg: dict[str, Any]
     if isinstance(found, DPArenaError):
         raise found
     return found
+
+
+def report_load(data: Dataset, reported: set[int], stream: Any = None) -> None:
+    """Refuse a dataset whose loading lost more than ``dataset.max_loss``
+    (:func:`~harness.data.conform.loss_refusal`: raised for every job on it, so the sweep
+    reports it once as one problem); else print what loading cost, once per dataset, on
+    stderr. The counts are exact counts of the private table: said on the operator's console
+    only, never put in the plan's notes (which are written to ``plan.json``), MLflow or the
+    board; an invalid job's message is printed, never stored."""
+    refusal = loss_refusal(data.load_report, data.max_loss, data.name)
+    if refusal is not None:
+        raise refusal
+    if id(data) not in reported:
+        reported.add(id(data))
+        for line in loss_report_lines(data.load_report, data.name):
+            print(line, file=stream or sys.stderr, flush=True)
 
 
 def na_row(rc: RunConfig | None, data: Dataset | None) -> NotApplicableRow | None:
