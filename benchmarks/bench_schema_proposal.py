@@ -44,6 +44,7 @@ from harness.data.conform import conform  # noqa: E402
 from harness.data.datetimes import parse  # noqa: E402
 from harness.data.propose import ProposalSettings, propose  # noqa: E402
 from harness.data.schema import Column, encode_column  # noqa: E402
+from harness.errors import DPArenaError  # noqa: E402
 
 BINNED = ("fare", "tips", "trip_miles")
 SPANNED = ("fare", "tips", "trip_miles", "trip_seconds")
@@ -96,6 +97,7 @@ def taxi_rounds(table: pd.DataFrame, epsilon: float, draws: int) -> list[str]:
     companies = table["company"].value_counts(normalize=True)
     big = set(companies[companies >= 0.02].index)
     kept_all, dropped = 0, Counter()
+    loads: list[tuple[float, float, list[str]]] = []
     d_lo, d_hi = table["trip_date"].min(), table["trip_date"].max()
     start = time.perf_counter()
     for _ in range(draws):
@@ -119,6 +121,7 @@ def taxi_rounds(table: pd.DataFrame, epsilon: float, draws: int) -> list[str]:
             date_ok += bool(lo <= pd.Timestamp(d_lo) and hi >= pd.Timestamp(d_hi))
         if "company" in schema.names:
             kept_all += big <= set(schema["company"].values)
+        loads.append(load_shares(table, schema))
     seconds = (time.perf_counter() - start) / draws
     lines.append(f"## raw taxi, --epsilon {epsilon}: {draws} draws, {seconds:.2f} s per proposal")
     lines.append("| column | kind (draws) | worst span ratio | beyond 10x | largest bin mean / "
@@ -132,6 +135,11 @@ def taxi_rounds(table: pd.DataFrame, epsilon: float, draws: int) -> list[str]:
                  if shares.get(name) else "")
         exact = f"{exact_largest_bin(table[name]):.1%}" if name in BINNED else ""
         lines.append(f"| {name} | {kind} | {ratio} | {out} | {share} | {exact} |")
+    weak = Counter(w.split(" ")[0] for _, _, ws in loads for w in ws)
+    lines.append(f"rows loaded: min {min(r for r, _, _ in loads):.2%} over draws; worst "
+                 f"column's values loaded: min {min(w for _, w, _ in loads):.2%}; columns below "
+                 "99% (draws): " + (", ".join(f"{k} {n}" for k, n in weak.most_common())
+                                     or "none"))
     lines.append(f"trip_date a datetime spanning the sample's dates in {date_ok}/{draws} draws; "
                  f"every company with >= 2% of rows ({len(big)}) kept in {kept_all}/{draws}")
     return lines
@@ -210,7 +218,11 @@ def table_rounds(folder: Path) -> list[str]:
         lines.append(f"  columns: {describe(prop.schema, prop.dropped)}")
         for eps in (0.1, 1.0):
             start = time.perf_counter()
-            prop = propose(priv, ProposalSettings("dp", epsilon=eps, bins=10))
+            try:
+                prop = propose(priv, ProposalSettings("dp", epsilon=eps, bins=10))
+            except DPArenaError as exc:
+                lines.append(f"- DP --epsilon {eps}: refused: {exc.problem}")
+                continue
             rows, worst, weak = load_shares(priv, prop.schema)
             flagged = [r.split(":")[0] for r in prop.report if "[weak" in r]
             lines.append(f"- DP --epsilon {eps} ({time.perf_counter() - start:.1f} s): rows "

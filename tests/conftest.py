@@ -32,6 +32,24 @@ def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         os.environ[SECRET_ENV] = previous
 
 
+@pytest.fixture(autouse=True, scope="session")
+def throwaway_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test (and every subprocess it starts) records from-private marks
+    (harness.data.provenance) in a throw-away folder, never ~/.local/state/dp-arena."""
+    import os
+
+    from harness.data.provenance import STATE_ENV
+
+    path = tmp_path_factory.mktemp("state")
+    previous = os.environ.get(STATE_ENV)
+    os.environ[STATE_ENV] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop(STATE_ENV, None)
+    else:
+        os.environ[STATE_ENV] = previous
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The shared benchmark folder, or a skip with the reason."""

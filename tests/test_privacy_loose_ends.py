@@ -193,7 +193,9 @@ def test_a_file_larger_than_the_memory_limit_is_refused_unread(tmp_path, monkeyp
     assert plan.jobs[0].verdict == "invalid"
     assert "larger than limits.memory_limit_mb=1 MB" in plan.jobs[0].reason
     assert "1.2" not in plan.jobs[0].reason  # the size itself is not said
-    cfg["limits"]["memory_limit_mb"] = 2
+    # 1.2 MB of one-digit integers load as 4.8 MB (8 bytes each), 12 MB at the parser's peak
+    # (harness.run.preflight.estimated_loaded_bytes): 20 MB fits
+    cfg["limits"]["memory_limit_mb"] = 20
     monkeypatch.setattr(preflight, "cached_dataset", lambda *a: (_ for _ in ()).throw(
         DPArenaError("loaded")))
     assert preflight.plan_sweep([cfg]).jobs[0].reason == "loaded"

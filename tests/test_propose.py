@@ -228,7 +228,7 @@ def test_columns_and_drop(tmp_path, capsys):
     df = raw_table()
     df.assign(extra=1).to_csv(csv, index=False)
     public = tmp_path / "pub.csv"
-    df.to_csv(public, index=False)
+    raw_table(seed=1).to_csv(public, index=False)  # another sample: DATA itself is refused
     out = tmp_path / "p.json"
     assert run_cli([str(csv), "--out", str(out), "--public", str(public), "--drop", "extra"],
                    capsys)[0] == 0

@@ -228,6 +228,25 @@ def loaded_check(dataset: dict[str, Any]) -> None:
             from None
 
 
+def refuse_private_as_public(data: pd.DataFrame, public: pd.DataFrame | None,
+                             schema: Any) -> None:
+    """One :class:`DPArenaError` when the ``public`` frame, or the sample a
+    ``Proposal(source="public")`` was made from, is the ``data`` frame or (nearly) a subset of
+    it (:mod:`harness.data.overlap`: keyed row digests, in memory only)."""
+    from harness.data.overlap import refuse_overlap, refuse_remembered_sample
+
+    fix = ("pass a public sample of another population or period (or a part of the data set "
+           "apart and never passed as data), or propose from the data itself: "
+           "ProposalSettings('dp', epsilon=...) or ProposalSettings('private') (labelled not DP)")
+    if public is not None:
+        refuse_overlap(public, data, "the public DataFrame", "the data DataFrame", fix)
+    if isinstance(schema, Proposal) and schema.source == "public":
+        refuse_remembered_sample(getattr(schema, "sample_digests", None), data,
+                                 schema.schema.names,
+                                 "the sample the Proposal was made from", "the data DataFrame",
+                                 fix)
+
+
 # ----- composing the jobs -------------------------------------------------------------------
 def compose_jobs(jobs: list[list[str]]) -> list[Any]:
     """Each job's config as the sweep composes it (a :class:`~harness.run.config.RunConfig`),
@@ -314,6 +333,7 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
     if unknown:
         raise ConfigError(f"mechanism_settings names {unknown}, not among mechanisms",
                           f"key it by the options given: {mechs}")
+    refuse_private_as_public(data, public, schema)
     with private_folder(name) as folder:
         dataset = {"name": "csv", **write_inputs(folder, data, public, schema), "label": name}
         loaded_check(dataset)

@@ -102,6 +102,10 @@ def write_proposal(proposal: Proposal, out: Path) -> list[Path]:
     files = {out: json.dumps(params, indent=1)}
     if proposal.ledger is not None:
         files[ledger_path] = json.dumps(proposal.ledger, indent=1, default=str)
+    if proposal.source == "private":  # marks that survive deleting the block (before writing)
+        from harness.data.provenance import register_from_private
+
+        register_from_private(proposal.schema)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         staged = []
@@ -125,6 +129,13 @@ def run(args: argparse.Namespace) -> None:
     data = Path(args.data).expanduser()
     if not data.is_file():
         raise DPArenaError(f"data file not found: {data}", "pass the path of the CSV")
+    limit = getattr(args, "memory_limit_mb", None)  # --memory-limit-mb, when the parser has it
+    if limit:
+        from harness.run.preflight import check_file_fits
+
+        check_file_fits("DATA", data, limit)
+        if args.public:
+            check_file_fits("--public", Path(args.public).expanduser(), limit)
     private = selected(read_csv_file(data, "DATA"), args, "DATA")
     if settings.source == "public":
         public = Path(args.public).expanduser()
@@ -136,6 +147,12 @@ def run(args: argparse.Namespace) -> None:
         if missing:
             raise ConfigError(f"--public: the sample lacks columns {missing} of DATA",
                               "use a public sample with the same header, or --drop them")
+        from harness.data.overlap import refuse_overlap
+
+        refuse_overlap(sample[list(private.columns)], private, "the --public sample", "DATA",
+                       "pass a sample of another population or period (or a part of the data "
+                       "set apart and never used as private), or propose from DATA itself: "
+                       "--epsilon E (a DP proposal) or --from-private (labelled not DP)")
         proposal = propose(sample[list(private.columns)], settings)
     else:
         proposal = propose(private, settings)

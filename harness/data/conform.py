@@ -80,14 +80,19 @@ class SchemaSource:
 
 
 def read_source(path: str | Path) -> SchemaSource | None:
-    """The ``proposal`` block of a parameters.json (None when the schema was hand-written)."""
+    """The ``proposal`` block of a parameters.json (None when the schema was hand-written).
+    A schema without a block whose columns were registered by ``--from-private``
+    (:mod:`harness.data.provenance`: a keyed digest of each column's content, kept when the
+    block is deleted) is still ``private``."""
+    from harness.data.provenance import marked_columns_of_file
+
     try:
         raw = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError):
         return None  # Schema.load reports these
     block = raw.get("proposal") if isinstance(raw, dict) else None
     if block is None:
-        return None
+        return SchemaSource("private", math.inf) if marked_columns_of_file(path) else None
     if not isinstance(block, dict) or block.get("source") not in SOURCES:
         raise DPArenaError(f"{path}: the 'proposal' block is invalid (source must be one of "
                            f"{list(SOURCES)})", "re-run dp-arena-schema, or delete the block")

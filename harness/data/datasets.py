@@ -154,6 +154,13 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     private, report = read_raw_table(_resolve(path), sch, "dataset.path", chosen, source)
     public = read_raw_table(_resolve(public_path), sch, "dataset.public_path", chosen,
                             source)[0] if public_path else None
+    if public is not None:  # a "public" part that is the private table (or a sample of it)
+        from harness.data.overlap import refuse_overlap
+
+        refuse_overlap(public, private, "dataset.public_path", "dataset.path",
+                       "point dataset.public_path at data of another population or period, or "
+                       "split a disjoint public part off the private table with "
+                       "dataset.public_fraction=F instead")
     id_col = sch.id_column
     unit = unit or ("user" if id_col else "record")
     per_person = max_records_per_individual

@@ -161,12 +161,16 @@ def linear_axis(lo: float, hi: float, coarse: float, fine: float) -> Axis:
 @dataclass(frozen=True)
 class NumericRange:
     """A range ``[min, max]`` and interior left-closed bin edges (``len(edges) + 1`` bins);
-    ``largest_bin_share``: the largest bin's share of the (noisy, for DP) counts."""
+    ``largest_bin_share``: the largest bin's share of the (noisy, for DP) counts; ``inner``:
+    the bounds of the fine leaves holding the :data:`Q_LO` and :data:`Q_HI` quantiles (a
+    tighter range than the whole coarse cells, for integer columns that become categorical
+    over their range; the exact min and max for exact ranges)."""
 
     min: float
     max: float
     edges: tuple[float, ...]
     largest_bin_share: float
+    inner: tuple[float, float] | None = None
 
 
 # ----- the axis's cells --------------------------------------------------------------------
@@ -501,7 +505,8 @@ def dp_numeric_range(values: np.ndarray, axis: Axis, bins: int, epsilon: float, 
         hi = float(axis.edges[int(cells.interval[hi_cell]) + 1])
     edges = interior(cdf_edges(cdf, leaves, bins, axis), lo, hi)
     mass = np.diff(cdf)
-    return NumericRange(lo, hi, edges, largest_share(lo, hi, edges, leaves, mass))
+    inner = (float(leaves.lo[at(Q_LO)]), float(leaves.hi[at(Q_HI)]))
+    return NumericRange(lo, hi, edges, largest_share(lo, hi, edges, leaves, mass), inner)
 
 
 # ----- exact (public data) -----------------------------------------------------------------
@@ -532,4 +537,4 @@ def exact_numeric_range(values: np.ndarray, bins: int) -> NumericRange:
             edges.append(float(above[0]))
     lo, hi = float(v[0]), float(v[-1])
     cut = NumericRange(lo, hi, interior(edges, lo, hi), 1.0)
-    return NumericRange(lo, hi, cut.edges, float(bin_shares(v, cut).max()))
+    return NumericRange(lo, hi, cut.edges, float(bin_shares(v, cut).max()), (lo, hi))
