@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.conform import (COUNTS_LABEL, ColumnLoss, LoadReport, SchemaSource, conform,
-                                  conform_counted, loss_refusal, over_limit, schema_digest)
+from harness.data.conform import (COUNTS_LABEL, MAX_LOSS, ColumnLoss, LoadReport, SchemaSource,
+                                  conform, conform_counted, loss_refusal, over_limit, schema_digest)
 from harness.data.datasets import Dataset, load_dataset
 from harness.data.guards import dataset_warnings
 from harness.data.schema import Column, Schema
@@ -119,12 +119,12 @@ ROWS_LINE = "600 of 900 rows (66.7%) dropped: missing where the schema allows no
 def test_three_date_formats_are_refused_by_the_plan_with_the_counts_and_a_fix(tmp_path, capsys):
     path, schema = three_format_table(tmp_path)
     dataset = {"name": "csv", "path": str(path), "schema": str(schema)}
-    plan = plan_sweep([job(dataset), job({**dataset, "max_loss": 0.01})])
+    plan = plan_sweep([job(dataset), job({**dataset, "max_loss": MAX_LOSS})])
     assert [j.verdict for j in plan.jobs] == ["invalid", "invalid"]
     assert len(plan.problems()) == 1, "one problem, however many jobs share it"
     reason = plan.jobs[0].reason
     assert DAY_LINE in reason and ROWS_LINE in reason and COUNTS_LABEL in reason
-    assert "more than 1.00% (dataset.max_loss)" in reason
+    assert f"more than {MAX_LOSS:.2%} (dataset.max_loss)" in reason
     day_fix = reason.split(DAY_LINE)[1].splitlines()[0]
     assert "date format" in day_fix and "--hint 'day={kind: datetime, format: mixed}'" in day_fix
     assert "dataset.drop=[day]" in reason and "dataset.max_loss=" in reason

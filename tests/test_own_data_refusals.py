@@ -373,3 +373,18 @@ def test_the_estimate_covers_the_peak_of_loading(tmp_path, shape):
         mixed_table(250_000, 0).to_csv(data, index=False)  # about 7 MB
     growth, estimate = run_isolated(READ, str(data))
     assert growth <= int(estimate) <= 3 * growth
+
+
+def test_the_schema_command_refuses_a_csv_over_its_memory_limit(tmp_path, capsys):
+    # 0.5 MB of one-digit integers loads as about 4 x its text: over a 1 MB limit, though the
+    # file itself is under it; a limit of 50 MB lets the same file through
+    data = tmp_path / "digits.csv"
+    data.write_text("a,b,c,d,e,f,g,h,i,j\n" + DIGITS * (2**19 // len(DIGITS)))
+    out = tmp_path / "p.json"
+    code, err = schema_cli(tmp_path, capsys, str(data), "--epsilon", "1", "--out", str(out),
+                           "--memory-limit-mb", "1")
+    assert code == 2 and "DATA: the file, loaded, would be larger than --memory-limit-mb=1 MB" in err
+    assert not out.exists()
+    code, err = schema_cli(tmp_path, capsys, str(data), "--epsilon", "1", "--out", str(out),
+                           "--memory-limit-mb", "50")
+    assert code == 0, err

@@ -3,6 +3,7 @@
     dp-arena-schema DATA.csv --out parameters.json --public PUBLIC.csv     # from a public sample (free)
     dp-arena-schema DATA.csv --out parameters.json --epsilon 0.1 [--delta 1e-6]   # DP proposal
     dp-arena-schema DATA.csv --out parameters.json --from-private         # exact, labelled not DP
+    ... --hint 'fare={kind: numeric, min: 0, max: 200}' --hints hints.yaml --weight company=2
 
 One of the three sources is required (:mod:`harness.data.propose`); without one the command is
 refused with one message naming them. A DP proposal writes its ledger beside the schema
@@ -23,12 +24,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from harness.cli.exits import run_or_explain
 from harness.data.conform import proposal_block
 from harness.data.datasets import read_csv_file
+from harness.data.hints import merged, parse_flow, parse_weight, read_hints_file
 from harness.data.propose import Proposal, ProposalSettings, propose
 from harness.errors import ConfigError, DPArenaError
 
@@ -57,6 +60,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="rows kept per person with --id-column (the contribution bound)")
     p.add_argument("--columns", help="comma-separated columns to describe (default: all)")
     p.add_argument("--drop", help="comma-separated columns to leave out")
+    p.add_argument("--hint", action="append", default=[], metavar="COLUMN={...}",
+                   help="a public fact about a column, free of budget, as a YAML mapping, e.g. "
+                        "'fare={kind: numeric, min: 0, max: 200}' (repeatable; keys: kind, "
+                        "format, resolution, min, max, values, bins, allow_missing, weight)")
+    p.add_argument("--hints", metavar="FILE.yaml",
+                   help="a YAML file of hints: {column: {kind: ..., ...}}")
+    p.add_argument("--memory-limit-mb", type=float, default=None,
+                   help="refuse, before reading it whole, a CSV whose loaded size is estimated "
+                        "above this many MB")
+    p.add_argument("--weight", action="append", default=[], metavar="COLUMN=W",
+                   help="a column's weight in the DP budget split (default 1 each)")
     return p.parse_args(argv)
 
 
@@ -72,7 +86,16 @@ def settings_of(args: argparse.Namespace) -> ProposalSettings:
     return ProposalSettings(chosen[0], epsilon=args.epsilon, delta=args.delta,  # type: ignore[arg-type]
                             bins=args.bins, max_categories=args.max_categories,
                             id_column=args.id_column,
-                            max_rows_per_person=args.max_rows_per_person)
+                            max_rows_per_person=args.max_rows_per_person,
+                            hints=hints_of_args(args))
+
+
+def hints_of_args(args: argparse.Namespace) -> dict[str, Any]:
+    """``--hints FILE``, then each ``--hint``, then each ``--weight`` (later ones win)."""
+    parts = [read_hints_file(args.hints)] if args.hints else []
+    parts += [parse_flow(text) for text in args.hint]
+    parts += [parse_weight(text) for text in args.weight]
+    return merged(*parts)
 
 
 def selected(df: pd.DataFrame, args: argparse.Namespace, what: str,
@@ -99,6 +122,10 @@ def write_proposal(proposal: Proposal, out: Path) -> list[Path]:
                                         ledger_path.name if proposal.ledger else None)
     if proposal.dropped:
         params["proposal"]["dropped"] = list(proposal.dropped)
+    if proposal.columns:  # where each column came from, and its DP spend
+        params["proposal"]["columns"] = {
+            c.name: ({"from": c.origin, "epsilon": c.epsilon, "delta": c.delta}
+                     if c.origin == "dp" else {"from": c.origin}) for c in proposal.columns}
     files = {out: json.dumps(params, indent=1)}
     if proposal.ledger is not None:
         files[ledger_path] = json.dumps(proposal.ledger, indent=1, default=str)
@@ -133,9 +160,10 @@ def run(args: argparse.Namespace) -> None:
     if limit:
         from harness.run.preflight import check_file_fits
 
-        check_file_fits("DATA", data, limit)
+        check_file_fits("DATA", data, limit, setting="--memory-limit-mb")
         if args.public:
-            check_file_fits("--public", Path(args.public).expanduser(), limit)
+            check_file_fits("--public", Path(args.public).expanduser(), limit,
+                            setting="--memory-limit-mb")
     private = selected(read_csv_file(data, "DATA"), args, "DATA")
     if settings.source == "public":
         public = Path(args.public).expanduser()
