@@ -383,7 +383,8 @@ def test_the_schema_command_refuses_a_csv_over_its_memory_limit(tmp_path, capsys
     out = tmp_path / "p.json"
     code, err = schema_cli(tmp_path, capsys, str(data), "--epsilon", "1", "--out", str(out),
                            "--memory-limit-mb", "1")
-    assert code == 2 and "DATA: the file, loaded, would be larger than --memory-limit-mb=1 MB" in err
+    assert code == 2, err
+    assert "DATA: the file, loaded, would be larger than --memory-limit-mb=1 MB" in err
     assert not out.exists()
     code, err = schema_cli(tmp_path, capsys, str(data), "--epsilon", "1", "--out", str(out),
                            "--memory-limit-mb", "50")

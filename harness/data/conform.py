@@ -16,7 +16,9 @@ were set missing (and how many of those did not parse at all), clipped, or round
 cells were empty in the file; how many rows were dropped, and per column how many of those were
 missing in it. A column *loses* its set-missing, clipped and rounded values; :func:`over_limit`
 says which columns lose more than ``max_loss`` of their present values (default
-:data:`MAX_LOSS`, 5%: a DP schema cannot keep a value few people hold, e.g. 3% of the raw taxi table's companies at --epsilon 1) and whether more than ``max_loss`` of the rows were dropped;
+:data:`MAX_LOSS`, 5%: a DP schema cannot keep a value few people hold, e.g. 3% of the raw
+taxi table's company names at ``--epsilon 1``) and whether more than ``max_loss`` of the rows
+were dropped;
 :func:`loss_refusal` turns that into one :class:`DPArenaError` with the counts and each
 column's fix (a public hint of its kind, format, range or categories; more categories; its date
 format; ``dataset.drop``; or ``dataset.max_loss`` to accept the loss knowingly), and
