@@ -192,6 +192,27 @@ def load_shares(private: pd.DataFrame, schema) -> tuple[float, float, list[str]]
     return rows, worst, weak
 
 
+def numeric_quality(private: pd.DataFrame, schema) -> str:
+    """For the numeric columns: how many reach beyond 10x their true extent, and the largest
+    bin's true share (median and worst over the columns) beside exact quantile bins'."""
+    shares, exact, beyond = [], [], 0
+    for col in schema.columns:
+        if col.kind != "numeric" or col.name not in private:
+            continue
+        nums = pd.to_numeric(private[col.name], errors="coerce").dropna()
+        if not len(nums):
+            continue
+        lo, hi = float(nums.min()), float(nums.max())
+        beyond += beyond_10x(col, lo, hi)
+        shares.append(largest_bin(col, nums))
+        exact.append(exact_largest_bin(nums))
+    if not shares:
+        return "no numeric column"
+    return (f"{len(shares)} numeric, beyond 10x: {beyond}; largest bin median "
+            f"{np.median(shares):.0%} / worst {max(shares):.0%} (exact quantile bins "
+            f"{np.median(exact):.0%} / {max(exact):.0%})")
+
+
 def describe(schema, dropped) -> str:
     parts = []
     for col in schema.columns:
@@ -227,7 +248,7 @@ def table_rounds(folder: Path) -> list[str]:
             flagged = [r.split(":")[0] for r in prop.report if "[weak" in r]
             lines.append(f"- DP --epsilon {eps} ({time.perf_counter() - start:.1f} s): rows "
                          f"loaded {rows:.2%}, worst column's values {worst:.2%}; weak columns "
-                         f"flagged: {len(flagged)}")
+                         f"flagged: {len(flagged)}; {numeric_quality(priv, prop.schema)}")
             lines.append(f"  columns: {describe(prop.schema, prop.dropped)}")
     return lines
 

@@ -6,6 +6,7 @@ board that says when it mixes runs on different schemas of one table."""
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 from pathlib import Path
 
@@ -272,3 +273,26 @@ def test_rows_empty_where_the_schema_allows_none_name_allow_missing_as_the_fix()
     assert "- tips (numeric): 10 rows dropped as missing here (10 empty in the file); fix: " \
         "let it be missing ('allow_missing': true" in refusal
     assert "fare" not in refusal and "dataset.drop=[tips]" in refusal
+
+
+def test_the_schema_quality_line_names_weak_columns_and_changed_ones_without_counts():
+    from harness.data.conform import schema_quality
+    from harness.report.leaderboard import schema_notes
+
+    source = SchemaSource("dp", 0.5, 1e-6, columns=(
+        ("company", (("codes", 6), ("from", "dp"), ("keeps", 0.8), ("largest", 0.5))),
+        ("tips", (("codes", 5), ("from", "dp"), ("keeps", 1.0), ("largest", 0.93))),
+        ("fare", (("codes", 10), ("from", "hint"),))))
+    report = LoadReport((ColumnLoss("company", "categorical", present=900, set_missing=37),
+                         ColumnLoss("fare", "numeric", present=900)), rows_in=900)
+    text = schema_quality(source, report)
+    assert text == ("3 column(s) from a DP proposal (eps 0.5); weak: company keeps ~80%, tips "
+                    "has ~93% in one code; values outside it changed on loading in: company")
+    assert "37" not in text and "900" not in text
+    assert schema_quality(None, report) == ""
+    # a from-private schema's block carries no shares: only its source is said
+    assert schema_quality(SchemaSource("private", math.inf), None) == \
+        "read from the private file (not DP)"
+    board = pd.DataFrame({"dataset": ["t", "t"], "status": ["ok", "ok"],
+                          "schema_digests": ["a", "a"], "schema_quality": [text, text]})
+    assert schema_notes(board) == [f"schema of dataset 't': {text}"]

@@ -158,8 +158,8 @@ def test_the_command_takes_hints_and_records_where_columns_came_from(tmp_path, c
     text = capsys.readouterr().out
     assert code == 0, text
     block = json.loads(out.read_text())["proposal"]
-    assert block["columns"]["fare"] == {"from": "hint"}
-    assert block["columns"]["pay"] == {"from": "hint"}
+    assert block["columns"]["fare"] == {"from": "hint", "codes": 10}  # default equal bins
+    assert block["columns"]["pay"] == {"from": "hint", "codes": 2}
     assert block["columns"]["company"]["from"] == "dp"
     assert block["columns"]["company"]["epsilon"] == pytest.approx(
         2 * block["columns"]["day"]["epsilon"], rel=1e-6)
@@ -168,3 +168,16 @@ def test_the_command_takes_hints_and_records_where_columns_came_from(tmp_path, c
 
 def test_type_share_is_a_small_part():
     assert 0 < TYPE_SHARE <= 0.2
+
+
+def test_a_from_private_schema_writes_no_shares_of_the_private_table(tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    table().to_csv(csv, index=False)
+    for flag, out in ((["--from-private"], tmp_path / "priv.json"),
+                      (["--epsilon", "1"], tmp_path / "dp.json")):
+        assert schema_main([str(csv), "--out", str(out), *flag]) == 0
+    capsys.readouterr()
+    private = json.loads((tmp_path / "priv.json").read_text())["proposal"]["columns"]
+    dp = json.loads((tmp_path / "dp.json").read_text())["proposal"]["columns"]
+    assert all(set(entry) == {"from", "codes"} for entry in private.values()), private
+    assert all("keeps" in dp[n] for n in ("company", "pay"))

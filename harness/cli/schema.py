@@ -32,7 +32,8 @@ from harness.cli.exits import run_or_explain
 from harness.data.conform import proposal_block
 from harness.data.datasets import read_csv_file
 from harness.data.hints import merged, parse_flow, parse_weight, read_hints_file
-from harness.data.propose import Proposal, ProposalSettings, propose
+from harness.data.propose import ColumnReport, Proposal, ProposalSettings, propose
+from harness.data.schema import Schema
 from harness.errors import ConfigError, DPArenaError
 
 NO_SOURCE = ("a schema proposal needs a source, and reading the private file is never silent",
@@ -113,6 +114,22 @@ def selected(df: pd.DataFrame, args: argparse.Namespace, what: str,
     return (df[keep] if keep else df).drop(columns=drop)
 
 
+def column_entry(report: ColumnReport, schema: Schema) -> dict[str, Any]:
+    """A column's line in ``proposal.columns``: where it came from, its spend, its codes and
+    (public sample or DP proposal only: a from-private schema's shares are exact private
+    statistics) the share of values it keeps and its largest code's share."""
+    entry: dict[str, Any] = {"from": report.origin}
+    if report.origin == "dp":
+        entry.update(epsilon=report.epsilon, delta=report.delta)
+    if report.name in schema.names:
+        entry["codes"] = schema[report.name].present_size
+    if report.origin in ("dp", "public"):
+        for key, share in (("keeps", report.kept_share), ("largest", report.largest_share)):
+            if share is not None:
+                entry[key] = round(float(share), 3)
+    return entry
+
+
 def write_proposal(proposal: Proposal, out: Path) -> list[Path]:
     """Write the schema (with its ``proposal`` block) and, for DP, the ledger, atomically:
     both files appear, or neither."""
@@ -122,10 +139,9 @@ def write_proposal(proposal: Proposal, out: Path) -> list[Path]:
                                         ledger_path.name if proposal.ledger else None)
     if proposal.dropped:
         params["proposal"]["dropped"] = list(proposal.dropped)
-    if proposal.columns:  # where each column came from, and its DP spend
-        params["proposal"]["columns"] = {
-            c.name: ({"from": c.origin, "epsilon": c.epsilon, "delta": c.delta}
-                     if c.origin == "dp" else {"from": c.origin}) for c in proposal.columns}
+    if proposal.columns:  # where each column came from, its DP spend and what it keeps
+        params["proposal"]["columns"] = {c.name: column_entry(c, proposal.schema)
+                                         for c in proposal.columns}
     files = {out: json.dumps(params, indent=1)}
     if proposal.ledger is not None:
         files[ledger_path] = json.dumps(proposal.ledger, indent=1, default=str)

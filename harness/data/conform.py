@@ -75,6 +75,8 @@ class SchemaSource:
     delta: float = 0.0
     ledger: str | None = None
     out_of_domain: str = "refuse"
+    #: ``proposal.columns``: per column where it came from, its codes and what it keeps
+    columns: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
     @property
     def tag(self) -> str:
@@ -99,8 +101,45 @@ def read_source(path: str | Path) -> SchemaSource | None:
         raise DPArenaError(f"{path}: the 'proposal' block is invalid (source must be one of "
                            f"{list(SOURCES)})", "re-run dp-arena-schema, or delete the block")
     eps = float(block.get("epsilon_spent", math.inf if block["source"] == "private" else 0.0))
+    columns = block.get("columns")
+    quality = tuple((str(name), tuple(sorted(entry.items())))
+                    for name, entry in columns.items() if isinstance(entry, dict)) \
+        if isinstance(columns, dict) else ()
     return SchemaSource(block["source"], eps, float(block.get("delta_spent", 0.0)),
-                        block.get("ledger"), block.get("out_of_domain", "refuse"))
+                        block.get("ledger"), block.get("out_of_domain", "refuse"), quality)
+
+
+#: a proposed column that keeps less than this share of its values is named in the summary
+WEAK_KEEP = 0.95
+#: a proposed column whose largest code holds more than this share is named in the summary
+WEAK_LARGEST = 0.9
+
+
+def schema_quality(source: SchemaSource | None, report: "LoadReport | None") -> str:
+    """One line on what a proposed schema keeps, for the board (tag ``schema_quality``): its
+    source and spend, the columns that keep little (from ``proposal.columns``: public-sample
+    facts or post-processing of the DP proposal's releases; a from-private schema's shares are
+    not written) and the columns whose values loading changed (one bit each, as the plan's
+    notes). "" for a hand-written schema."""
+    if source is None:
+        return ""
+    head = {"dp": f"DP proposal (eps {source.epsilon:.3g})", "public": "public sample",
+            "private": "read from the private file (not DP)"}[source.source]
+    weak = []
+    for name, items in source.columns:
+        entry = dict(items)
+        keeps, largest = entry.get("keeps"), entry.get("largest")
+        if isinstance(keeps, (int, float)) and keeps < WEAK_KEEP:
+            weak.append(f"{name} keeps ~{keeps:.0%}")
+        elif isinstance(largest, (int, float)) and largest > WEAK_LARGEST:
+            weak.append(f"{name} has ~{largest:.0%} in one code")
+    parts = [f"{len(source.columns)} column(s) from a {head}" if source.columns else head]
+    if weak:
+        parts.append("weak: " + ", ".join(weak))
+    changed = [c.name for c in report.columns if c.lost] if report is not None else []
+    if changed:
+        parts.append("values outside it changed on loading in: " + ", ".join(changed))
+    return "; ".join(parts)
 
 
 #: Default largest share of a column's present values (or of the rows) loading may lose

@@ -72,7 +72,7 @@ TAG_DEFAULTS = (("tuning", ""), ("private", "true"), ("reference", ""), ("failur
                 ("tuning_chosen", ""), ("delta", ""), ("accountant", ""), ("privacy_unit", ""),
                 ("dataset", ""), ("dataset_id", ""), ("noise", "secret"),
                 ("sampler", "numpy"), ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""),
-                ("schema_digest", ""))
+                ("schema_digest", ""), ("schema_quality", ""))
 METRIC_KEY_PREFIX = "metric_key:"  # run frame column of the tag ``metric_key/<name>``
 METRIC_SETTINGS_PREFIX = "metric_settings:"  # run frame column of ``metric_settings/<name>``
 METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)
@@ -422,7 +422,8 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
         "n": len(ok), "failed": len(failed), "unfinished": len(unfinished),
         "running": int((unfinished["status"] == "RUNNING").sum()),
         "failure_reason": failure_summary(failed["failure_reason"].astype(str))[:300],
-        "schema_digests": digests_of(group)}
+        "schema_digests": digests_of(group),
+        "schema_quality": first_text(group, "schema_quality")}
     if not (len(ok) and key in ok and ok[key].notna().any()):
         row["mean"] = row["std"] = row["ci95"] = math.nan
         return row, None
@@ -442,6 +443,29 @@ def digests_of(group: pd.DataFrame) -> str:
     if "schema_digest" not in group:
         return ""
     return ",".join(sorted(set(group["schema_digest"].fillna("").astype(str)) - {""}))
+
+
+def first_text(group: pd.DataFrame, column: str) -> str:
+    """The first non-empty value of a text tag among a row's runs ("" when none has it)."""
+    if column not in group:
+        return ""
+    values = [v for v in group[column].fillna("").astype(str) if v]
+    return values[0] if values else ""
+
+
+def schema_notes(board: pd.DataFrame) -> list[str]:
+    """The board's notes about schemas: datasets whose runs used different schemas
+    (:func:`mixed_schema_notes`), then, per dataset on a proposed schema, what the schema
+    keeps (tag ``schema_quality``: its source and spend, the columns that keep little, the
+    columns loading changed)."""
+    notes = mixed_schema_notes(board)
+    if "schema_quality" not in board or "dataset" not in board:
+        return notes
+    scored = board[~is_not_applicable(board)]
+    for name, part in scored.groupby("dataset", sort=True):
+        texts = sorted({t for t in part["schema_quality"].fillna("").astype(str) if t})
+        notes += [f"schema of dataset {name!r}: {text}" for text in texts]
+    return notes
 
 
 def mixed_schema_notes(board: pd.DataFrame) -> list[str]:

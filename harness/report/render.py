@@ -13,7 +13,7 @@ as the largest float) as ``∞ (not private)``. Not-applicable rows (``status ==
 their epsilon's table with their reason; an audit column (``eps_lb``, ``audit_verdict``) is
 shown only when some row was audited, and a violation is marked in the row's status. A dataset
 whose runs used different schemas gets a note above the tables (Markdown, HTML and terminal:
-:func:`harness.report.leaderboard.mixed_schema_notes`).
+:func:`harness.report.leaderboard.schema_notes`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from harness.report.leaderboard import (
     is_not_applicable,
     lower_is_better,
     metrics_not_applicable,
-    mixed_schema_notes,
     overall_board,
     row_label,
+    schema_notes,
     tuning_gap,
     varying_columns,
 )
@@ -422,7 +422,7 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     legend = md_legend(board)
     if legend:
         lines += ["Marks:", "", *legend, ""]
-    notes = mixed_schema_notes(board)
+    notes = schema_notes(board)
     if notes:
         lines += ["Notes:", "", *[f"- {md_escape(note)}" for note in notes], ""]
     if scored["epsilon"].nunique() > 1:
@@ -628,7 +628,7 @@ def render_html(board: pd.DataFrame, title: str, plots: list[Path] | None = None
         title=title, key=board.attrs.get("metric", ""), css=Markup(_CSS), js=Markup(_JS),
         marks=[(m, text) for m, text in MARK_LEGEND if m in marks],
         audit=audit_legend(board) if has_audit(board) else "",
-        metrics_na=metric_na_legend(board), notes=mixed_schema_notes(board),
+        metrics_na=metric_na_legend(board), notes=schema_notes(board),
         tables=[(caption, Markup(table)) for caption, table in tables],
         images=[(p.stem.replace("_", " "), base64.b64encode(p.read_bytes()).decode())
                 for p in plots or [] if p.is_file()])

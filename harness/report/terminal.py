@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.report.leaderboard import (is_not_applicable, lower_is_better,
-                                        mixed_schema_notes, row_label)
+from harness.report.leaderboard import (is_not_applicable, lower_is_better, row_label,
+                                        schema_notes)
 from harness.report.render import (
     column_decimals,
     fmt_epsilon,
@@ -153,7 +153,7 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     for eps, part in scored.groupby("epsilon", sort=True):
         lines += [cut(text, width) for text in wrap_lines(reference_lines(part, eps, higher),
                                                            width)]
-    lines += wrap_lines([f"note: {note}" for note in mixed_schema_notes(board)], width)
+    lines += wrap_lines([f"note: {note}" for note in schema_notes(board)], width)
     single = scored[(scored["kind"] == "dp") & (scored["n"] == 1)]
     if len(single) > 1:
         lines += wrap_lines(["rows with n = 1 have no confidence interval, so they are not "

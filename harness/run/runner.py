@@ -52,7 +52,7 @@ from mechanisms import Mechanism, hyperparameter_label
 from metrics import Metric, MetricResult
 from metrics.base import drawn
 
-from harness.data.conform import schema_digest, schema_numbers, schema_tags
+from harness.data.conform import schema_digest, schema_numbers, schema_quality, schema_tags
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
 from harness.redact import command_without_credentials, scrubbed_reason
@@ -391,6 +391,9 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
     elif mechanism.reference == "floor" and private_output_reason(mechanism, data):
         tags["non_private_note"] = "row count read from the private data (no public part)"
     tags.update(schema_tags(data.schema_source))
+    quality = schema_quality(data.schema_source, data.load_report)
+    if quality:
+        tags["schema_quality"] = quality[:5000]
     return tags
 
 
