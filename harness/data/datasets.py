@@ -58,6 +58,12 @@ class Dataset:
     #: the largest share of a column's values (or of the rows) loading may lose before the
     #: sweep refuses (``dataset.max_loss``)
     max_loss: float = MAX_LOSS
+    #: held-out persons of the private population (same columns as ``private``), split off
+    #: before any mechanism, proposal or tuning step sees the data: **private**, read by
+    #: scores only (utility on unseen rows, membership non-members); None: no holdout
+    heldout: pd.DataFrame | None = None
+    #: the column a utility score predicts (``dataset.target``; None: no prediction task)
+    target: str | None = None
 
     def __post_init__(self) -> None:
         if self.unit not in ("record", "user"):
