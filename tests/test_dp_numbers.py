@@ -120,7 +120,8 @@ def test_exact_range_is_min_max_and_quantiles():
     # edges 25.75, 50.5, 75.25: 1..25, 26..50, 51..75, 76..100 (left-closed bins)
     assert list(bin_shares(v, out)) == [0.25] * 4 and out.largest_bin_share == 0.25
     ties = exact_numeric_range(np.array([0.0] * 7 + [1.0, 2.0, 3.0]), 5)
-    assert np.allclose(ties.edges, (1.0, 1.2)) and ties.largest_bin_share == 0.7  # quantiles 0,0,0,1.2
+    # quantiles 0, 0, 0, 1.2
+    assert np.allclose(ties.edges, (1.0, 1.2)) and ties.largest_bin_share == 0.7
 
 
 # ----- no absurd range, and the noise floor -------------------------------------------------

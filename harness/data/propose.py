@@ -81,12 +81,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from harness.data.datetimes import ABSOLUTE, ISO8601, MIXED, parse, strftime_pattern
+from harness.data.datetimes import ABSOLUTE, ISO8601, parse, strftime_pattern
 from harness.data.dp_numbers import (NumericRange, dp_numeric_range, exact_numeric_range,
                                      linear_axis, log_axis)
+from harness.data.dp_type import dp_type
 from harness.data.hints import ColumnHint, hints_of
-from harness.data.infer import (CLASSES, DATE_CLASSES, TIME_CLASSES, choose_type, present,
-                                resolution_of, value_classes)
+from harness.data.infer import CLASSES, choose_type, present, resolution_of, value_classes
 from harness.data.overlap import sample_fingerprint
 from harness.data.schema import Column, RunSpec, Schema
 from harness.errors import ConfigError, DPArenaError
@@ -97,9 +97,6 @@ Source = Literal["public", "dp", "private"]
 SOURCES = ("public", "dp", "private")
 #: share of a column's epsilon spent on its type histogram (the rest: its values)
 TYPE_SHARE = 0.1
-#: chance that some empty value class passes the type histogram's noise floor (per column: at
-#: 0.01, one proposal in 20 on an 11-column table typed some column as text)
-TYPE_BETA = 1e-3
 ID_RANGE = (0, 2**31 - 1)
 #: the public axis of dates, in days since 1970-01-01: 1900-01-01 .. 2100-12-31
 DAY_AXIS = (-25_567.0, 47_482.0)
@@ -444,62 +441,6 @@ class Shares:
         return cls({n: epsilon * w / total for n, w in weights.items()})
 
 
-def dp_type(name: str, values: pd.Series, releaser: Releaser, epsilon: float,
-            bound: int) -> tuple[str, float]:
-    """The column's type from a Laplace histogram of its value classes (module docstring,
-    step 1), and the noisy count of present values (post-processing)."""
-    classes = value_classes(values)
-    counts = np.bincount(classes, minlength=len(CLASSES)).astype(float)
-    missing = float(len(values) - len(classes))
-    scale = bound / epsilon
-    noisy = releaser.laplace(f"{name}: type", np.append(counts, missing), sensitivity=bound,
-                             scale=scale, note=f"{len(CLASSES)} public value classes + missing")
-    classes_noisy = noisy[:-1]
-    total = max(float(classes_noisy.sum()), 0.0)
-    above = floored(classes_noisy, scale)
-    chosen = choose_type(above) if above.any() else family_type(classes_noisy, scale)
-    if chosen == "integer" and not whole_numbers(classes_noisy, scale, total):
-        chosen = "number"
-    return chosen, total
-
-
-#: classes that make a family (the broad kind of a column), for :func:`family_type`
-FAMILIES = {"integer": ("integer", "number"), MIXED: DATE_CLASSES, "%H:%M:%S": TIME_CLASSES}
-
-
-def family_type(noisy: np.ndarray, scale: float, beta: float = TYPE_BETA) -> str:
-    """The type of a column none of whose classes passed the noise floor: the first family
-    (numbers, dates, times of day) whose summed noisy count passes a floor for a sum of ``k``
-    Laplace draws (``scale * (ln(families / beta) + k)``, conservative: the sum's tail is
-    lighter than that of ``k`` scales of one draw), typed broadly (integer, to be refined by
-    :func:`whole_numbers`; ``mixed`` dates, which parse every date class; times with seconds,
-    which parse both time classes); else text. Post-processing of the released counts: a
-    numeric column split between whole and decimal numbers (the taxi miles at ``--epsilon
-    0.1``: 34% / 66% of 15,002 rows, each under the floor of about 10,400) is still a number."""
-    for type_name, members in FAMILIES.items():
-        total = float(sum(noisy[CLASSES.index(c)] for c in members))
-        if total > scale * (math.log(len(FAMILIES) / beta) + len(members)):
-            return type_name
-    return "text"
-
-
-def whole_numbers(noisy: np.ndarray, scale: float, total: float) -> bool:
-    """Whether the noisy count of non-integer numbers stays under 1% of the column and one
-    noise scale: the noise floor hides a class of fewer than ``scale * ln(cells / beta)``
-    values, and an integer type would lose every such value (a rainfall column of 90% zeros
-    and 10% decimals), so its count is read raw for this one choice (post-processing)."""
-    return float(noisy[CLASSES.index("number")]) <= 0.01 * total + scale
-
-
-def floored(noisy: np.ndarray, scale: float, beta: float = TYPE_BETA) -> np.ndarray:
-    """Noisy class counts with every count under ``scale * ln(cells / beta)`` set to 0: an
-    empty class passes with probability at most ``beta / 2`` over all cells (Laplace tail
-    ``exp(-t / scale) / 2`` per cell, union bound), so the noise of the empty classes does not
-    add up to a share that makes :func:`choose_type` fall back to text (13 empty cells at
-    scale 1,100 would add about 7,000 rows of positive noise once clipped)."""
-    return np.where(noisy > scale * math.log(len(noisy) / beta), noisy, 0.0)
-
-
 def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
                    releaser: Releaser, epsilon: float, delta: float, bound: int,
                    present_noisy: float | None) -> tuple[Column | None, float, ColumnReport]:
@@ -647,7 +588,7 @@ def propose(df: pd.DataFrame, settings: ProposalSettings,
     ledger_dict = None
     thresholds: dict[str, float] = {}
     if settings.source == "dp":
-        eps, delta = float(settings.epsilon), settings.delta  # type: ignore[arg-type]
+        eps = float(settings.epsilon)  # type: ignore[arg-type]
         releaser = releaser or Releaser(Ledger(Budget(eps, 0.0), unit=ledger_unit(settings)))
         if proposed:
             rows = bounded_rows(df, settings.id_column, bound, np.random.default_rng())
