@@ -14,6 +14,9 @@ METRICS: dict[str, str] = {
     "count_query": "metrics.count_query:CountQuery",
     "frequent_patterns": "metrics.frequent_patterns:FrequentPatterns",
     "duke_utility": "metrics.duke_utility:DukeUtility",
+    "ml_efficacy": "metrics.ml_efficacy:MLEfficacy",
+    "propensity": "metrics.propensity:Propensity",
+    "range_query": "metrics.range_query:RangeQuery",
 }
 
 
