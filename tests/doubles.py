@@ -238,3 +238,25 @@ class NoisyModes(Mechanism):
 
 MECHANISMS["test_leaky"] = "tests.doubles:Leaky"
 MECHANISMS["test_noisy_modes"] = "tests.doubles:NoisyModes"
+
+
+@dataclass
+class CopiesTraining(Mechanism):
+    """A planted leak (issue 38): releases the training rows themselves (``data.private``, no
+    noise) and declares the run's budget as an external contestant does (one ``declared``
+    ledger charge of the run's epsilon and delta, ``accounting=declared``). Not private at
+    all: a membership attack must beat the bound its declared epsilon implies, and the board
+    must mark the row."""
+
+    name: ClassVar[str] = "test_copies_training"
+    accounting: ClassVar[str] = "declared"
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        release.declared(f"contestant {self.name}", budget.epsilon, budget.delta,
+                         note="declared by the test double; it releases the training rows")
+        release.done()
+        return data.private[data.schema.names].reset_index(drop=True)
+
+
+MECHANISMS["test_copies_training"] = "tests.doubles:CopiesTraining"

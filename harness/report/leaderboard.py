@@ -39,6 +39,17 @@ whose rows of one dataset ran on different schemas says so in a note naming the 
 many schemas (:func:`mixed_schema_notes`), since a coarser schema can score higher. A note, not
 a split: rows are still grouped and ranked by ``dataset_id`` as above.
 
+**Utility and risk (issue 38).** A row carries the mean over trials of every score and, for
+``CI_METRICS`` (``ml_efficacy/score``, ``membership/auc``, ...), the half-width of its 95% CI
+(``ci95:<metric>``). When runs logged a membership attack, each row gets the bound its
+claimed budget (:func:`claimed_budget`: the row's epsilon and delta, or schema + mechanism
+totals; none for non-private rows and infinite spends) implies on the attack's true-positive
+rate at each FPR, ``min(1, e^epsilon * FPR + delta)`` (:func:`dp_tpr_bound`; the hypothesis-
+testing view of (epsilon, delta)-DP), and the mark ``MARK_BEATS_BOUND`` when the mean over
+trials of the TPR's lower 95% CI end is above it (:func:`beats_bound`). An empirical check,
+computed from logged scores, spending no budget: staying under the bound proves nothing;
+beating it is evidence against the claimed budget.
+
 **Output.** Columns that tell rows apart (dataset, data id, unit, delta, noise, metric
 settings) are shown in Markdown/HTML only when they vary on the board; the CSV has them all.
 Every Markdown cell is escaped (``md_escape``); every CSV text cell that a spreadsheet could
@@ -85,6 +96,13 @@ MARK_LARGE_DELTA = "large delta (delta >= 1/n allowed)"
 MARK_PRIVATE_TABLES = "private tables logged"
 MARK_SCHEMA_PRIVATE = "schema from private data (not DP)"
 MARK_DECLARED = "budget declared by the contestant, not checked by the ledger"
+MARK_BEATS_BOUND = "membership attack beats the bound of the claimed budget"
+#: What the risk view says under its table, and after ``MARK_BEATS_BOUND`` in every legend.
+BOUND_LEGEND = ("an (epsilon, delta)-DP release bounds any membership attack's true-positive "
+                "rate at false-positive rate FPR by min(1, e^epsilon * FPR + delta); the row's "
+                "attack beats it significantly (the lower end of its TPR's 95% CI is above "
+                "the bound): staying under the bound proves nothing; beating it is evidence "
+                "against the claimed budget")
 MARK_LEGEND = (
     (MARK_REPLAYABLE, ("noise derived from the local secret key: reproducible, but not a DP "
                        "release to anyone who holds the key; never ranked")),
@@ -98,13 +116,44 @@ MARK_LEGEND = (
     (MARK_DECLARED, ("an external contestant run in its own environment "
                      "(accounting=declared): the ledger records the budget it was given as one "
                      "charge and cannot see its noise; the audit column measures it like any "
-                     "row")))
+                     "row")),
+    (MARK_BEATS_BOUND, BOUND_LEGEND))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
-LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse")
+#: A metric whose name contains one of these ranks lower-is-better: errors (``rel_error``,
+#: ``relative_error``, ``rmse``, ``count_query/mre_size_<k>``), distances, resources; ``ml_efficacy/gap`` (real minus
+#: synthetic); ``pmse`` and ``propensity/auc`` (1 and 0.5 mean indistinguishable: an AUC below
+#: 0.5 carries no more signal, so lower is treated as better); every ``membership/`` score
+#: (attack success and copying are risk) except ``HIGHER_IS_BETTER_NAMES``.
+LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse",
+                         "rel_error", "/mre_", "ml_efficacy/gap", "pmse", "propensity/auc",
+                         "membership/")
+#: Exceptions to the hints: the held-out copy share is the baseline that the training copy
+#: share is compared with, not a risk.
+HIGHER_IS_BETTER_NAMES = ("membership/copy_share_heldout",)
 #: Numbers a run logs as a tag when infinite (``resample``'s spend; a schema proposed from the
 #: private data, whose spend and total are infinite).
 INFINITE_TAGS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "schema_delta",
                  "delta_total")
+#: Issue 38's utility scores (the utility view) and risk scores (the risk view; "empirical
+#: risk, not a DP guarantee").
+ML_SCORE, ML_REAL, ML_GAP = "ml_efficacy/score", "ml_efficacy/real_score", "ml_efficacy/gap"
+PMSE_RATIO, RANGE_ERROR = "propensity/pmse_ratio", "range_query/mean_rel_error"
+UTILITY_METRICS = (ML_SCORE, ML_REAL, ML_GAP, PMSE_RATIO, RANGE_ERROR)
+MIA_AUC = "membership/auc"
+#: False-positive rates at which the membership attack's true-positive rate is logged
+#: (``membership/tpr_at_fpr_<fpr>``, CI ends ``..._lo`` and ``..._hi``).
+MIA_FPRS = (0.01, 0.1)
+COPY_TRAIN, COPY_HELDOUT = "membership/copy_share_train", "membership/copy_share_heldout"
+RISK_METRICS = (MIA_AUC, *(f"membership/tpr_at_fpr_{f:g}" for f in MIA_FPRS), COPY_TRAIN,
+                COPY_HELDOUT)
+#: Scores whose 95% CI over trials a board row carries (column ``ci95:<metric>``) besides
+#: the ranking metric's.
+CI_METRICS = (ML_SCORE, MIA_AUC, PMSE_RATIO, RANGE_ERROR)
+CI_PREFIX = "ci95:"
+#: Board columns of the bound a row's claimed budget implies at each FPR, and of the FPRs at
+#: which the attack beats it significantly ("" when none).
+BOUND_PREFIX = "tpr_bound_fpr_"
+BEATS_BOUND = "beats_bound_at_fpr"
 SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
                 "n_synthetic_rows")
 ALPHA = 0.05
@@ -192,8 +241,9 @@ def ranking_metric(runs: pd.DataFrame, metric: str | None = None) -> str:
     cols = score_columns(runs)
     if metric:
         if metric not in cols:
-            raise DPArenaError(f"metric {metric!r} was not logged by these runs",
-                               f"use one of {cols}")
+            what = ("is a run figure, not a score" if metric in runs.columns
+                    else "was not logged by these runs")
+            raise DPArenaError(f"metric {metric!r} {what}", f"use one of {cols}")
         return metric
     for preferred in RANKING_PREFERENCE:
         if preferred in cols and runs[preferred].notna().all():
@@ -207,6 +257,10 @@ def ranking_metric(runs: pd.DataFrame, metric: str | None = None) -> str:
 
 
 def lower_is_better(metric: str) -> bool:
+    """Whether a smaller value of ``metric`` ranks better (``LOWER_IS_BETTER_HINTS``, except
+    ``HIGHER_IS_BETTER_NAMES``)."""
+    if metric in HIGHER_IS_BETTER_NAMES:
+        return False
     return any(hint in metric for hint in LOWER_IS_BETTER_HINTS)
 
 
@@ -372,6 +426,7 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
             "marks", "mean", "ci95", "std", "n", "failed", "unfinished"]
     rest = [c for c in board.columns if c not in lead and c != "_values"]
     out = board[lead + rest].copy()
+    out = with_risk_bounds(out)
     out.attrs.update(metric=key, alpha=alpha,
                      values={tuple(r[c] for c in GROUP): v
                              for r, v in zip(board.to_dict("records"), board["_values"])})
@@ -433,6 +488,9 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
     for col in score_columns(ok) + [c for c in SHOWN_EXTRAS if c in ok]:
         if col != key:
             row[col] = float(ok[col].mean())
+    for col in (c for c in CI_METRICS if c in ok and c != key):
+        row[CI_PREFIX + col] = mean_ci(ok[col].dropna().to_numpy())[2] \
+            if ok[col].notna().any() else math.nan
     row.update({METRIC_NA_PREFIX + m: r for m, r in metrics_not_applicable(ok).items()})
     return row, trial_values
 
@@ -660,3 +718,104 @@ def varying_columns(frame: pd.DataFrame, metric: str) -> list[tuple[str, str]]:
     family = metric.split("/")[0]
     return [(col, f"{family} settings" if col == "metric_setting" else head)
             for col, head in VARYING if col in frame and frame[col].nunique(dropna=False) > 1]
+
+
+# ----- utility and risk views (issue 38) -------------------------------------------------
+def has_any(board: pd.DataFrame, metrics: Iterable[str]) -> bool:
+    """Whether some row of ``board`` has a value of one of ``metrics`` (as a column, or as the
+    ranking metric's ``mean``)."""
+    key = board.attrs.get("metric")
+    for col in metrics:
+        source = "mean" if col == key else col
+        if source in board and pd.to_numeric(board[source], errors="coerce").notna().any():
+            return True
+    return False
+
+
+def metric_value(row: pd.Series | Mapping[str, Any], metric: str, key: str | None,
+                 ci: bool = False) -> float:
+    """A row's mean over trials of ``metric`` (``ci``: the half-width of its 95% CI), read
+    from ``mean``/``ci95`` when it is the ranking metric ``key``; NaN when absent."""
+    col = ("ci95" if ci else "mean") if metric == key else (CI_PREFIX + metric if ci
+                                                            else metric)
+    value = row.get(col, math.nan)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def dp_tpr_bound(epsilon: float, delta: float, fpr: float) -> float:
+    """The largest true-positive rate any membership test can have at false-positive rate
+    ``fpr`` against an (epsilon, delta)-DP release: ``min(1, e^epsilon * fpr + delta)``
+    (hypothesis-testing view of DP, Kairouz, Oh and Viswanath 2015)."""
+    if epsilon > 700:  # e^epsilon overflows a float, and the bound is 1 long before
+        return 1.0
+    return float(min(1.0, math.exp(epsilon) * fpr + delta))
+
+
+def claimed_budget(row: pd.Series | Mapping[str, Any]) -> tuple[float, float] | None:
+    """The (epsilon, delta) a row claims for its whole release, or None when it claims none:
+    non-private rows (oracle tuning), rows with an infinite epsilon, spend or total
+    (``resample``, a schema read from the private file) and rows without a delta. The claim is
+    the row's epsilon and delta (an external contestant's declared budget is its row's
+    epsilon), or, when the run also spent budget on its schema, ``epsilon_total`` and
+    ``delta_total`` (schema plus mechanism, basic composition): the synthetic table depends
+    on both."""
+    if row.get("kind") == "non-private" or row.get("status") == "n/a":
+        return None
+    numbers = {}
+    for col in ("epsilon", "epsilon_spent", "epsilon_total", "delta_total"):
+        try:
+            numbers[col] = float(row.get(col, math.nan))
+        except (TypeError, ValueError):
+            numbers[col] = math.nan
+    if any(math.isinf(numbers[c]) or numbers[c] > INF_THRESHOLD
+           for c in ("epsilon", "epsilon_spent", "epsilon_total")):
+        return None
+    try:
+        delta = float(row.get("delta", ""))
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(numbers["epsilon"]) or math.isnan(delta):
+        return None
+    if not math.isnan(numbers["epsilon_total"]):
+        total_delta = numbers["delta_total"]
+        return numbers["epsilon_total"], (delta if math.isnan(total_delta) else total_delta)
+    return numbers["epsilon"], delta
+
+
+def beats_bound(row: pd.Series | Mapping[str, Any], fpr: float) -> bool:
+    """Whether the membership attack beats the row's bound at ``fpr`` significantly: the lower
+    end of the TPR's confidence interval (``membership/tpr_at_fpr_<fpr>_lo``, mean over the
+    row's trials) is above ``dp_tpr_bound`` of its claimed budget. Evidence against the claim;
+    staying under the bound proves nothing."""
+    budget = claimed_budget(row)
+    if budget is None:
+        return False
+    try:
+        low = float(row.get(f"membership/tpr_at_fpr_{fpr:g}_lo", math.nan))
+    except (TypeError, ValueError):
+        return False
+    return not math.isnan(low) and low > dp_tpr_bound(*budget, fpr)
+
+
+def with_risk_bounds(board: pd.DataFrame) -> pd.DataFrame:
+    """``board`` with, when some row has a membership TPR, the bound each row's claimed
+    budget implies at each FPR (``tpr_bound_fpr_<fpr>``, NaN without a claim), the FPRs at
+    which the attack beats it (``beats_bound_at_fpr``, e.g. ``"0.01,0.1"``) and the mark
+    ``MARK_BEATS_BOUND`` on those rows; unchanged otherwise."""
+    tprs = [f"membership/tpr_at_fpr_{f:g}{end}" for f in MIA_FPRS for end in ("", "_lo")]
+    if not any(c in board for c in tprs):
+        return board
+    out = board.copy()
+    for fpr in MIA_FPRS:
+        out[f"{BOUND_PREFIX}{fpr:g}"] = [
+            dp_tpr_bound(*b, fpr) if (b := claimed_budget(r)) is not None else math.nan
+            for _, r in out.iterrows()]
+    out[BEATS_BOUND] = [",".join(f"{f:g}" for f in MIA_FPRS if beats_bound(r, f))
+                        for _, r in out.iterrows()]
+    out["marks"] = [("; ".join(p for p in (str(m or ""), MARK_BEATS_BOUND) if p) if beaten
+                     else m) for m, beaten in zip(out["marks"], out[BEATS_BOUND])]
+    out.attrs.update(board.attrs)
+    return out

@@ -1,5 +1,7 @@
-"""Leaderboard plots (matplotlib, Agg backend): score vs epsilon with confidence bands, and
-score vs runtime with the Pareto front, one panel per epsilon.
+"""Leaderboard plots (matplotlib, Agg backend): score vs epsilon with confidence bands,
+score vs runtime with the Pareto front, one panel per epsilon, and (when runs logged it)
+machine-learning efficacy vs epsilon, one panel per dataset, with the train-on-real reference
+as a dashed horizontal line (``utility_vs_epsilon_figure``).
 
 Readable at a glance, whatever the board holds:
 
@@ -26,9 +28,12 @@ import pandas as pd
 
 from harness.report.leaderboard import (
     MARK_DECLARED,
+    ML_REAL,
+    ML_SCORE,
     SETTING,
     is_not_applicable,
     lower_is_better,
+    metric_value,
     row_label,
     varying_columns,
 )
@@ -289,4 +294,79 @@ def pareto_figure(board: pd.DataFrame):
 
 def plot_pareto(board: pd.DataFrame, path: Path) -> Path:
     pareto_figure(board).savefig(path, dpi=DPI, bbox_inches="tight")
+    return path
+
+
+def utility_vs_epsilon_figure(board: pd.DataFrame):
+    """``ml_efficacy/score`` per setting against epsilon with 95% CI bars, one panel per
+    dataset; the train-on-real reference (``ml_efficacy/real_score``, mean over the dataset's
+    rows) as a black dash-dot line labelled in the panel; colour = mechanism, as in the other
+    plots, and one legend entry per setting (its label without the dataset, which the panel
+    names)."""
+    from matplotlib.lines import Line2D
+
+    key = board.attrs.get("metric", "score")
+    data = board[~is_not_applicable(board)].copy()
+    data["_y"] = [metric_value(r, ML_SCORE, key) for _, r in data.iterrows()]
+    data["_ci"] = [metric_value(r, ML_SCORE, key, ci=True) for _, r in data.iterrows()]
+    data["_real"] = [metric_value(r, ML_REAL, key) for _, r in data.iterrows()]
+    data = data[data["_y"].notna()]
+    varying = [(c, h) for c, h in (varying_columns(data, key) if len(data) else [])
+               if c not in ("dataset", "dataset_id", "privacy_unit", "metric_setting")]
+    data["_label"] = [setting_label(r, varying) for _, r in data.iterrows()]
+    lines = (data[["_label", "mechanism", "kind"]].drop_duplicates("_label")
+             .sort_values(["mechanism", "_label"]).reset_index(drop=True))
+    lines["marker"] = [MARKERS[i % len(MARKERS)] for i in lines.groupby("mechanism").cumcount()]
+    colours = mechanism_colours(lines["mechanism"])
+    by = "dataset" if "dataset" in data else None
+    datasets = sorted(data[by].astype(str).unique()) if by else [""]
+    ncols = max(1, min(len(datasets), MAX_PANELS_PER_ROW))
+    nrows = max(1, math.ceil(len(datasets) / ncols))
+    fig, axes = _figure(5.2 * ncols, 4.0 * nrows, nrows, ncols)
+    for ax, name in zip(axes, datasets):
+        panel = data[data[by].astype(str) == name] if by else data
+        for line in lines.itertuples():
+            part = panel[panel["_label"] == line._1].sort_values("epsilon")
+            if part.empty:
+                continue
+            style = _style(line.kind)
+            ax.errorbar(part["epsilon"], part["_y"], yerr=part["_ci"].fillna(0).to_numpy(),
+                        marker=line.marker, color=colours[line.mechanism], capsize=3,
+                        gid=line.mechanism, **style)
+        real = panel["_real"].dropna()
+        if len(real):
+            ax.axhline(float(real.mean()), color="k", linestyle="-.", linewidth=1.4,
+                       gid="train_on_real")
+            ax.annotate("train on real", (0.5, float(real.mean())), ha="center", va="bottom",
+                        xycoords=("axes fraction", "data"), fontsize=7)
+            low, high = ax.get_ylim()
+            pad = 0.06 * (max(high, float(real.mean())) - min(low, float(real.mean())))
+            ax.set_ylim(min(low, float(real.mean()) - pad), max(high, float(real.mean()) + pad))
+        epsilons = sorted(panel["epsilon"].unique())
+        ax.set_xscale("log")
+        ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+        ax.minorticks_off()
+        ax.margins(x=0.1)
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel(ML_SCORE)
+        ax.set_title(plain(f"dataset {name}" if name else ML_SCORE))
+        ax.grid(alpha=0.3)
+    for ax in axes[len(datasets):]:
+        ax.set_visible(False)
+    handles = [Line2D([], [], marker=line.marker, color=colours[line.mechanism],
+                      label=plain(line._1), **_style(line.kind)) for line in lines.itertuples()]
+    if data["_real"].notna().any():
+        handles.append(Line2D([], [], color="k", linestyle="-.",
+                              label="train on real, test on real (non-private reference)"))
+    if handles:
+        fig.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                   ncol=legend_columns(len(handles)))
+    fig.suptitle("ML efficacy (train on synthetic, test on held-out real) vs epsilon; "
+                 "bars: 95% CI over trials", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_utility_vs_epsilon(board: pd.DataFrame, path: Path) -> Path:
+    utility_vs_epsilon_figure(board).savefig(path, dpi=DPI, bbox_inches="tight")
     return path

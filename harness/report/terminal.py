@@ -8,6 +8,9 @@ files keep every column and every epsilon's table).
   single trial (no CI: not ranked against each other), then
   the overall table (or the one epsilon's table): rank, mechanism, settings, mean ± 95% CI, n,
   epsilon spent, status. Long settings and statuses are cut with ``…`` so every line fits.
+  When some row logged them, the utility view and the risk view ("empirical risk, not a DP
+  guarantee", with the bound each row's claimed budget implies) follow, one table per
+  epsilon (:func:`view_lines`).
 - :func:`fit_columns`: fixed-width text columns cut to a total width, widest text first.
 - :func:`board_format`: ``text`` on a terminal, ``markdown`` when stdout is a pipe or a file
   (as before), or what ``$DP_ARENA_BOARD`` says.
@@ -24,6 +27,7 @@ import pandas as pd
 from harness.report.leaderboard import (is_not_applicable, lower_is_better, row_label,
                                         schema_notes)
 from harness.report.render import (
+    board_view,
     column_decimals,
     fmt_epsilon,
     fmt_number,
@@ -31,6 +35,8 @@ from harness.report.render import (
     overall_table,
     rank_text,
     status_text,
+    view_legends,
+    view_tables,
 )
 
 #: The widest line the terminal board prints.
@@ -168,6 +174,7 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     else:
         for eps, part in board.groupby("epsilon", sort=True):
             lines += ["", f"epsilon = {eps:g}:", *table_lines(part, False, width)]
+    lines += view_lines(board, width)
     if files:
         what = "per-epsilon tables, every score column" if several else "every score column"
         lines += ["", cut(f"{what}: {files}", width)]
@@ -179,3 +186,18 @@ def wrap_lines(texts: list[str], width: int) -> list[str]:
 
     return [w for t in texts for w in textwrap.wrap(t, width, subsequent_indent="  ")]
 
+
+
+def view_lines(board: pd.DataFrame, width: int = WIDTH) -> list[str]:
+    """The utility and risk views as plain text (none when no row has their metrics): each
+    view's legend, then its table per epsilon (settings and mechanism cut to fit)."""
+    lines: list[str] = []
+    tables = view_tables(board, compact=True)
+    for title, text in view_legends(board):
+        lines += ["", *wrap_lines([f"{title}: {text}"], width)]
+        for table in (t for t in tables if t.caption.startswith(title + ",")):
+            view = board_view(table.rows, table.columns)
+            lines += ["", cut(f"{table.caption}:", width),
+                      *fit_columns(list(view.columns), view.astype(str).values.tolist(), width,
+                                   shrinkable=("settings", "mechanism"))]
+    return lines
