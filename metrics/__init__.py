@@ -17,6 +17,7 @@ METRICS: dict[str, str] = {
     "ml_efficacy": "metrics.ml_efficacy:MLEfficacy",
     "propensity": "metrics.propensity:Propensity",
     "range_query": "metrics.range_query:RangeQuery",
+    "membership": "metrics.membership:Membership",
 }
 
 
