@@ -62,8 +62,8 @@ equal), ``copy_share_heldout``: the same share for the non-member sample, both s
 the same number of rows (normalised by the number of distinct rows compared, the two shares
 are comparable: a synthesizer that copies training rows shows a train share far above the
 held-out one, which only counts coincidences with the population), and ``copy_share_diff``,
-their difference; ``n_members``, ``n_nonmembers`` (persons). The private table
-``membership_attacks`` holds every attack's numbers.
+their difference. The private table ``membership_attacks`` holds every attack's numbers and
+the numbers of member and non-member persons.
 
 The bound a claimed budget implies, ``TPR <= e^epsilon * FPR + delta`` at every FPR, is
 computed by the board from a run's epsilon and delta and ``tpr_at_fpr_0.01_lo`` /
@@ -90,8 +90,9 @@ Privacy of the outputs
 Nothing here is public (``public_outputs`` is empty): every score and the table are computed on
 private rows (training and held-out) without noise, like every other metric's scores; no
 ``Releaser`` is involved, and nothing is charged to a ledger: the outputs are scores, logged as
-scores are. ``n_members`` and ``n_nonmembers`` are counts of private persons, logged because
-the issue asks for them (they equal ``max_targets`` unless the held-out part is smaller). The
+scores are. The numbers of members and non-members are counts of private persons (they equal
+``max_targets`` unless the held-out part is smaller, so they would tell the size of the
+held-out part, hence of the table): they are in the private table only, never a score. The
 metric does not apply when the dataset has no held-out part or it has fewer than
 ``min_heldout`` persons; the reason reveals that one bit and no count.
 """
@@ -453,9 +454,7 @@ class Membership(Metric):
         train = copy_share(targets.members.codes[:size], synthetic_keys)
         heldout = copy_share(targets.nonmembers.codes[:size], synthetic_keys)
         out.update({"copy_share_train": train, "copy_share_heldout": heldout,
-                    "copy_share_diff": train - heldout,
-                    "n_members": float(targets.members.count),
-                    "n_nonmembers": float(targets.nonmembers.count)})
+                    "copy_share_diff": train - heldout})
         return out
 
 
@@ -464,7 +463,8 @@ def attack_table(stats: dict[str, dict[str, AttackStats]], targets: Targets) -> 
     rows = []
     for attack, by_stat in stats.items():
         row: dict[str, object] = {"attack": attack, "reference": (
-            targets.reference_source if attack == "density" else "")}
+            targets.reference_source if attack == "density" else ""),
+            "n_members": targets.members.count, "n_nonmembers": targets.nonmembers.count}
         for key, stat in by_stat.items():
             row.update(with_interval(key, stat))
         rows.append(row)

@@ -124,8 +124,10 @@ def test_a_release_of_the_training_rows_is_caught():
     """n_train = 2000 = the non-member half of 4000 held-out rows, so every training row is a
     member and the release contains each of them exactly."""
     data = dataset(2000, 4000)
-    scores = Membership().score(data, data.private.copy()).scores
-    assert scores["n_members"] == scores["n_nonmembers"] == 2000
+    result = Membership().score(data, data.private.copy())
+    scores = result.scores
+    assert persons(result) == (2000, 2000)
+    assert not {"n_members", "n_nonmembers"} & set(scores), "counts of private persons"
     # members sit at distance 0; a non-member does only if it repeats a training row
     assert scores["auc_dcr"] > 0.99 and scores["auc"] >= scores["auc_dcr"]
     assert scores["copy_share_train"] == 1.0
@@ -179,8 +181,9 @@ def test_an_independent_release_with_a_public_reference_is_a_null():
     """The reference is the public part (another draw of the population): no held-out row is
     set aside, so all 2000 held-out persons are non-members."""
     data = dataset(2000, 2000, public=population(5000, 3))
-    scores = Membership().score(data, uniform(20_000, 9)).scores
-    assert scores["n_nonmembers"] == 2000
+    result = Membership().score(data, uniform(20_000, 9))
+    scores = result.scores
+    assert persons(result)[1] == 2000
     assert abs(scores["auc_density"] - 0.5) < Z * null_auc_se(2000, 2000)
     assert abs(scores["auc_dcr"] - 0.5) < Z * null_auc_se(2000, 2000)
 
@@ -219,8 +222,7 @@ def test_user_level_targets_are_persons():
     heldout = make_small_frame(1500, seed=2, n_people=300, first_id=1001)
     data = Dataset("people", small, train, unit="user", id_column="pid",
                    max_records_per_individual=5, heldout=heldout)
-    scores = Membership().score(data, make_small_frame(2000, seed=3)).scores
-    assert scores["n_members"] == scores["n_nonmembers"] == 150
+    assert persons(Membership().score(data, make_small_frame(2000, seed=3))) == (150, 150)
 
 
 def persons_table(n_persons: int, rows_each: int, first_id: int, seed: int) -> pd.DataFrame:
@@ -242,9 +244,10 @@ def test_several_rows_per_person_see_copying_that_one_row_cannot():
                   *(Column(n, "categorical", values=(0, 1, 2)) for n in NAMES)))
     data = Dataset("persons", sch, persons_table(1000, 4, 0, 1), unit="user", id_column="pid",
                    max_records_per_individual=4, heldout=persons_table(2000, 4, 5000, 2))
-    one = Membership(rows_per_person=1).score(data, data.private.copy()).scores
-    four = Membership(rows_per_person=4).score(data, data.private.copy()).scores
-    assert one["n_members"] == four["n_members"] == 1000
+    one_result = Membership(rows_per_person=1).score(data, data.private.copy())
+    four_result = Membership(rows_per_person=4).score(data, data.private.copy())
+    assert persons(one_result)[0] == persons(four_result)[0] == 1000
+    one, four = one_result.scores, four_result.scores
     chance = 1 - (1 - 1 / 6561) ** 4000  # a held-out row has an exact copy
     all_four = chance ** 4
     assert four["tpr_at_fpr_0.1"] == 1.0
@@ -279,3 +282,9 @@ def test_not_applicable_with_too_few_heldout_persons():
     assert "at least 50 held-out persons" in metric.not_applicable_reason(data)
     assert "49" not in metric.not_applicable_reason(data)  # the count is private
     assert Membership(min_heldout=40).applies_to(data)
+
+
+def persons(result) -> tuple[int, int]:
+    """(members, non-members): counts of private persons, in the private table only."""
+    table = result.tables["membership_attacks"]
+    return int(table["n_members"].iloc[0]), int(table["n_nonmembers"].iloc[0])
