@@ -4,6 +4,7 @@
     dp-arena-schema DATA.csv --out parameters.json --epsilon 0.1 [--delta 1e-6]   # DP proposal
     dp-arena-schema DATA.csv --out parameters.json --from-private         # exact, labelled not DP
     ... --hint 'fare={kind: numeric, min: 0, max: 200}' --hints hints.yaml --weight company=2
+    ... --holdout-fraction 0.2 [--split-seed 0]   # propose from the training rows only
 
 One of the three sources is required (:mod:`harness.data.propose`); without one the command is
 refused with one message naming them. A DP proposal writes its ledger beside the schema
@@ -13,6 +14,12 @@ unless the whole proposal succeeds. Then
     dp-arena dataset=csv dataset.path=DATA.csv dataset.schema=parameters.json
 
 runs a competition on it. The report names columns and counts, never a private value.
+
+``--holdout-fraction F --split-seed S`` splits DATA as a run with ``dataset.holdout_fraction=F
+dataset.split_seed=S`` does (:func:`harness.data.holdout.holdout_mask`, on the raw file's rows,
+by ``--id-column`` when given) and proposes from the training rows only; the schema's
+``proposal`` block records ``"holdout": {"fraction": F, "split_seed": S, "unit": ...}``, and a
+run that holds out otherwise is refused (:func:`harness.data.datasets.check_proposal_holdout`).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from harness.cli.exits import run_or_explain
 from harness.data.conform import proposal_block
 from harness.data.datasets import read_csv_file
 from harness.data.hints import merged, parse_flow, parse_weight, read_hints_file
+from harness.data.holdout import checked_fraction, checked_seed, holdout_record, split_holdout
 from harness.data.propose import ColumnReport, Proposal, ProposalSettings, propose
 from harness.data.schema import Schema
 from harness.errors import ConfigError, DPArenaError
@@ -72,6 +80,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "above this many MB")
     p.add_argument("--weight", action="append", default=[], metavar="COLUMN=W",
                    help="a column's weight in the DP budget split (default 1 each)")
+    p.add_argument("--holdout-fraction", type=float, default=0.0, metavar="F",
+                   help="propose from the training rows only: hold out this share of the "
+                        "persons as runs with dataset.holdout_fraction=F do (default 0)")
+    p.add_argument("--split-seed", type=int, default=0, metavar="S",
+                   help="the holdout's seed, as dataset.split_seed=S (default 0)")
     return p.parse_args(argv)
 
 
@@ -130,13 +143,16 @@ def column_entry(report: ColumnReport, schema: Schema) -> dict[str, Any]:
     return entry
 
 
-def write_proposal(proposal: Proposal, out: Path) -> list[Path]:
-    """Write the schema (with its ``proposal`` block) and, for DP, the ledger, atomically:
-    both files appear, or neither."""
+def write_proposal(proposal: Proposal, out: Path,
+                   holdout: dict[str, Any] | None = None) -> list[Path]:
+    """Write the schema (with its ``proposal`` block, and ``holdout``: the split the proposal
+    was made on) and, for DP, the ledger, atomically: both files appear, or neither."""
     ledger_path = out.with_name(out.stem + ".ledger.json")
     params = proposal.schema.to_parameters()
     params["proposal"] = proposal_block(proposal.source, proposal.spent(),
                                         ledger_path.name if proposal.ledger else None)
+    if holdout:
+        params["proposal"]["holdout"] = holdout
     if proposal.dropped:
         params["proposal"]["dropped"] = list(proposal.dropped)
     if proposal.columns:  # where each column came from, its DP spend and what it keeps
@@ -180,7 +196,10 @@ def run(args: argparse.Namespace) -> None:
         if args.public:
             check_file_fits("--public", Path(args.public).expanduser(), limit,
                             setting="--memory-limit-mb")
-    private = selected(read_csv_file(data, "DATA"), args, "DATA")
+    fraction = checked_fraction(getattr(args, "holdout_fraction", 0.0), "--holdout-fraction")
+    seed = checked_seed(getattr(args, "split_seed", 0), "--split-seed")
+    raw, _ = split_holdout(read_csv_file(data, "DATA"), fraction, seed, args.id_column)
+    private = selected(raw, args, "DATA")  # the training rows: held-out ones are dropped here
     if settings.source == "public":
         public = Path(args.public).expanduser()
         if not public.is_file():
@@ -200,7 +219,8 @@ def run(args: argparse.Namespace) -> None:
         proposal = propose(sample[list(private.columns)], settings)
     else:
         proposal = propose(private, settings)
-    written = write_proposal(proposal, Path(args.out).expanduser())
+    holdout = holdout_record(fraction, seed, args.id_column) if fraction else None
+    written = write_proposal(proposal, Path(args.out).expanduser(), holdout)
     eps, delta = proposal.spent()
     cost = {"public": "from the public sample (no privacy cost)",
             "dp": f"DP proposal: spent epsilon={eps:.6g}, delta={delta:.3g} (ledger: "
@@ -210,7 +230,9 @@ def run(args: argparse.Namespace) -> None:
     for line in proposal.report:
         print(f"  {line}")
     print(f"wrote {', '.join(map(str, written))} (edit freely)")
-    print(f"run: dp-arena dataset=csv dataset.path={data} dataset.schema={written[0]}")
+    split = (f" dataset.holdout_fraction={fraction:g} dataset.split_seed={seed}"
+             if fraction else "")
+    print(f"run: dp-arena dataset=csv dataset.path={data} dataset.schema={written[0]}{split}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

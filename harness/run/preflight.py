@@ -239,12 +239,12 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
     for any other problem."""
     view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
         if rc.tuning.view == "public" else data
-    mechanism.check_applicable(view)
+    mechanism.check_applicable(view.training_view())  # held-out persons: scores only
     reasons = {name: m.not_applicable_reason(view) for name, m in metrics.items()}
     applicable = {name: m for name, m in metrics.items() if reasons[name] is None}
     if not applicable:
         raise ConfigError(f"none of the metrics {sorted(metrics)} applies to dataset {data.name!r}"
                           f" ({'; '.join(r for r in reasons.values() if r)})",
                           "add a generic metric, e.g. metrics=kmarginal")
-    check_delta(rc, data)
+    check_delta(rc, data.training_view())
     return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r})

@@ -274,12 +274,15 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     """The run's computation (in the isolated child): fit, validate, score, and write the
     artifacts into ``out``. Touches no MLflow store. The noise comes from
     :func:`harness.privacy.noise.noise_rng` (fresh OS entropy unless ``privacy.noise=replayable``);
-    the child draws it, so no two runs share a stream."""
+    the child draws it, so no two runs share a stream. The mechanism fits the training view
+    (:meth:`Dataset.training_view`: no held-out persons); the metrics score the whole
+    dataset (they read ``data.heldout``)."""
     noise, rng = noise_rng(rc.noise, key).spawn(2)  # the releaser's noise; post-processing
-    ledger = Ledger(rc.budget, rc.accountant, unit=data.ledger_unit)  # type: ignore[arg-type]
+    training = data.training_view()  # the mechanism never receives the held-out persons
+    ledger = Ledger(rc.budget, rc.accountant, unit=training.ledger_unit)  # type: ignore[arg-type]
     release = Releaser(ledger, make_sampler(rc.sampler, noise))
     with ResourceMonitor() as fit:
-        synthetic = mechanism.fit_sample(data, rc.budget, release, rng)
+        synthetic = mechanism.fit_sample(training, rc.budget, release, rng)
     extra_tags = mechanism.output_tags()
     for path, record in mechanism.output_files().items():
         (out / path).parent.mkdir(parents=True, exist_ok=True)

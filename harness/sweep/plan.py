@@ -184,7 +184,8 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
             notes[f"warning: {warning}"] = 1
         preset = label_preset(rc.preset, rc.accountant)
         who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"
-        for note in mechanism.notes(checked.view):  # once per job here, never in the run
+        # once per job here, never in the run; on the data the mechanism will see
+        for note in mechanism.notes(checked.view.training_view()):
             notes[f"{who}: {note}"] = notes.get(f"{who}: {note}", 0) + 1
         key = job_key(rc)
         if key in seen:
