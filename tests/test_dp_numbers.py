@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from harness.data.dp_numbers import (Q_HI, Q_LO, bin_shares, coarse_cells, coarse_index,
-                                     consistent_leaves, dp_numeric_range, exact_numeric_range,
-                                     linear_axis, log_axis, noise_floor, tree_counts)
+from harness.data.dp_numbers import (MAX_ZOOMS, Q_HI, Q_LO, ZOOM_CELLS, Leaves, bin_shares,
+                                     coarse_cells, coarse_index, consistent_leaves,
+                                     dp_numeric_range, exact_numeric_range, heavy_run,
+                                     linear_axis, log_axis, noise_floor, tree_counts, zoom_cells)
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 
@@ -46,22 +47,36 @@ def test_linear_date_axis_cells_are_whole_days_and_about_a_year():
 
 
 # ----- privacy accounting --------------------------------------------------------------------
+def narrow(n: int, seed: int) -> np.ndarray:
+    """Like Minneapolis stops' latitudes: one fine leaf [44.7, 50.1) of the log axis holds all."""
+    return np.random.default_rng(seed).uniform(44.9, 45.05, n)
+
+
 @pytest.mark.parametrize("eps", [0.008, 0.3, 5.0])
-def test_ledger_is_charged_epsilon_and_never_more(eps):
+@pytest.mark.parametrize("column", ["lognormal", "narrow", "constant"])
+def test_ledger_is_charged_epsilon_and_never_more(eps, column):
+    """Every release is Laplace; whatever the zoom does (zoom rounds, a second draw of the
+    fine tree or of the last zoom), the charges add up to epsilon and never more."""
+    v = {"lognormal": lognormal(5000, 0), "narrow": narrow(20_000, 0),
+         "constant": np.full(20_000, 2013.0)}[column]
     rel = releaser(eps, seed=3)
-    out = dp_numeric_range(lognormal(5000, 0), log_axis(), 10, eps, 1, rel, "x")
+    out = dp_numeric_range(v, log_axis(), 10, eps, 1, rel, "x")
     spent, delta = rel.ledger.spent()
     assert out is not None and delta == 0.0
     assert eps * (1 - 1e-9) <= spent <= eps
-    kinds = [c.kind for c in rel.ledger.charges]
-    assert kinds == ["laplace", "laplace"]
+    charges = rel.ledger.charges
+    assert {c.kind for c in charges} == {"laplace"}
+    assert 2 <= len(charges) <= 2 + MAX_ZOOMS + 1
+    if column != "lognormal" and eps >= 0.3:
+        assert any("zoom" in c.name for c in charges)
 
 
 def test_bound_scales_the_noise_not_the_charge():
     rel = releaser(1.0, seed=4)
     dp_numeric_range(lognormal(2000, 1), log_axis(), 10, 1.0, 3, rel, "x")
-    first, second = rel.ledger.charges
+    first = rel.ledger.charges[0]
     assert first.sensitivity == 3 and math.isclose(first.scale, 3 / 0.4, rel_tol=1e-9)
+    assert all(c.sensitivity % 3 == 0 for c in rel.ledger.charges)
     assert rel.ledger.spent()[0] <= 1.0
 
 
@@ -180,3 +195,61 @@ def test_consistent_leaves_is_the_least_squares_fit_of_the_tree():
             rows.append(row)
     fit = np.linalg.lstsq(np.array(rows), np.concatenate(noisy), rcond=None)[0]
     assert np.allclose(consistent_leaves(noisy, b), fit, atol=1e-8)
+
+
+# ----- the zoom (issue 39, item 2) ---------------------------------------------------------
+def leaves_of(bounds: list[tuple[float, float]]) -> Leaves:
+    lo, hi = (np.array(x, dtype=float) for x in zip(*bounds))
+    n = len(lo)
+    return Leaves(lo, hi, lo == hi, np.zeros(n, bool), np.arange(n), np.zeros(n, int))
+
+
+def test_heavy_run_is_a_leaf_or_a_pair_over_half_the_mass_never_a_point():
+    leaves = leaves_of([(0, 0), (1, 2), (2, 3), (3, 4)])
+    assert heavy_run(leaves, np.array([0.0, 1.0, 6.0, 3.0])) == (2, 2)
+    assert heavy_run(leaves, np.array([0.0, 1.0, 4.0, 4.0])) == (2, 3)  # 0.44 alone, 0.89 paired
+    assert heavy_run(leaves, np.array([9.0, 1.0, 1.0, 1.0])) is None  # the point cell
+    assert heavy_run(leaves, np.array([1.0, 1.0, 1.0, 1.0])) is None  # 0.5 is not more than half
+
+
+@pytest.mark.parametrize("mass,scale", [(50_000, 125.0), (50_000, 1250.0), (3000, 10.0)])
+def test_zoom_cells_put_the_noise_floor_in_each_cell_of_an_even_spread(mass, scale):
+    beta = 0.01
+    n = zoom_cells(mass, scale, beta)
+    assert ZOOM_CELLS[0] <= n <= ZOOM_CELLS[1]
+    assert mass / n >= noise_floor(scale, n, beta)
+    assert n == ZOOM_CELLS[1] or mass / (n + 1) < noise_floor(scale, n + 1, beta)
+    assert zoom_cells(10.0, scale, beta) == 0  # too little mass: no zoom
+
+
+@pytest.mark.parametrize("column", ["narrow", "negative", "constant", "normal"])
+def test_narrow_column_range_within_10x_and_bins_split_it(column):
+    """At epsilon 1 on 20,000 rows the zoom reads sub-cells much narrower than the data: the
+    range stays within 10x the true extent (the constant: within 1 of 2013) and the largest
+    bin holds at most 25% (the issue's bar at epsilon 0.08; ten bins could hold 10% each)."""
+    rng = np.random.default_rng(21)
+    v = {"narrow": narrow(20_000, 1), "negative": -narrow(20_000, 2) - 48.3,
+         "constant": np.full(20_000, 2013.0), "normal": rng.normal(1013.0, 7.0, 20_000)}[column]
+    extent = float(np.ptp(v))
+    for seed in range(5):
+        out = dp_numeric_range(v, log_axis(), 10, 1.0, 1, releaser(1.0, 300 + seed), "x")
+        assert out is not None
+        if column == "constant":
+            assert out.min <= 2013.0 < out.max and out.max - out.min <= 1.0
+            continue
+        assert out.max - out.min <= 10 * extent
+        assert out.min - extent <= v.min() and out.max + extent >= v.max()
+        assert bin_shares(v, out).max() <= 0.25
+
+
+def test_no_zoom_on_a_spread_column():
+    """Lognormal fares: no fine leaf holds half the mass, so no zoom is drawn (the zoom's
+    share, when kept back, reads the fine tree a second time) and the range is whole
+    decades as before."""
+    v = lognormal(20_000, 3)
+    for seed in range(5):
+        rel = releaser(0.08, 400 + seed)
+        out = dp_numeric_range(v, log_axis(), 10, 0.08, 1, rel, "fare")
+        assert out is not None and not any("zoom" in c.name for c in rel.ledger.charges)
+        assert math.log10(out.min) % 1 == 0 and math.log10(out.max) % 1 == 0
+        assert bin_shares(v, out).max() <= 0.2
