@@ -14,24 +14,22 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.report.leaderboard import (
-    BEATS_BOUND,
-    MARK_BEATS_BOUND,
-    MARK_DECLARED,
-    beats_bound,
-    build_leaderboard,
-    claimed_budget,
-    dp_tpr_bound,
-    lower_is_better,
-)
+from harness.report.leaderboard import MARK_DECLARED, build_leaderboard, lower_is_better
 from harness.report.plots import utility_vs_epsilon_figure
 from harness.report.render import (
-    REAL_REFERENCE,
     render_html,
     render_markdown,
     write_outputs,
 )
+from harness.report.risk import (
+    BEATS_BOUND,
+    MARK_BEATS_BOUND,
+    beats_bound,
+    claimed_budget,
+    dp_tpr_bound,
+)
 from harness.report.terminal import render_terminal
+from harness.report.views import REAL_REFERENCE
 from tests.test_leaderboard import NEW_TAGS, frame, md_rows, run
 
 LEAK_TAGS = {**NEW_TAGS, "delta": "1e-06", "dataset": "adult", "dataset_id": "a1",

@@ -235,8 +235,9 @@ def test_the_schema_digest_is_keyed_and_follows_the_content():
 
 
 def test_a_board_of_runs_on_two_schemas_of_one_table_says_so(tmp_path, tracking_uri):
-    from harness.report.leaderboard import build_leaderboard, load_runs, mixed_schema_notes
+    from harness.report.leaderboard import build_leaderboard, load_runs
     from harness.report.render import render_html, render_markdown
+    from harness.report.schema_notes import mixed_schema_notes
     from harness.report.terminal import render_terminal
     from harness.run.runner import run_one
 
@@ -277,7 +278,7 @@ def test_rows_empty_where_the_schema_allows_none_name_allow_missing_as_the_fix()
 
 def test_the_schema_quality_line_names_weak_columns_and_changed_ones_without_counts():
     from harness.data.conform import schema_quality
-    from harness.report.leaderboard import schema_notes
+    from harness.report.schema_notes import schema_notes
 
     source = SchemaSource("dp", 0.5, 1e-6, columns=(
         ("company", (("codes", 6), ("from", "dp"), ("keeps", 0.8), ("largest", 0.5))),

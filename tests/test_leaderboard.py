@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.report.cells import column_decimals, first_line, fmt_seconds, md_escape
 from harness.report.leaderboard import (
     MARK_LARGE_DELTA,
     MARK_PRIVATE_TABLES,
@@ -33,11 +34,7 @@ from harness.report.plots import (
     score_vs_epsilon_figure,
 )
 from harness.report.render import (
-    column_decimals,
     csv_cell,
-    first_line,
-    fmt_seconds,
-    md_escape,
     render_html,
     render_markdown,
     write_outputs,

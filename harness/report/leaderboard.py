@@ -34,21 +34,14 @@ interval comes from the per-trial means across epsilons (trials paired by index)
 significance rule ranks it within the pool. A setting missing an epsilon is incomplete,
 unranked.
 
-**Schemas.** Each run carries a keyed digest of its schema (tag ``schema_digest``); a board
-whose rows of one dataset ran on different schemas says so in a note naming the dataset and how
-many schemas (:func:`mixed_schema_notes`), since a coarser schema can score higher. A note, not
-a split: rows are still grouped and ranked by ``dataset_id`` as above.
-
-**Utility and risk (issue 38).** A row carries the mean over trials of every score and, for
-``CI_METRICS`` (``ml_efficacy/score``, ``membership/auc``, ...), the half-width of its 95% CI
-(``ci95:<metric>``). When runs logged a membership attack, each row gets the bound its
-claimed budget (:func:`claimed_budget`: the row's epsilon and delta, or schema + mechanism
-totals; none for non-private rows and infinite spends) implies on the attack's true-positive
-rate at each FPR, ``min(1, e^epsilon * FPR + delta)`` (:func:`dp_tpr_bound`; the hypothesis-
-testing view of (epsilon, delta)-DP), and the mark ``MARK_BEATS_BOUND`` when the mean over
-trials of the TPR's lower 95% CI end is above it (:func:`beats_bound`). An empirical check,
-computed from logged scores, spending no budget: staying under the bound proves nothing;
-beating it is evidence against the claimed budget.
+**Schemas, utility and risk.** A row carries its runs' distinct keyed schema digests
+(``schema_digests``, from tag ``schema_digest``) and their ``schema_quality``, from which
+:mod:`harness.report.schema_notes` writes the board's notes about schemas; the mean over trials
+of every score and, for ``CI_METRICS`` (:mod:`harness.report.scores`: ``ml_efficacy/score``,
+``membership/auc``, ...), the half-width of its 95% CI (``ci95:<metric>``); and, when runs
+logged a membership attack, the bound its claimed budget implies on the attack's TPR and the
+mark ``MARK_BEATS_BOUND`` where the attack beats it (:func:`harness.report.risk.with_risk_bounds`:
+empirical risk, not a DP guarantee).
 
 **Output.** Columns that tell rows apart (dataset, data id, unit, delta, noise, metric
 settings) are shown in Markdown/HTML only when they vary on the board; the CSV has them all.
@@ -70,6 +63,8 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import DPArenaError
+from harness.report.risk import BOUND_LEGEND, MARK_BEATS_BOUND, with_risk_bounds
+from harness.report.scores import CI_METRICS, CI_PREFIX
 from harness.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
 
 #: Rows ranked against each other share these (plus epsilon).
@@ -96,13 +91,6 @@ MARK_LARGE_DELTA = "large delta (delta >= 1/n allowed)"
 MARK_PRIVATE_TABLES = "private tables logged"
 MARK_SCHEMA_PRIVATE = "schema from private data (not DP)"
 MARK_DECLARED = "budget declared by the contestant, not checked by the ledger"
-MARK_BEATS_BOUND = "membership attack beats the bound of the claimed budget"
-#: What the risk view says under its table, and after ``MARK_BEATS_BOUND`` in every legend.
-BOUND_LEGEND = ("an (epsilon, delta)-DP release bounds any membership attack's true-positive "
-                "rate at false-positive rate FPR by min(1, e^epsilon * FPR + delta); the row's "
-                "attack beats it significantly (the lower end of its TPR's 95% CI is above "
-                "the bound): staying under the bound proves nothing; beating it is evidence "
-                "against the claimed budget")
 MARK_LEGEND = (
     (MARK_REPLAYABLE, ("noise derived from the local secret key: reproducible, but not a DP "
                        "release to anyone who holds the key; never ranked")),
@@ -134,26 +122,6 @@ HIGHER_IS_BETTER_NAMES = ("membership/copy_share_heldout",)
 #: private data, whose spend and total are infinite).
 INFINITE_TAGS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "schema_delta",
                  "delta_total")
-#: Issue 38's utility scores (the utility view) and risk scores (the risk view; "empirical
-#: risk, not a DP guarantee").
-ML_SCORE, ML_REAL, ML_GAP = "ml_efficacy/score", "ml_efficacy/real_score", "ml_efficacy/gap"
-PMSE_RATIO, RANGE_ERROR = "propensity/pmse_ratio", "range_query/mean_rel_error"
-UTILITY_METRICS = (ML_SCORE, ML_REAL, ML_GAP, PMSE_RATIO, RANGE_ERROR)
-MIA_AUC = "membership/auc"
-#: False-positive rates at which the membership attack's true-positive rate is logged
-#: (``membership/tpr_at_fpr_<fpr>``, CI ends ``..._lo`` and ``..._hi``).
-MIA_FPRS = (0.01, 0.1)
-COPY_TRAIN, COPY_HELDOUT = "membership/copy_share_train", "membership/copy_share_heldout"
-RISK_METRICS = (MIA_AUC, *(f"membership/tpr_at_fpr_{f:g}" for f in MIA_FPRS), COPY_TRAIN,
-                COPY_HELDOUT)
-#: Scores whose 95% CI over trials a board row carries (column ``ci95:<metric>``) besides
-#: the ranking metric's.
-CI_METRICS = (ML_SCORE, MIA_AUC, PMSE_RATIO, RANGE_ERROR)
-CI_PREFIX = "ci95:"
-#: Board columns of the bound a row's claimed budget implies at each FPR, and of the FPRs at
-#: which the attack beats it significantly ("" when none).
-BOUND_PREFIX = "tpr_bound_fpr_"
-BEATS_BOUND = "beats_bound_at_fpr"
 SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
                 "n_synthetic_rows")
 ALPHA = 0.05
@@ -511,40 +479,6 @@ def first_text(group: pd.DataFrame, column: str) -> str:
     return values[0] if values else ""
 
 
-def schema_notes(board: pd.DataFrame) -> list[str]:
-    """The board's notes about schemas: datasets whose runs used different schemas
-    (:func:`mixed_schema_notes`), then, per dataset on a proposed schema, what the schema
-    keeps (tag ``schema_quality``: its source and spend, the columns that keep little, the
-    columns loading changed)."""
-    notes = mixed_schema_notes(board)
-    if "schema_quality" not in board or "dataset" not in board:
-        return notes
-    scored = board[~is_not_applicable(board)]
-    for name, part in scored.groupby("dataset", sort=True):
-        texts = sorted({t for t in part["schema_quality"].fillna("").astype(str) if t})
-        notes += [f"schema of dataset {name!r}: {text}" for text in texts]
-    return notes
-
-
-def mixed_schema_notes(board: pd.DataFrame) -> list[str]:
-    """One note per dataset whose rows ran on different schemas (distinct ``schema_digest``
-    tags): their scores are not measured on the same columns, bins and categories, and a
-    coarser schema can score higher."""
-    if "schema_digests" not in board or "dataset" not in board:
-        return []
-    scored = board[~is_not_applicable(board)]
-    notes = []
-    for name, part in scored.groupby("dataset", sort=True):
-        digests = {d for text in part["schema_digests"].dropna().astype(str)
-                   for d in text.split(",") if d}
-        if len(digests) > 1:
-            notes.append(f"dataset {name!r}: its runs used {len(digests)} different schemas "
-                         "(tag schema_digest), so its scores are not all measured on the same "
-                         "columns, bins and categories, and a coarser schema can score higher: "
-                         "compare rows of one schema (filter the runs by schema_digest)")
-    return notes
-
-
 def overall_board(board: pd.DataFrame) -> pd.DataFrame:
     """Per setting, the mean over its pool's epsilons, with CI over per-trial means, ranked
     within the pool (same dataset, unit, delta and metric settings)."""
@@ -718,104 +652,3 @@ def varying_columns(frame: pd.DataFrame, metric: str) -> list[tuple[str, str]]:
     family = metric.split("/")[0]
     return [(col, f"{family} settings" if col == "metric_setting" else head)
             for col, head in VARYING if col in frame and frame[col].nunique(dropna=False) > 1]
-
-
-# ----- utility and risk views (issue 38) -------------------------------------------------
-def has_any(board: pd.DataFrame, metrics: Iterable[str]) -> bool:
-    """Whether some row of ``board`` has a value of one of ``metrics`` (as a column, or as the
-    ranking metric's ``mean``)."""
-    key = board.attrs.get("metric")
-    for col in metrics:
-        source = "mean" if col == key else col
-        if source in board and pd.to_numeric(board[source], errors="coerce").notna().any():
-            return True
-    return False
-
-
-def metric_value(row: pd.Series | Mapping[str, Any], metric: str, key: str | None,
-                 ci: bool = False) -> float:
-    """A row's mean over trials of ``metric`` (``ci``: the half-width of its 95% CI), read
-    from ``mean``/``ci95`` when it is the ranking metric ``key``; NaN when absent."""
-    col = ("ci95" if ci else "mean") if metric == key else (CI_PREFIX + metric if ci
-                                                            else metric)
-    value = row.get(col, math.nan)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def dp_tpr_bound(epsilon: float, delta: float, fpr: float) -> float:
-    """The largest true-positive rate any membership test can have at false-positive rate
-    ``fpr`` against an (epsilon, delta)-DP release: ``min(1, e^epsilon * fpr + delta)``
-    (hypothesis-testing view of DP, Kairouz, Oh and Viswanath 2015)."""
-    if epsilon > 700:  # e^epsilon overflows a float, and the bound is 1 long before
-        return 1.0
-    return float(min(1.0, math.exp(epsilon) * fpr + delta))
-
-
-def claimed_budget(row: pd.Series | Mapping[str, Any]) -> tuple[float, float] | None:
-    """The (epsilon, delta) a row claims for its whole release, or None when it claims none:
-    non-private rows (oracle tuning), rows with an infinite epsilon, spend or total
-    (``resample``, a schema read from the private file) and rows without a delta. The claim is
-    the row's epsilon and delta (an external contestant's declared budget is its row's
-    epsilon), or, when the run also spent budget on its schema, ``epsilon_total`` and
-    ``delta_total`` (schema plus mechanism, basic composition): the synthetic table depends
-    on both."""
-    if row.get("kind") == "non-private" or row.get("status") == "n/a":
-        return None
-    numbers = {}
-    for col in ("epsilon", "epsilon_spent", "epsilon_total", "delta_total"):
-        try:
-            numbers[col] = float(row.get(col, math.nan))
-        except (TypeError, ValueError):
-            numbers[col] = math.nan
-    if any(math.isinf(numbers[c]) or numbers[c] > INF_THRESHOLD
-           for c in ("epsilon", "epsilon_spent", "epsilon_total")):
-        return None
-    try:
-        delta = float(row.get("delta", ""))
-    except (TypeError, ValueError):
-        return None
-    if math.isnan(numbers["epsilon"]) or math.isnan(delta):
-        return None
-    if not math.isnan(numbers["epsilon_total"]):
-        total_delta = numbers["delta_total"]
-        return numbers["epsilon_total"], (delta if math.isnan(total_delta) else total_delta)
-    return numbers["epsilon"], delta
-
-
-def beats_bound(row: pd.Series | Mapping[str, Any], fpr: float) -> bool:
-    """Whether the membership attack beats the row's bound at ``fpr`` significantly: the lower
-    end of the TPR's confidence interval (``membership/tpr_at_fpr_<fpr>_lo``, mean over the
-    row's trials) is above ``dp_tpr_bound`` of its claimed budget. Evidence against the claim;
-    staying under the bound proves nothing."""
-    budget = claimed_budget(row)
-    if budget is None:
-        return False
-    try:
-        low = float(row.get(f"membership/tpr_at_fpr_{fpr:g}_lo", math.nan))
-    except (TypeError, ValueError):
-        return False
-    return not math.isnan(low) and low > dp_tpr_bound(*budget, fpr)
-
-
-def with_risk_bounds(board: pd.DataFrame) -> pd.DataFrame:
-    """``board`` with, when some row has a membership TPR, the bound each row's claimed
-    budget implies at each FPR (``tpr_bound_fpr_<fpr>``, NaN without a claim), the FPRs at
-    which the attack beats it (``beats_bound_at_fpr``, e.g. ``"0.01,0.1"``) and the mark
-    ``MARK_BEATS_BOUND`` on those rows; unchanged otherwise."""
-    tprs = [f"membership/tpr_at_fpr_{f:g}{end}" for f in MIA_FPRS for end in ("", "_lo")]
-    if not any(c in board for c in tprs):
-        return board
-    out = board.copy()
-    for fpr in MIA_FPRS:
-        out[f"{BOUND_PREFIX}{fpr:g}"] = [
-            dp_tpr_bound(*b, fpr) if (b := claimed_budget(r)) is not None else math.nan
-            for _, r in out.iterrows()]
-    out[BEATS_BOUND] = [",".join(f"{f:g}" for f in MIA_FPRS if beats_bound(r, f))
-                        for _, r in out.iterrows()]
-    out["marks"] = [("; ".join(p for p in (str(m or ""), MARK_BEATS_BOUND) if p) if beaten
-                     else m) for m, beaten in zip(out["marks"], out[BEATS_BOUND])]
-    out.attrs.update(board.attrs)
-    return out

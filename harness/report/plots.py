@@ -28,15 +28,13 @@ import pandas as pd
 
 from harness.report.leaderboard import (
     MARK_DECLARED,
-    ML_REAL,
-    ML_SCORE,
     SETTING,
     is_not_applicable,
     lower_is_better,
-    metric_value,
     row_label,
     varying_columns,
 )
+from harness.report.scores import ML_REAL, ML_SCORE, metric_value
 
 #: Longest setting label shown in a plot (the tables have the full text).
 MAX_LABEL = 42

@@ -2,25 +2,23 @@
 by ``md_escape``), CSV (formula cells neutralised by ``csv_safe``), a self-contained HTML page
 (tables by pandas ``Styler`` with ``escape="html"``, the page by a jinja2 template with
 autoescaping), and :func:`write_outputs`, which writes them with the plots. Statistics live in
-:mod:`harness.report.leaderboard`.
+:mod:`harness.report.leaderboard`, cell text and table views in :mod:`harness.report.cells`.
 
-Every table is first a *view*: a frame of display strings (``board_view``), built from column
-specs (``Column``: header, how to read the row, how to format it), plus each row's kind
-(ranked, set apart, failed, n/a, audit violation). Numbers are formatted per column: counts as
-integers, seconds with two significant digits (``<0.1`` below 0.1), scores with the decimals
-their column's magnitude needs, an infinite epsilon (a non-private reference; MLflow stores it
-as the largest float) as ``∞ (not private)``. Not-applicable rows (``status == "n/a"``) close
-their epsilon's table with their reason; an audit column (``eps_lb``, ``audit_verdict``) is
-shown only when some row was audited, and a violation is marked in the row's status. A dataset
-whose runs used different schemas gets a note above the tables (Markdown, HTML and terminal:
-:func:`harness.report.leaderboard.schema_notes`).
-
-Two views follow the per-epsilon tables when some row logged their metrics
-(:func:`view_tables`): the **utility view** (ML efficacy ± CI with the train-on-real
-reference row once per dataset, propensity pMSE ratio, range-query error; best ML efficacy
-first) and the **risk view**, "empirical risk, not a DP guarantee" (membership AUC, TPR at
-FPR 0.01 and 0.1 with CIs, copy shares, each row's claimed budget and the bound it implies,
-``!`` where the attack beats it; highest AUC first).
+- **columns** (:func:`board_columns`): the columns of an epsilon's table or of the overall
+  table, each a ``Column`` spec read into a view (``board_view``), plus each row's kind
+  (:func:`row_classes`: ranked, set apart, failed, n/a, audit violation). Not-applicable rows
+  (``status == "n/a"``) close their epsilon's table with their reason (:func:`ordered`); an
+  audit column (``eps_lb``, ``audit_verdict``) is shown only when some row was audited, and a
+  violation is marked in the row's status; the schema's spend and the total only when some
+  row spent budget on its schema;
+- **Markdown** (:func:`render_markdown`): the legend of the marks, the notes about schemas
+  (:func:`harness.report.schema_notes.schema_notes`), the overall table when there are several
+  epsilons, one table per epsilon, the utility and risk views
+  (:func:`harness.report.views.render_views_markdown`) and the tuning-mode comparison;
+- **HTML** (:func:`render_html`): the same tables, sortable, with the legends and the plots
+  embedded;
+- **files** (:func:`write_outputs`): the Markdown, the CSVs (every column, formula cells
+  neutralised by :func:`csv_safe`), the HTML page and the plots.
 """
 
 from __future__ import annotations
@@ -29,38 +27,39 @@ import base64
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from harness.report.cells import (
+    AUDIT_VIOLATION,
+    Column,
+    audit_violation,
+    board_view,
+    cell_of,
+    column_decimals,
+    fmt_count,
+    fmt_epsilon,
+    fmt_number,
+    fmt_seconds,
+    markdown_table,
+    md_escape,
+    overall_status,
+    rank_text,
+    score_cell,
+    set_apart,
+    status_text,
+    text_cell,
+)
 from harness.report.leaderboard import (
     ALPHA,
-    BOUND_PREFIX,
-    COPY_HELDOUT,
-    COPY_TRAIN,
     MARK_LEGEND,
     METRIC_NA_PREFIX,
-    MIA_AUC,
-    MIA_FPRS,
-    ML_GAP,
-    ML_REAL,
-    ML_SCORE,
-    PMSE_RATIO,
-    RANGE_ERROR,
-    RISK_METRICS,
-    UTILITY_METRICS,
-    beats_bound,
-    claimed_budget,
-    has_any,
     is_not_applicable,
     lower_is_better,
-    metric_value,
     metrics_not_applicable,
     overall_board,
     row_label,
-    schema_notes,
     tuning_gap,
     varying_columns,
 )
@@ -69,25 +68,18 @@ from harness.report.plots import (
     plot_score_vs_epsilon,
     plot_utility_vs_epsilon,
 )
-from harness.report.tracking import INF_THRESHOLD
+from harness.report.schema_notes import schema_notes
+from harness.report.scores import ML_SCORE, has_any
+from harness.report.views import render_views_markdown, view_legends, view_tables
 
 #: CSV cells starting with these are read as formulas by spreadsheets (OWASP CSV injection).
 CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: A formula character right after a separator a spreadsheet may split a cell on (comma,
 #: semicolon, pipe, tab, CR, LF): ``x;=1+1`` is evaluated when the file is opened with ``;``.
 CSV_FORMULA_INSIDE = re.compile(r"([,;|\t\r\n])(?=[=+\-@\t\r])")
-#: Characters escaped in Markdown cells.
-MD_SPECIAL = "\\|*_`<>[]~&"
-#: Longest hyperparameters label in the Markdown board (printed on a terminal; the CSV and
-#: HTML have the full text).
-MD_MAX_LABEL = 60
-#: Longest status in the Markdown board (a failure or n/a reason is cut; CSV/HTML have it all).
-MD_MAX_STATUS = 100
-AUDIT_VIOLATION = "VIOLATION"
-NOT_PRIVATE = "∞ (not private)"
 
 
-# ----- cell text ----------------------------------------------------------------------------
+# ----- legends and columns ------------------------------------------------------------------
 def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
     """Columns for the Markdown table: the parts of the ranking score (for the challenge:
     its three components), then every other metric family's headline score."""
@@ -104,169 +96,13 @@ def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
     return parts + headlines
 
 
-def metric_na_reason(row: pd.Series | dict, score_column: str) -> str:
-    """Why the metric of ``score_column`` (``family/name``) did not apply to this row's runs
-    ("" when it did)."""
-    reason = row.get(METRIC_NA_PREFIX + score_column.split("/")[0], "")
-    return "" if _missing(reason) else str(reason)
-
-
-def score_cell(col: str, decimals: int) -> Callable[[pd.Series], str]:
-    """A score cell: the number, or ``n/a`` where the metric did not apply."""
-    return lambda r: "n/a" if metric_na_reason(r, col) else fmt_number(r.get(col, math.nan),
-                                                                         decimals)
-
-
 def metric_na_legend(board: pd.DataFrame) -> list[str]:
     """One line per metric that did not apply to some rows: ``metric: reason``."""
     return [f"{metric}: {reason}"
             for metric, reason in sorted(metrics_not_applicable(board).items())]
 
 
-def _missing(x: object) -> bool:
-    return x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and math.isnan(x))
-
-
-def column_decimals(values: object, significant: int = 3) -> int:
-    """Decimals that show ``significant`` digits of the column's largest magnitude (at least
-    1, at most 4): 950.2 -> 1, 12.3 -> 1, 0.87 -> 3."""
-    arr = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(float)
-    arr = np.abs(arr[np.isfinite(arr)])
-    if not len(arr) or arr.max() == 0:
-        return 1
-    return int(min(4, max(1, significant - 1 - math.floor(math.log10(arr.max())))))
-
-
-def fmt_number(x: object, decimals: int = 1) -> str:
-    """A float with ``decimals``; "" when missing, ``∞`` when infinite (or stored as the
-    largest float)."""
-    if _missing(x):
-        return ""
-    if isinstance(x, (int, float, np.integer, np.floating)):
-        if math.isinf(x) or abs(float(x)) > INF_THRESHOLD:
-            return "∞" if x > 0 else "-∞"
-        return f"{float(x):.{decimals}f}"
-    return str(x)
-
-
-def fmt_count(x: object) -> str:
-    """An integer count (a mean over trials is rounded): 24421.0 -> ``24421``."""
-    if _missing(x):
-        return ""
-    try:
-        return f"{float(x):.0f}"  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(x)
-
-
-def fmt_seconds(x: object) -> str:
-    """Seconds with two significant digits (0.012, 0.25, 1.2), whole seconds from 10 on."""
-    if _missing(x):
-        return ""
-    s = float(x)  # type: ignore[arg-type]
-    if s <= 0:
-        return "0"
-    decimals = min(6, max(0, 1 - math.floor(math.log10(s))))
-    return f"{s:.0f}" if round(s, decimals) >= 10 else f"{s:.{decimals}f}"
-
-
-def fmt_epsilon(x: object) -> str:
-    """An epsilon spent: four significant digits, ``∞ (not private)`` when infinite."""
-    if _missing(x):
-        return ""
-    e = float(x)  # type: ignore[arg-type]
-    return NOT_PRIVATE if math.isinf(e) or e > INF_THRESHOLD else f"{e:.4g}"
-
-
-def rank_text(row: pd.Series | dict) -> str:
-    if row.get("status") == "n/a":
-        return "n/a"
-    if row["kind"] == "reference":
-        return "ref"
-    if row["kind"] == "non-private":
-        return "n/p"
-    if pd.isna(row["rank"]):
-        return "-"
-    return f"{int(row['rank'])}{'=' if row.get('tied') else ''}"
-
-
-def first_line(text: object, width: int = 120) -> str:
-    """The first line of ``text``, at most ``width`` characters (a cut one ends in "…")."""
-    line = (str(text or "").splitlines() or [""])[0]
-    return line if len(line) <= width else line[:width - 1] + "…"
-
-
-def audit_violation(row: pd.Series | dict) -> bool:
-    return row.get("audit_verdict") == AUDIT_VIOLATION
-
-
-def audit_text(row: pd.Series | dict) -> str:
-    if not audit_violation(row):
-        return ""
-    return (f"AUDIT VIOLATION: lower bound {fmt_number(row.get('eps_lb'), 2)} exceeds the "
-            f"claimed epsilon {row['epsilon']:g}" if "epsilon" in row else "AUDIT VIOLATION")
-
-
-def status_text(row: pd.Series | dict) -> str:
-    """One epsilon's row: n/a with its reason, failures, running and interrupted runs, an audit
-    violation, and the row's marks ("ok" when there is nothing to say)."""
-    if row.get("status") == "n/a":
-        return f"n/a: {first_line(row.get('reason'))}"
-    failed, n = int(row.get("failed", 0) or 0), int(row.get("n", 0) or 0)
-    unfinished = int(row.get("unfinished", 0) or 0)
-    running = int(row.get("running", 0) or 0) if not _missing(row.get("running")) else 0
-    marks = str(row.get("marks", "") or "")
-    audit = audit_text(row)
-    if failed and n == 0:
-        return "; ".join(p for p in (f"FAILED ({failed}): {first_line(row.get('failure_reason'))}",
-                                     f"{running} running" if running else "", audit, marks) if p)
-    unscored = n and "mean" in row and pd.isna(row["mean"])
-    parts = [audit, f"{failed} failed" if failed else "",
-             f"{running} running" if running else "",
-             f"{unfinished - running} interrupted" if unfinished > running else "",
-             "no score of the ranking metric" if unscored else "", marks]
-    return "; ".join(p for p in parts if p) or "ok"
-
-
-def overall_status(row: pd.Series | dict) -> str:
-    """A setting over epsilons: complete ("ok"), running, failed with the reason, or
-    incomplete with the epsilons it has a score at."""
-    if row.get("status") == "n/a":
-        return f"n/a: {first_line(row.get('reason'))}"
-    failed = int(row.get("failed", 0) or 0)
-    running = int(row.get("running", 0) or 0) if not _missing(row.get("running")) else 0
-    interrupted = int(row.get("unfinished", 0) or 0) - running if not _missing(
-        row.get("unfinished")) else 0
-    scored_at = str(row.get("epsilons", "") or "")
-    if row.get("complete"):
-        head = "ok"
-    elif scored_at:
-        head = f"incomplete (only epsilon {scored_at})"
-    elif failed:
-        head = f"FAILED ({failed}): {first_line(row.get('failure_reason'))}"
-    elif running:
-        head = "running"
-    else:
-        head = "interrupted" if interrupted > 0 else "no score at any epsilon"
-    parts = [head, f"{failed} failed" if failed and not head.startswith("FAILED") else "",
-             f"{running} running" if running and head != "running" else "",
-             f"{interrupted} interrupted" if interrupted > 0 and head != "interrupted" else "",
-             str(row.get("marks", "") or "")]
-    return "; ".join(p for p in parts if p)
-
-
-def set_apart(row: pd.Series | dict) -> bool:
-    """Reference, non-private, replayable, large-delta and n/a rows are shown apart, unranked."""
-    return row["kind"] != "dp" or not bool(row.get("ranked", True))
-
-
-def md_escape(text: object) -> str:
-    """``text`` safe as one Markdown table cell: newlines become spaces and Markdown's special
-    characters (``MD_SPECIAL``: pipe, backslash, emphasis, code, HTML, links) are escaped."""
-    flat = " ".join(str(text).splitlines())
-    return "".join(f"\\{ch}" if ch in MD_SPECIAL else ch for ch in flat)
-
-
+# ----- CSV cells ----------------------------------------------------------------------------------
 def csv_cell(value: object) -> object:
     """A text cell a spreadsheet would read as a formula gets a ``'`` before every place one
     could start: at the start (= + - @ tab or CR) and after each separator a spreadsheet may
@@ -288,30 +124,7 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def shorten(text: object, width: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[:width - 1] + "…"
-
-
-# ----- table views --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Column:
-    """One shown column: its header, the cell text of a row, whether it is a number
-    (right-aligned) and whether long text may wrap in HTML."""
-    header: str
-    cell: Callable[[pd.Series], str]
-    numeric: bool = True
-    wrap: bool = False
-
-
-def _get(col: str, fmt: Callable[[object], str]) -> Callable[[pd.Series], str]:
-    return lambda r: fmt(r.get(col, math.nan))
-
-
-def _text(col: str) -> Callable[[pd.Series], str]:
-    return lambda r: "" if _missing(r.get(col)) else str(r.get(col))
-
-
+# ----- columns ------------------------------------------------------------------------------------
 #: Headers of the schema proposal's spend and the run's total (shown when some row has them).
 SCHEMA_EPS = "eps schema"
 TOTAL_EPS = "eps schema + mechanism (basic)"
@@ -345,30 +158,30 @@ def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Col
     scored = board[~is_not_applicable(board)]
     varying = varying_columns(scored, key)
     decimals = column_decimals(scored["mean"]) if "mean" in scored else 1
-    score = (lambda col: _get(col, lambda x: fmt_number(x, decimals)))
+    score = (lambda col: cell_of(col, lambda x: fmt_number(x, decimals)))
     cols = [Column("rank", rank_text, False), Column("mechanism", row_label, False),
-            Column("hyperparameters", _text("hyperparameters"), False, wrap=True),
+            Column("hyperparameters", text_cell("hyperparameters"), False, wrap=True),
             Column("tuning", lambda r: str(r.get("tuning") or "-"), False),
-            *[Column(head, _text(c), False) for c, head in varying],
+            *[Column(head, text_cell(c), False) for c, head in varying],
             Column("mean" if overall else key, score("mean")), Column("± CI", score("ci95")),
-            *([Column("std", score("std"))] if full else []), Column("n", _get("n", fmt_count))]
+            *([Column("std", score("std"))] if full else []), Column("n", cell_of("n", fmt_count))]
     if overall:
-        cols += [Column("epsilons", _text("epsilons"), False)] if full else []
+        cols += [Column("epsilons", text_cell("epsilons"), False)] if full else []
     else:
         for extra in shown_scores(board, key):
             d = column_decimals(scored[extra]) if extra in scored else 3
             cols.append(Column(extra, score_cell(extra, d)))
-        cols.append(Column("eps spent", _get("epsilon_spent", fmt_epsilon)))
+        cols.append(Column("eps spent", cell_of("epsilon_spent", fmt_epsilon)))
         if has_schema_spend(board):
-            cols += [Column(SCHEMA_EPS, _get("schema_epsilon", fmt_epsilon)),
-                     Column(TOTAL_EPS, _get("epsilon_total", fmt_epsilon))]
+            cols += [Column(SCHEMA_EPS, cell_of("schema_epsilon", fmt_epsilon)),
+                     Column(TOTAL_EPS, cell_of("epsilon_total", fmt_epsilon))]
     if has_audit(board) and not overall:
         cols.append(Column("eps lower bound (audit)", audit_cell))
-    cols.append(Column("seconds", _get("seconds", fmt_seconds)))
+    cols.append(Column("seconds", cell_of("seconds", fmt_seconds)))
     if not overall:
-        cols.append(Column("peak MB", _get("peak_memory_mb", fmt_count)))
+        cols.append(Column("peak MB", cell_of("peak_memory_mb", fmt_count)))
         if full and "n_synthetic_rows" in board:
-            cols.append(Column("synthetic rows", _get("n_synthetic_rows", fmt_count)))
+            cols.append(Column("synthetic rows", cell_of("n_synthetic_rows", fmt_count)))
     cols.append(Column("status", overall_status if overall else status_text, False,
                        wrap=True))
     return cols
@@ -387,249 +200,13 @@ def row_classes(row: pd.Series) -> list[str]:
     return klass
 
 
-def board_view(frame: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
-    """Display strings: one row per row of ``frame``, one column per ``Column`` (headers as
-    given; not yet escaped)."""
-    cells = [[c.cell(r) for c in columns] for _, r in frame.iterrows()]
-    return pd.DataFrame(cells, columns=[c.header for c in columns], dtype=object)
-
-
 def ordered(part: pd.DataFrame) -> pd.DataFrame:
     """Rows in board order, with the not-applicable rows last."""
     na = is_not_applicable(part)
     return pd.concat([part[~na], part[na]])
 
 
-# ----- utility and risk views (issue 38) --------------------------------------------------
-#: The label of the train-on-real row of a utility table (one per dataset).
-REAL_REFERENCE = "train on real, test on real: non-private reference"
-UTILITY_TITLE = "utility view"
-RISK_TITLE = "risk view: empirical risk, not a DP guarantee"
-#: After a TPR cell: the attack beats the row's bound at that FPR significantly.
-BEATS = "!"
-UTILITY_LEGEND = (
-    f"{ML_SCORE}: mean over models (fixed hyperparameters) trained on the synthetic table of "
-    "AUROC / macro-F1 / R^2 on held-out real rows (higher is better), ± its 95% CI over "
-    f"trials; the '{REAL_REFERENCE}' row is the same models trained on the real training "
-    f"rows ({ML_REAL}), once per dataset; {ML_GAP}: the gap to that reference as the metric "
-    f"logs it; {PMSE_RATIO}: propensity pMSE over its value when synthetic and real come from "
-    f"one distribution (1 = indistinguishable, lower is better); {RANGE_ERROR}: mean relative "
-    "error of random range queries (lower is better)")
-RISK_LEGEND = (
-    "membership inference from the synthetic table alone, held-out persons as non-members. "
-    "AUC 0.5 = no signal; TPR at FPR with its 95% CI [lo, hi] (means over trials); copy "
-    "share: share of synthetic rows that copy a training row / a held-out row. bound @ FPR: "
-    "min(1, e^epsilon * FPR + delta) for the row's claimed "
-    "(epsilon, delta) (none: no claim, e.g. resample or non-private rows); "
-    f"{BEATS} after a TPR: the attack beats the bound significantly (lo > bound): staying "
-    "under the bound proves nothing; beating it is evidence against the claimed budget.")
-
-
-def view_value(col: str, key: str, decimals: int, ci: bool = True) -> Callable[[pd.Series], str]:
-    """A cell of ``col`` (the row's mean over trials), with ``± CI`` when ``ci`` and known."""
-    def cell(r: pd.Series) -> str:
-        if metric_na_reason(r, col):
-            return "n/a"
-        text = fmt_number(metric_value(r, col, key), decimals)
-        half = metric_value(r, col, key, ci=True) if ci else math.nan
-        return f"{text} ± {fmt_number(half, decimals)}" if text and not math.isnan(half) \
-            else text
-    return cell
-
-
-def tpr_cell(fpr: float, sep: str = ", ") -> Callable[[pd.Series], str]:
-    """``TPR [lo, hi]`` at ``fpr`` (means over trials), then ``BEATS`` when the attack beats
-    the row's bound."""
-    name = f"membership/tpr_at_fpr_{fpr:g}"
-
-    def cell(r: pd.Series) -> str:
-        tpr = fmt_number(r.get(name, math.nan), 3)
-        if not tpr:
-            return ""
-        lo, hi = (fmt_number(r.get(f"{name}_{end}", math.nan), 3) for end in ("lo", "hi"))
-        text = f"{tpr} [{lo}{sep}{hi}]" if lo and hi else tpr
-        return f"{text} {BEATS}" if beats_bound(r, fpr) else text
-    return cell
-
-
-def bound_cell(fpr: float) -> Callable[[pd.Series], str]:
-    """The bound the row's claimed budget implies at ``fpr`` ("none" without a claim)."""
-    return lambda r: ("none" if claimed_budget(r) is None
-                      else fmt_number(r.get(f"{BOUND_PREFIX}{fpr:g}", math.nan), 3))
-
-
-def claim_cell(r: pd.Series) -> str:
-    """The row's claimed budget as ``epsilon, delta`` ("none" without a claim)."""
-    budget = claimed_budget(r)
-    return "none" if budget is None else f"{budget[0]:g}, {budget[1]:g}"
-
-
-def copy_cell(sep: str = " / ") -> Callable[[pd.Series], str]:
-    """Copy shares ``train / held-out`` (3 decimals)."""
-    def cell(r: pd.Series) -> str:
-        train, held = (fmt_number(r.get(c, math.nan), 3) for c in (COPY_TRAIN, COPY_HELDOUT))
-        return f"{train}{sep}{held}" if train or held else ""
-    return cell
-
-
-def view_identity(board: pd.DataFrame, key: str, compact: bool) -> list[Column]:
-    """The first columns of a view: mechanism, hyperparameters (``compact``: headed
-    ``settings``) and the varying columns."""
-    scored = board[~is_not_applicable(board)]
-    return [Column("mechanism", row_label, False),
-            Column("settings" if compact else "hyperparameters", _text("hyperparameters"),
-                   False, wrap=True),
-            *[Column(head, _text(c), False) for c, head in varying_columns(scored, key)
-              if c != "metric_setting"]]
-
-
-def utility_columns(board: pd.DataFrame, compact: bool = False) -> list[Column]:
-    """Columns of a utility table (``compact``: for a terminal)."""
-    key = board.attrs.get("metric", "score")
-    present = [c for c in (ML_GAP, PMSE_RATIO, RANGE_ERROR) if has_any(board, [c])]
-    decimals = {c: column_decimals([metric_value(r, c, key) for _, r in board.iterrows()])
-                for c in present}
-    return [*view_identity(board, key, compact),
-            Column(ML_SCORE, view_value(ML_SCORE, key, 3)), Column("n", _get("n", fmt_count)),
-            *[Column(c, view_value(c, key, decimals[c], ci=False)) for c in present]]
-
-
-def risk_columns(board: pd.DataFrame, compact: bool = False) -> list[Column]:
-    """Columns of a risk table (``compact``: short headers, no AUC interval and no ``n``, so
-    the table fits a 120-column terminal)."""
-    key = board.attrs.get("metric", "score")
-    cols = [*view_identity(board, key, compact),
-            Column("eps, delta" if compact else "claimed (eps, delta)", claim_cell),
-            Column("AUC" if compact else MIA_AUC, view_value(MIA_AUC, key, 3, ci=not compact))]
-    for fpr in MIA_FPRS:
-        cols += [Column(f"TPR@{fpr:g} [lo,hi]" if compact else f"TPR @ FPR {fpr:g} [95% CI]",
-                        tpr_cell(fpr, "," if compact else ", ")),
-                 Column("bound" if compact else f"bound @ FPR {fpr:g}", bound_cell(fpr))]
-    if compact:
-        return cols + [Column("copies tr/ho", copy_cell("/"))]
-    return cols + [Column("copy share train / held-out", copy_cell()),
-                   Column("n", _get("n", fmt_count))]
-
-
-def real_reference_rows(part: pd.DataFrame, board: pd.DataFrame) -> list[dict]:
-    """One train-on-real row per dataset of ``part``: the mean of ``ml_efficacy/real_score``
-    over the board's rows of that dataset (it is computed once per dataset and split)."""
-    key = board.attrs.get("metric", "score")
-    scored = board[~is_not_applicable(board)]
-    by = "dataset_id" if "dataset_id" in scored else None
-    rows = []
-    for ident in (part[by].dropna().unique() if by else [None]):
-        same = scored[scored[by] == ident] if by else scored
-        values = [metric_value(r, ML_REAL, key) for _, r in same.iterrows()]
-        values = [v for v in values if not math.isnan(v)]
-        if not values:
-            continue
-        first = same.iloc[0]
-        rows.append({**{c: first[c] for c in ("dataset", "dataset_id", "privacy_unit", "delta",
-                                              "sampler") if c in first},
-                     "mechanism": REAL_REFERENCE, "reference": "", "hyperparameters": "",
-                     "kind": "non-private", "ranked": False, "n": math.nan, "mean": math.nan,
-                     "metric_setting": first.get("metric_setting", ""),
-                     ("mean" if key == ML_SCORE else ML_SCORE): float(np.mean(values))})
-    return rows
-
-
-def sorted_by(part: pd.DataFrame, metric: str, key: str, descending: bool) -> pd.DataFrame:
-    """``part`` ordered by ``metric`` (missing values last)."""
-    values = pd.Series([metric_value(r, metric, key) for _, r in part.iterrows()],
-                       index=part.index)
-    return part.loc[values.sort_values(ascending=not descending, na_position="last").index]
-
-
-def utility_frame(part: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
-    """One epsilon's utility table rows: rows with a utility score, best ML efficacy first,
-    then the train-on-real row of each dataset."""
-    key = board.attrs.get("metric", "score")
-    scored = part[~is_not_applicable(part)]
-    has = [any(not math.isnan(metric_value(r, c, key)) for c in UTILITY_METRICS)
-           for _, r in scored.iterrows()]
-    rows = sorted_by(scored[has], ML_SCORE, key, descending=True)
-    real = pd.DataFrame(real_reference_rows(rows, board))
-    return pd.concat([rows, real], ignore_index=True) if len(real) else rows
-
-
-def risk_frame(part: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
-    """One epsilon's risk table rows: rows with a risk score, highest membership AUC first."""
-    key = board.attrs.get("metric", "score")
-    scored = part[~is_not_applicable(part)]
-    has = [any(not math.isnan(metric_value(r, c, key)) for c in RISK_METRICS)
-           for _, r in scored.iterrows()]
-    return sorted_by(scored[has], MIA_AUC, key, descending=True)
-
-
-@dataclass(frozen=True)
-class ViewTable:
-    """One table of a view: its caption, rows, columns and which rows are set apart."""
-    caption: str
-    rows: pd.DataFrame
-    columns: list[Column]
-
-    @property
-    def apart(self) -> list[bool]:
-        return [r.get("mechanism") == REAL_REFERENCE or set_apart(r)
-                for _, r in self.rows.iterrows()]
-
-
-def view_tables(board: pd.DataFrame, compact: bool = False) -> list[ViewTable]:
-    """The utility tables (one per epsilon), then the risk tables, for every epsilon that has
-    such rows; none when no row has the metrics (``compact``: a terminal's columns)."""
-    tables = []
-    for title, metrics, frame_of, columns_of in (
-            (UTILITY_TITLE, UTILITY_METRICS, utility_frame, utility_columns),
-            (RISK_TITLE, RISK_METRICS, risk_frame, risk_columns)):
-        if not has_any(board, metrics):
-            continue
-        columns = columns_of(board, compact)
-        for eps, part in board.groupby("epsilon", sort=True):
-            rows = frame_of(part, board)
-            if len(rows):
-                tables.append(ViewTable(f"{title}, epsilon = {eps:g}", rows, columns))
-    return tables
-
-
-def view_legends(board: pd.DataFrame) -> list[tuple[str, str]]:
-    """(title, legend) of each view the board shows."""
-    return [(title, text) for title, metrics, text in (
-        (UTILITY_TITLE, UTILITY_METRICS, UTILITY_LEGEND),
-        (RISK_TITLE, RISK_METRICS, RISK_LEGEND)) if has_any(board, metrics)]
-
-
-def render_views_markdown(board: pd.DataFrame) -> list[str]:
-    """The utility and risk sections of the Markdown board ([] when no row has the metrics)."""
-    lines: list[str] = []
-    for title, text in view_legends(board):
-        tables = [t for t in view_tables(board) if t.caption.startswith(title + ",")]
-        lines += [f"### {md_escape(title)}", "", md_escape(text), ""]
-        for table in tables:
-            lines += [f"#### {md_escape(table.caption)}", ""]
-            lines += markdown_table(board_view(table.rows, table.columns), table.columns,
-                                    table.apart)
-    return lines
-
-
 # ----- Markdown -----------------------------------------------------------------------------
-def markdown_table(view: pd.DataFrame, columns: list[Column], apart: list[bool]) -> list[str]:
-    """A pipe table via tabulate: every cell and header ``md_escape``-d first, set-apart rows
-    in italics, numbers right-aligned, long hyperparameters and statuses cut (``MD_MAX_LABEL``,
-    ``MD_MAX_STATUS``) so the board stays readable on a terminal."""
-    shown = view.copy()
-    for col, width in (("hyperparameters", MD_MAX_LABEL), ("status", MD_MAX_STATUS)):
-        if col in shown:
-            shown[col] = shown[col].map(lambda t, w=width: shorten(t, w))
-    for i, flag in enumerate(apart):
-        shown.iloc[i] = [f"*{md_escape(c)}*" if flag and str(c) else md_escape(c)
-                         for c in shown.iloc[i]]
-    shown.columns = [md_escape(c) for c in shown.columns]
-    align = ["right" if c.numeric else "left" for c in columns]
-    return [shown.to_markdown(index=False, tablefmt="pipe", disable_numparse=True,
-                              colalign=align), ""]
-
-
 def md_legend(board: pd.DataFrame) -> list[str]:
     marks = set("; ".join(board["marks"].fillna("")).split("; ")) if "marks" in board else set()
     lines = [f"- {md_escape(m)}: {md_escape(text)}" for m, text in MARK_LEGEND if m in marks]
@@ -717,7 +294,7 @@ def gap_view(gap: pd.DataFrame) -> pd.DataFrame:
         "oracle − public", "oracle − dp_select"])
 
 
-GAP_COLUMNS = [Column(h, _text(h), numeric=h not in ("mechanism",)) for h in (
+GAP_COLUMNS = [Column(h, text_cell(h), numeric=h not in ("mechanism",)) for h in (
     "epsilon", "mechanism", "untuned", "public", "dp_select", "oracle (n/p)", "oracle − public",
     "oracle − dp_select")]
 

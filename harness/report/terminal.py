@@ -24,20 +24,19 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.report.leaderboard import (is_not_applicable, lower_is_better, row_label,
-                                        schema_notes)
-from harness.report.render import (
+from harness.report.cells import (
     board_view,
     column_decimals,
     fmt_epsilon,
     fmt_number,
     overall_status,
-    overall_table,
     rank_text,
     status_text,
-    view_legends,
-    view_tables,
 )
+from harness.report.leaderboard import is_not_applicable, lower_is_better, row_label
+from harness.report.render import overall_table
+from harness.report.schema_notes import schema_notes
+from harness.report.views import view_legends, view_tables
 
 #: The widest line the terminal board prints.
 WIDTH = 120
@@ -185,7 +184,6 @@ def wrap_lines(texts: list[str], width: int) -> list[str]:
     import textwrap
 
     return [w for t in texts for w in textwrap.wrap(t, width, subsequent_indent="  ")]
-
 
 
 def view_lines(board: pd.DataFrame, width: int = WIDTH) -> list[str]:
