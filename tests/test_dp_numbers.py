@@ -9,9 +9,10 @@ import pytest
 from scipy.stats import binom
 
 from harness.data.dp_numbers import (MAX_ZOOMS, Q_HI, Q_LO, ZOOM_CELLS, Leaves, bin_shares,
-                                     coarse_cells, coarse_index, consistent_leaves,
-                                     dp_numeric_range, exact_numeric_range, heavy_run,
-                                     linear_axis, log_axis, noise_floor, tree_counts, zoom_cells)
+                                     coarse_cells, coarse_index, dp_numeric_range,
+                                     exact_numeric_range, heavy_run, linear_axis, log_axis,
+                                     noise_floor, zoom_cells)
+from harness.data.tree_histogram import consistent_leaves, tree_counts
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 

@@ -7,7 +7,15 @@
 - :mod:`~harness.data.sprint3`: facts of the NIST Sprint 3 challenge (schema, runs, caps);
 - :mod:`~harness.data.taxi_sim`: the embedded simulated Chicago taxi data;
 - :mod:`~harness.data.sequences`: per-person location sequences (taxi trips in time order,
-  MSNBC clickstreams).
+  MSNBC clickstreams);
+- your own table: :mod:`~harness.data.infer` (value classes and column types),
+  :mod:`~harness.data.hints` (public facts, free of budget), :mod:`~harness.data.propose`
+  (schema proposals: public sample, DP, private opt-in) with its DP releases in
+  :mod:`~harness.data.dp_type` and :mod:`~harness.data.dp_numbers`,
+  :mod:`~harness.data.datetimes` (date columns), :mod:`~harness.data.conform` (fitting a table
+  to a proposed schema, counting what changed), :mod:`~harness.data.overlap` and
+  :mod:`~harness.data.provenance` (a "public" sample that is private data; from-private
+  marks), :mod:`~harness.data.guards` (warnings before a sweep).
 
 May import: :mod:`harness.errors` and :mod:`harness.params` only (the ground floor).
 """

@@ -93,22 +93,13 @@ scale widened by the ledger's calibration headroom, so the ledger is charged a h
     The same shape read exactly (public data): min, max, the ``i / bins`` quantiles, a value
     that two or more quantiles fall on gets its own bin (edges ``p`` and the next value above).
 
-Measured (``benchmarks/bench_dp_numbers.py``, taxi sample, 20 draws, bins=10): with adaptive
-leaves the leaf counts stay small and :func:`choose_branching` picks the flat histogram (the
-same numbers as flat-only); with one leaf per day the tree halves the date column's largest
-bin (0.30 against 0.49 mean at epsilon 0.008). A support share of 0.25 loses the tips' and
-miles' [1, 10) decade in some draws at epsilon 0.008 (largest bin up to 100%); 0.5 is no
-better than 0.4. The recursive ApproximateQuantiles (Kaplan, Schnapp & Stemmer 2022) is not
-implemented here (not measured).
-
-Zoom (same benchmark, 20 draws each): on the taxi columns, largest bin mean/max with the zoom
-against ``zoom_share=0`` (before): at 0.008 fare 0.135/0.175 vs 0.148/0.260, trip_seconds
-0.152/0.231 vs 0.156/0.231, tips, miles and dates unchanged (no dominant decade: the same
-draws); at 0.08 fare 0.116/0.132 vs 0.114/0.126, trip_seconds 0.137/0.140 vs 0.135/0.139.
-Narrow columns (50,000 rows; the real MplsStops and weather columns): range / true extent at
-most 9.1 (uniform [-93.3, -93.2] at 0.008; before 900) and largest bin mean <= 0.30 at 0.008
-except MplsStops ``long`` (0.45) and ``lat`` (0.36), <= 0.22 at 0.08 (before 0.54..1.0); a
-constant 2013 gets a range 0.3 wide at 0.08, 29 at 0.008 (before [1000, 10000]).
+Measured (``benchmarks/bench_dp_numbers.py``; figures in README, "Your own table"): on the
+taxi sample the tree is chosen only for one-day date leaves (largest bin 0.30 against the flat
+histogram's 0.49 at epsilon 0.008); support shares 0.25 and 0.5 are no better than 0.4; the
+zoom brings narrow columns (coordinates, pressures, a constant year) from 150-900x their true
+extent to at most 9.1x, and leaves the taxi columns within 0.01 of their unzoomed bins. The
+recursive ApproximateQuantiles (Kaplan, Schnapp & Stemmer 2022) is not implemented (not
+measured).
 """
 
 from __future__ import annotations
@@ -117,8 +108,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
+from harness.data.tree_histogram import choose_branching, tree_cdf, tree_counts
 from harness.errors import ConfigError, DPArenaError
 from harness.privacy.accounting import laplace_scale
 from harness.privacy.release import Releaser
@@ -129,8 +120,6 @@ SUPPORT_SHARE = 0.4
 Q_LO, Q_HI = 0.001, 0.999
 #: fine cells per decade on the default log axis
 FINE_PER_DECADE = 20
-#: branchings :func:`choose_branching` compares (a flat histogram is always a candidate)
-BRANCHINGS = (2, 4, 8, 16, 32, 64)
 #: a coarse cell is read with about one leaf per this many stage-2 noise scales of its count
 LEAF_NOISE_MULTIPLE = 4.0
 #: share of a column's epsilon kept for the zoom (stage 3) when one coarse cell dominates
@@ -363,79 +352,6 @@ def leaf_counts(axis: Axis, cells: Cells, leaves: Leaves, values: np.ndarray) ->
     return counts
 
 
-def level_sizes(m: int, branching: int) -> list[int]:
-    """Nodes per level of the ``branching``-ary tree over ``m`` leaves, leaves first, up to
-    the first level with at most ``branching`` nodes (no root: one level for ``m <= b``)."""
-    sizes = [m]
-    while sizes[-1] > branching:
-        sizes.append(-(-sizes[-1] // branching))
-    return sizes
-
-
-def prefix_cost(m: int, branching: int) -> float:
-    """Average variance of the ``m`` prefix sums (in units of one flat leaf's variance):
-    ``levels^2`` (the per-level budget is ``1 / levels``) times the average number of nodes
-    a prefix needs (the base-``b`` digit sum of its length; top level unbounded)."""
-    levels = len(level_sizes(m, branching))
-    j = np.arange(1, m + 1)
-    nodes = np.zeros(m)
-    for _ in range(levels - 1):
-        nodes += j % branching
-        j = j // branching
-    return levels ** 2 * float(np.mean(nodes + j))
-
-
-def choose_branching(m: int) -> int:
-    """The branching (``m``: a flat histogram) of the smallest :func:`prefix_cost`; a public
-    function of the leaf count only."""
-    best = max(m, 1)
-    for b in BRANCHINGS:
-        if b < m and prefix_cost(m, b) < prefix_cost(m, best):
-            best = b
-    return best
-
-
-def tree_counts(leaves: np.ndarray, branching: int) -> list[np.ndarray]:
-    """Every level's node counts (leaves first), consecutive ``branching`` nodes grouped."""
-    levels = [np.asarray(leaves, dtype=float)]
-    for _ in level_sizes(len(leaves), branching)[1:]:
-        prev = levels[-1]
-        levels.append(np.add.reduceat(prev, np.arange(0, len(prev), branching)))
-    return levels
-
-
-def consistent_leaves(noisy: list[np.ndarray], branching: int) -> np.ndarray:
-    """Least-squares consistent leaves of a tree whose nodes all have the same noise
-    variance (Hay et al. 2010's two passes, with subtree variances so that uneven last
-    groups are exact): bottom-up, each node's estimate combines its own count with its
-    children's sum by inverse variance; top-down, each parent's final value minus its
-    children's sum is shared among them in proportion to their variances."""
-    z, v = [noisy[0]], [np.ones(len(noisy[0]))]
-    sums, variances = [], []
-    for level in noisy[1:]:
-        starts = np.arange(0, len(z[-1]), branching)
-        s, var = np.add.reduceat(z[-1], starts), np.add.reduceat(v[-1], starts)
-        sums.append(s), variances.append(var)
-        z.append((level + s / var) / (1.0 + 1.0 / var))
-        v.append(1.0 / (1.0 + 1.0 / var))
-    x = z[-1]
-    for k in range(len(noisy) - 1, 0, -1):
-        parent = np.arange(len(z[k - 1])) // branching
-        x = z[k - 1] + ((x - sums[k - 1]) / variances[k - 1])[parent] * v[k - 1]
-    return x
-
-
-def monotone_cdf(leaves: np.ndarray) -> np.ndarray:
-    """``F[0] = 0 <= F[1] <= ... <= F[m]``: the isotonic regression of the prefix sums of
-    ``leaves`` (with 0 before the first leaf, held there), clipped at 0."""
-    prefix = np.concatenate([[0.0], np.cumsum(leaves)])
-    weights = np.ones(len(prefix))
-    weights[0] = 1e12
-    fit = np.clip(isotonic_regression(prefix, weights=weights).x, 0.0, None)
-    fit[0] = 0.0
-    return np.maximum.accumulate(fit)
-
-
 def cdf_below(edge: float, leaves: Leaves, mass: np.ndarray) -> float:
     """Mass strictly below ``edge`` (left-closed bins), linear inside a fine cell."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -654,12 +570,6 @@ def tree_release(releaser: Releaser, label: str, levels: list[np.ndarray], bound
     scale = laplace_scale(epsilon, len(levels) * bound)
     return releaser.laplace(label, np.concatenate(levels), sensitivity=len(levels) * bound,
                             scale=scale, note=note), scale
-
-
-def tree_cdf(noisy: np.ndarray, sizes: list[int], branching: int) -> np.ndarray:
-    """The isotonic CDF of the consistent leaves of a released tree."""
-    parts = np.split(noisy, np.cumsum(sizes)[:-1])
-    return monotone_cdf(consistent_leaves(parts, branching))
 
 
 def dp_numeric_range(values: np.ndarray, axis: Axis, bins: int, epsilon: float, bound: int,
