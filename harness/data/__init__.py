@@ -11,11 +11,14 @@
 - your own table: :mod:`~harness.data.infer` (value classes and column types),
   :mod:`~harness.data.hints` (public facts, free of budget), :mod:`~harness.data.propose`
   (schema proposals: public sample, DP, private opt-in) with its DP releases in
-  :mod:`~harness.data.dp_type` and :mod:`~harness.data.dp_numbers`,
+  :mod:`~harness.data.dp_type` and :mod:`~harness.data.dp_numbers` (on
+  :mod:`~harness.data.tree_histogram`),
   :mod:`~harness.data.datetimes` (date columns), :mod:`~harness.data.conform` (fitting a table
   to a proposed schema, counting what changed), :mod:`~harness.data.overlap` and
   :mod:`~harness.data.provenance` (a "public" sample that is private data; from-private
-  marks), :mod:`~harness.data.guards` (warnings before a sweep).
+  marks), :mod:`~harness.data.guards` (warnings before a sweep);
+- :mod:`~harness.data.holdout`: the held-out persons, split off before anything sees the data
+  (read by scores only).
 
 May import: :mod:`harness.errors` and :mod:`harness.params` only (the ground floor).
 """
