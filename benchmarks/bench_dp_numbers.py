@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data import dp_numbers as dn
+from harness.data import exact_numbers as en
 from harness.data.datasets import shared_data_dir
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
@@ -83,7 +84,7 @@ def summary(values: np.ndarray, ranges: list[dn.NumericRange | None]) -> dict[st
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = [np.float64(r.max - r.min) / extent for r in got]
         over = [np.float64(max(lo - r.min, r.max - hi, 0.0)) / extent for r in got]
-    share = [float(dn.bin_shares(values, r).max()) for r in got]
+    share = [float(en.bin_shares(values, r).max()) for r in got]
     covers = [r.min <= lo and r.max >= hi for r in got]
     return {"none": len(ranges) - len(got), "ratio": max(ratio, default=np.nan),
             "over": max(over, default=np.nan), "beyond10": sum(o > 10 or q > 10
@@ -101,7 +102,7 @@ def acceptance(cols: dict[str, tuple[np.ndarray, dn.Axis]], **kwargs) -> None:
         for name, (v, axis) in cols.items():
             ranges = draws(v, axis, eps, seed0=1, **kwargs)
             s = summary(v, ranges)
-            exact = dn.exact_numeric_range(v, BINS).largest_bin_share
+            exact = en.exact_numeric_range(v, BINS).largest_bin_share
             first = ranges[0]
             shown = "none" if first is None else (
                 f"[{first.min:g}, {first.max:g}]" if name != "trip_date" else

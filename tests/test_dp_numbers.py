@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from harness.data.dp_numbers import (MAX_ZOOMS, Q_HI, Q_LO, ZOOM_CELLS, Leaves, bin_shares,
-                                     coarse_cells, coarse_index, dp_numeric_range,
-                                     exact_numeric_range, heavy_run, linear_axis, log_axis,
-                                     noise_floor, zoom_cells)
+from harness.data.dp_numbers import (MAX_ZOOMS, Q_HI, Q_LO, ZOOM_CELLS, Leaves, coarse_cells,
+                                     coarse_index, dp_numeric_range, heavy_run, linear_axis,
+                                     log_axis, noise_floor, zoom_cells)
+from harness.data.exact_numbers import bin_shares, exact_numeric_range
 from harness.data.tree_histogram import consistent_leaves, tree_counts
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
@@ -254,3 +254,23 @@ def test_no_zoom_on_a_spread_column():
         assert out is not None and not any("zoom" in c.name for c in rel.ledger.charges)
         assert math.log10(out.min) % 1 == 0 and math.log10(out.max) % 1 == 0
         assert bin_shares(v, out).max() <= 0.2
+
+
+def test_a_far_survivor_of_the_floor_does_not_stretch_the_support():
+    """Cells 10-12 hold the data; cell 20 is empty but its noise passed the main floor (the
+    beta / 2 event that once gave the taxi miles a range to 10^6): it is left out unless it
+    also passes the stricter floor for cells far from the heaviest cluster."""
+    from harness.data.dp_numbers import ISOLATED_BETA, support_span
+
+    scale, beta, cells = 10.0, 0.01, 27
+    main, strict = noise_floor(scale, cells, beta), noise_floor(scale, cells, beta * ISOLATED_BETA)
+    noisy = np.zeros(cells)
+    noisy[10:13] = [5_000.0, 9_000.0, 4_000.0]
+    noisy[20] = (main + strict) / 2  # above the main floor, under the strict one
+    first, last, _ = support_span(noisy, scale, beta)
+    assert (first, last) == (10, 12)
+    noisy[20] = strict + 1.0  # a real far cluster: kept
+    assert support_span(noisy, scale, beta)[1] == 20
+    noisy[20] = 0.0
+    noisy[14] = (main + strict) / 2  # within two cells of the cluster: kept at the main floor
+    assert support_span(noisy, scale, beta)[1] == 14

@@ -12,7 +12,8 @@
   :mod:`~harness.data.hints` (public facts, free of budget), :mod:`~harness.data.propose`
   (schema proposals: public sample, DP, private opt-in) with its DP releases in
   :mod:`~harness.data.dp_type` and :mod:`~harness.data.dp_numbers` (on
-  :mod:`~harness.data.tree_histogram`),
+  :mod:`~harness.data.tree_histogram`; exact ranges for public data:
+  :mod:`~harness.data.exact_numbers`),
   :mod:`~harness.data.datetimes` (date columns), :mod:`~harness.data.conform` (fitting a table
   to a proposed schema, counting what changed), :mod:`~harness.data.overlap` and
   :mod:`~harness.data.provenance` (a "public" sample that is private data; from-private

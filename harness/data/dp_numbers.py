@@ -19,7 +19,10 @@ the caller's :class:`~harness.privacy.release.Releaser`:
    (:func:`noise_floor`): a cell *survives* when its noisy count exceeds
    ``tau = s1 ln(K / beta)`` (K coarse cells). An empty cell survives with probability
    ``P(Lap(s1) > tau) = exp(-tau / s1) / 2 = beta / (2K)``, so by the union bound over at most K
-   empty cells, no empty cell survives with probability ``>= 1 - beta / 2``. **Extension**
+   empty cells, no empty cell survives with probability ``>= 1 - beta / 2``; a surviving cell
+   more than :data:`CLUSTER_GAP` cells from the heaviest cell's cluster must also pass a floor
+   of ``beta * ISOLATED_BETA`` (:func:`clustered`), so the rare empty survivor far from the
+   data no longer stretches the span over every cell between. **Extension**
    (:func:`support_span`): from the surviving cells' span, the adjacent cell on each side is
    added while its noisy count exceeds ``tau' = s1 ln(2 / beta)`` (one test per side at a time).
    A cell beyond the data's hull can only be added after the first cell beyond the hull (which
@@ -110,7 +113,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.data.tree_histogram import choose_branching, tree_cdf, tree_counts
-from harness.errors import ConfigError, DPArenaError
+from harness.errors import ConfigError
 from harness.privacy.accounting import laplace_scale
 from harness.privacy.release import Releaser
 
@@ -124,6 +127,10 @@ FINE_PER_DECADE = 20
 LEAF_NOISE_MULTIPLE = 4.0
 #: share of a column's epsilon kept for the zoom (stage 3) when one coarse cell dominates
 ZOOM_SHARE = 0.2
+#: surviving coarse cells at most this many cells apart form one cluster (:func:`clustered`)
+CLUSTER_GAP = 2
+#: a cell far from the heaviest cluster must pass a floor of ``beta * ISOLATED_BETA``
+ISOLATED_BETA = 1e-3
 #: a run of at most two interval leaves holding more than this share of the mass is zoomed
 ZOOM_TRIGGER = 0.5
 #: zoom rounds at most (each ``ZOOM_SHARE / MAX_ZOOMS`` of epsilon)
@@ -267,7 +274,7 @@ def coarse_counts(axis: Axis, values: np.ndarray) -> np.ndarray:
     return np.bincount(coarse_index(axis, values), minlength=n_cells).astype(float)
 
 
-def support_span(noisy: np.ndarray, scale: float, beta: float
+def support_span(noisy: np.ndarray, scale: float, beta: float, cluster: bool = True
                  ) -> tuple[int, int, np.ndarray] | None:
     """``(first, last, active)`` from stage 1's noisy counts: the span of the cells above
     :func:`noise_floor`, extended cell by cell while the next one is above
@@ -276,6 +283,8 @@ def support_span(noisy: np.ndarray, scale: float, beta: float
     alive = np.flatnonzero(noisy > noise_floor(scale, len(noisy), beta))
     if not len(alive):
         return None
+    if cluster:  # coarse cells (a zoom's sub-cells split one run of data: not clustered)
+        alive = clustered(alive, noisy, noise_floor(scale, len(noisy), beta * ISOLATED_BETA))
     tau_ext = extension_floor(scale, beta)
     first, last = int(alive[0]), int(alive[-1])
     while first > 0 and noisy[first - 1] > tau_ext:
@@ -285,6 +294,25 @@ def support_span(noisy: np.ndarray, scale: float, beta: float
     active = np.zeros(len(noisy), dtype=bool)
     active[first:last + 1] = noisy[first:last + 1] > tau_ext
     return first, last, active
+
+
+def clustered(alive: np.ndarray, noisy: np.ndarray, strict: float) -> np.ndarray:
+    """The surviving cells within :data:`CLUSTER_GAP` cells of one another, from the heaviest
+    one outwards, plus any other cell above the ``strict`` floor. An empty cell that passed
+    the noise floor (probability ``beta / 2`` in all) far from the data would stretch the span
+    over every cell between (the raw taxi miles once reached 10^6, 585 times their extent);
+    far from the heaviest cluster a cell must pass a floor whose failure probability is
+    :data:`ISOLATED_BETA` times smaller. Post-processing."""
+    heaviest = int(alive[np.argmax(noisy[alive])])
+    inside = {heaviest}
+    grown = True
+    while grown:
+        grown = False
+        for cell in alive:
+            if cell not in inside and min(abs(int(cell) - c) for c in inside) <= CLUSTER_GAP:
+                inside.add(int(cell))
+                grown = True
+    return np.array(sorted(c for c in map(int, alive) if c in inside or noisy[c] > strict))
 
 
 # ----- stage 2: the fine CDF ---------------------------------------------------------------
@@ -458,7 +486,7 @@ def refine(leaves: Leaves, mass: np.ndarray, zoom: Zoom, beta: float
     counts (the stage-1 floors on the sub-cells; gaps inside the span are kept: a mass spread
     evenly near the floor is not torn apart); outside it they count 0. ``None`` when no
     sub-cell is above the floor. Post-processing."""
-    span = support_span(zoom.noisy, zoom.scale, beta)
+    span = support_span(zoom.noisy, zoom.scale, beta, cluster=False)
     if span is None:
         return None
     inside = np.zeros(len(zoom.noisy), dtype=bool)
@@ -665,34 +693,3 @@ def zoom_stage(values: np.ndarray, leaves: Leaves, mass: np.ndarray, eps_zoom: f
                 max(zoom.scale, scale))
     refined = refine(before, before_mass, both, beta)
     return refined if refined is not None else (before, before_mass)
-
-
-# ----- exact (public data) -----------------------------------------------------------------
-def bin_shares(values: np.ndarray, numeric_range: NumericRange) -> np.ndarray:
-    """Each bin's share of ``values`` (clipped into the range, left-closed bins as the
-    schema codes them). Exact: for public data and for benchmarks, never for a release."""
-    v = np.clip(np.asarray(values, dtype=float), numeric_range.min, numeric_range.max)
-    codes = np.searchsorted(np.asarray(numeric_range.edges, dtype=float), v, side="right")
-    return np.bincount(codes, minlength=len(numeric_range.edges) + 1) / max(len(v), 1)
-
-
-def exact_numeric_range(values: np.ndarray, bins: int) -> NumericRange:
-    """Min, max and the exact ``i / bins`` quantiles of public ``values``; a value that two
-    or more quantiles fall on gets its own bin (edges: it and the next value above it)."""
-    v = np.asarray(values, dtype=float).ravel()
-    v = np.sort(v[np.isfinite(v)])
-    if not len(v):
-        raise DPArenaError("the column has no finite values to take a range from",
-                           "give its range as a hint, or leave the column out")
-    if bins < 2:
-        raise ConfigError("bins must be >= 2", "use e.g. bins=10")
-    qs = np.quantile(v, np.arange(1, bins) / bins)
-    edges = [float(q) for q in qs]
-    repeated, counts = np.unique(qs, return_counts=True)
-    for q in repeated[counts >= 2]:
-        above = v[np.searchsorted(v, q, side="right"):]
-        if len(above):
-            edges.append(float(above[0]))
-    lo, hi = float(v[0]), float(v[-1])
-    cut = NumericRange(lo, hi, interior(edges, lo, hi), 1.0)
-    return NumericRange(lo, hi, cut.edges, float(bin_shares(v, cut).max()), (lo, hi))

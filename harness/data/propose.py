@@ -82,9 +82,9 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datetimes import ABSOLUTE, ISO8601, parse, strftime_pattern
-from harness.data.dp_numbers import (NumericRange, dp_numeric_range, exact_numeric_range,
-                                     linear_axis, log_axis)
+from harness.data.dp_numbers import NumericRange, dp_numeric_range, linear_axis, log_axis
 from harness.data.dp_type import dp_type
+from harness.data.exact_numbers import exact_numeric_range
 from harness.data.hints import ColumnHint, hints_of
 from harness.data.infer import CLASSES, choose_type, present, resolution_of, value_classes
 from harness.data.overlap import sample_fingerprint
