@@ -256,21 +256,20 @@ def test_no_zoom_on_a_spread_column():
         assert bin_shares(v, out).max() <= 0.2
 
 
-def test_a_far_survivor_of_the_floor_does_not_stretch_the_support():
-    """Cells 10-12 hold the data; cell 20 is empty but its noise passed the main floor (the
-    beta / 2 event that once gave the taxi miles a range to 10^6): it is left out unless it
-    also passes the stricter floor for cells far from the heaviest cluster."""
-    from harness.data.dp_numbers import ISOLATED_BETA, support_span
+def test_an_empty_end_cell_is_dropped_when_stage_two_reads_it_empty():
+    """Three coarse cells, 4 leaves each: the first two hold the data, the last (an empty cell
+    that passed stage 1's floor, the beta / 2 event that once gave the taxi miles a range to
+    10^6) sums to 50 in stage 2's raw leaves, under 3 standard deviations of 4 leaves' noise
+    at scale 100 (3 * 100 * sqrt(8) = 849): it is dropped; at 900 it is kept; an empty inner
+    cell is never dropped (only the ends are read again)."""
+    from harness.data.dp_numbers import CONFIRM_Z, confirmed
 
-    scale, beta, cells = 10.0, 0.01, 27
-    main, strict = noise_floor(scale, cells, beta), noise_floor(scale, cells, beta * ISOLATED_BETA)
-    noisy = np.zeros(cells)
-    noisy[10:13] = [5_000.0, 9_000.0, 4_000.0]
-    noisy[20] = (main + strict) / 2  # above the main floor, under the strict one
-    first, last, _ = support_span(noisy, scale, beta)
-    assert (first, last) == (10, 12)
-    noisy[20] = strict + 1.0  # a real far cluster: kept
-    assert support_span(noisy, scale, beta)[1] == 20
-    noisy[20] = 0.0
-    noisy[14] = (main + strict) / 2  # within two cells of the cluster: kept at the main floor
-    assert support_span(noisy, scale, beta)[1] == 14
+    coarse = np.repeat([5, 6, 9], 4)
+    leaves = Leaves(*(np.zeros(12) for _ in range(4)), coarse, np.zeros(12, dtype=int))
+    raw = np.concatenate([np.full(4, 500.0), np.full(4, 800.0), np.full(4, 50.0 / 4)])
+    limit = CONFIRM_Z * 100.0 * math.sqrt(8.0)
+    assert confirmed(raw, leaves, 100.0).tolist() == [True] * 8 + [False] * 4
+    raw[8:] = (limit + 51.0) / 4
+    assert confirmed(raw, leaves, 100.0).all()
+    raw[4:8] = 0.0
+    assert confirmed(raw, leaves, 100.0).all()

@@ -19,10 +19,7 @@ the caller's :class:`~harness.privacy.release.Releaser`:
    (:func:`noise_floor`): a cell *survives* when its noisy count exceeds
    ``tau = s1 ln(K / beta)`` (K coarse cells). An empty cell survives with probability
    ``P(Lap(s1) > tau) = exp(-tau / s1) / 2 = beta / (2K)``, so by the union bound over at most K
-   empty cells, no empty cell survives with probability ``>= 1 - beta / 2``; a surviving cell
-   more than :data:`CLUSTER_GAP` cells from the heaviest cell's cluster must also pass a floor
-   of ``beta * ISOLATED_BETA`` (:func:`clustered`), so the rare empty survivor far from the
-   data no longer stretches the span over every cell between. **Extension**
+   empty cells, no empty cell survives with probability ``>= 1 - beta / 2``. **Extension**
    (:func:`support_span`): from the surviving cells' span, the adjacent cell on each side is
    added while its noisy count exceeds ``tau' = s1 ln(2 / beta)`` (one test per side at a time).
    A cell beyond the data's hull can only be added after the first cell beyond the hull (which
@@ -47,6 +44,9 @@ the caller's :class:`~harness.privacy.release.Releaser`:
    generalized least squares of a tree with equal node variances, two passes as in Hay et al.),
    then the CDF as the isotonic (non-decreasing) regression of the leaves' prefix sums anchored
    at 0 (:func:`monotone_cdf`; no positive bias from clipping empty leaves one by one).
+   **Confirmation** (:func:`confirmed`): the support's end cells whose raw stage-2 mass is
+   under :data:`CONFIRM_Z` noise standard deviations are dropped, so the rare empty cell that
+   passed stage 1 cannot carry the extreme quantiles and the range out to it.
 3. **Zoom** (share :data:`ZOOM_SHARE` of epsilon, kept back from stage 2 only when one active
    coarse interval cell holds more than :data:`ZOOM_TRIGGER` of stage 1's noisy counts,
    :func:`dominant_cell`; otherwise stage 2 gets it all, as before). When the fine CDF puts
@@ -127,10 +127,7 @@ FINE_PER_DECADE = 20
 LEAF_NOISE_MULTIPLE = 4.0
 #: share of a column's epsilon kept for the zoom (stage 3) when one coarse cell dominates
 ZOOM_SHARE = 0.2
-#: surviving coarse cells at most this many cells apart form one cluster (:func:`clustered`)
-CLUSTER_GAP = 2
-#: a cell far from the heaviest cluster must pass a floor of ``beta * ISOLATED_BETA``
-ISOLATED_BETA = 1e-3
+CONFIRM_Z = 3.0  #: noise standard deviations an end cell's stage-2 mass must pass
 #: a run of at most two interval leaves holding more than this share of the mass is zoomed
 ZOOM_TRIGGER = 0.5
 #: zoom rounds at most (each ``ZOOM_SHARE / MAX_ZOOMS`` of epsilon)
@@ -274,7 +271,7 @@ def coarse_counts(axis: Axis, values: np.ndarray) -> np.ndarray:
     return np.bincount(coarse_index(axis, values), minlength=n_cells).astype(float)
 
 
-def support_span(noisy: np.ndarray, scale: float, beta: float, cluster: bool = True
+def support_span(noisy: np.ndarray, scale: float, beta: float
                  ) -> tuple[int, int, np.ndarray] | None:
     """``(first, last, active)`` from stage 1's noisy counts: the span of the cells above
     :func:`noise_floor`, extended cell by cell while the next one is above
@@ -283,8 +280,6 @@ def support_span(noisy: np.ndarray, scale: float, beta: float, cluster: bool = T
     alive = np.flatnonzero(noisy > noise_floor(scale, len(noisy), beta))
     if not len(alive):
         return None
-    if cluster:  # coarse cells (a zoom's sub-cells split one run of data: not clustered)
-        alive = clustered(alive, noisy, noise_floor(scale, len(noisy), beta * ISOLATED_BETA))
     tau_ext = extension_floor(scale, beta)
     first, last = int(alive[0]), int(alive[-1])
     while first > 0 and noisy[first - 1] > tau_ext:
@@ -296,23 +291,24 @@ def support_span(noisy: np.ndarray, scale: float, beta: float, cluster: bool = T
     return first, last, active
 
 
-def clustered(alive: np.ndarray, noisy: np.ndarray, strict: float) -> np.ndarray:
-    """The surviving cells within :data:`CLUSTER_GAP` cells of one another, from the heaviest
-    one outwards, plus any other cell above the ``strict`` floor. An empty cell that passed
-    the noise floor (probability ``beta / 2`` in all) far from the data would stretch the span
-    over every cell between (the raw taxi miles once reached 10^6, 585 times their extent);
-    far from the heaviest cluster a cell must pass a floor whose failure probability is
-    :data:`ISOLATED_BETA` times smaller. Post-processing."""
-    heaviest = int(alive[np.argmax(noisy[alive])])
-    inside = {heaviest}
-    grown = True
-    while grown:
-        grown = False
-        for cell in alive:
-            if cell not in inside and min(abs(int(cell) - c) for c in inside) <= CLUSTER_GAP:
-                inside.add(int(cell))
-                grown = True
-    return np.array(sorted(c for c in map(int, alive) if c in inside or noisy[c] > strict))
+def confirmed(raw: np.ndarray, leaves: Leaves, scale: float) -> np.ndarray:
+    """Which leaves to keep: from both ends inwards, an end cell of the support is dropped
+    while the sum of its leaves' raw stage-2 counts ``raw`` (before consistency and the
+    isotonic CDF, which can move mass into an empty cell) is under :data:`CONFIRM_Z` standard
+    deviations of that sum's noise (``scale * sqrt(2 * leaves)``): a second, independent
+    reading of the rare empty cell that passed stage 1 far from the data. Post-processing."""
+    keep = np.ones(len(raw), dtype=bool)
+    order = [int(c) for c in dict.fromkeys(leaves.coarse.tolist())]
+    while len(order) > 1:
+        for end in (order[0], order[-1]):
+            at = leaves.coarse == end
+            if raw[at].sum() <= CONFIRM_Z * scale * math.sqrt(2.0 * at.sum()):
+                keep[at] = False
+                order.remove(end)
+                break
+        else:
+            break
+    return keep
 
 
 # ----- stage 2: the fine CDF ---------------------------------------------------------------
@@ -486,7 +482,7 @@ def refine(leaves: Leaves, mass: np.ndarray, zoom: Zoom, beta: float
     counts (the stage-1 floors on the sub-cells; gaps inside the span are kept: a mass spread
     evenly near the floor is not torn apart); outside it they count 0. ``None`` when no
     sub-cell is above the floor. Post-processing."""
-    span = support_span(zoom.noisy, zoom.scale, beta, cluster=False)
+    span = support_span(zoom.noisy, zoom.scale, beta)
     if span is None:
         return None
     inside = np.zeros(len(zoom.noisy), dtype=bool)
@@ -639,10 +635,17 @@ def dp_numeric_range(values: np.ndarray, axis: Axis, bins: int, epsilon: float, 
     cdf = tree_cdf(noisy2, sizes, branching)
     if cdf[-1] <= 0:
         return None
-    mass = np.diff(cdf)
+    keep = confirmed(noisy2[:sizes[0]], leaves, scale2)
+    mass = np.where(keep, np.diff(cdf), 0.0)
+    cdf = np.concatenate([[0.0], np.cumsum(mass)])
+    if cdf[-1] <= 0:
+        return None
     if eps_zoom > 0:
-        leaves, mass = zoom_stage(v, leaves, mass, eps_zoom, bound, releaser, name, beta,
+        zoomed, mass = zoom_stage(v, leaves, mass, eps_zoom, bound, releaser, name, beta,
                                   (noisy2, scale2, levels, sizes, branching, note))
+        if zoomed is leaves:  # no zoom: a second draw of the same leaves, read as confirmed
+            mass = np.where(keep, mass, 0.0)
+        leaves = zoomed
         if leaves.depth.max() > 0:  # fine leaves under the floor: noise beside a narrow mass
             floor = extension_floor(scale2, beta)
             mass = np.where((leaves.depth == 0) & (mass <= floor), 0.0, mass)
