@@ -17,7 +17,14 @@ Algorithms
   The design's columns are fixed by the schema, so real and synthetic rows share them.
 - **Cross-fitted propensities** (:func:`cross_fitted_propensities`): ``folds`` stratified,
   seeded folds; each row's propensity ``p_i`` comes from a logistic regression (L2, fixed
-  ``C``, lbfgs) fitted on the other folds, so no row is scored by a model that saw it.
+  ``C``, Newton-CG on the sparse design, at most :data:`NEWTON_MAX_ITER` iterations) fitted
+  on the other folds, so no row is scored by a model that saw it. Newton-CG, not lbfgs: with
+  the weak penalty and the rare one-hot cells lbfgs needed 500-800 iterations (0.9-1.8 s per
+  score on adult, one thread, 2 x 2,000 rows) and stopped far from the optimum at any
+  cheaper cap (capped at 200 iterations or at ``tol`` 1e-3, the null ratio of a bootstrap of
+  adult fell to 0.93-0.95), while Newton-CG converges in 6-10 iterations (0.15-0.4 s) to
+  pMSE ratios within 0.01 of a fit run to ``tol`` 1e-8 (adult and taxi: mst, bootstrap,
+  shuffled columns).
 - **pMSE** ``= mean_i (p_i - c)^2``: 0 when no row can be told apart, at most ``c(1 - c)``
   (every propensity 0 for real rows and 1 for synthetic ones; 1/4 here).
 - **Null expectation** (:func:`null_pmse`): when both tables come from one distribution the
@@ -38,7 +45,15 @@ Algorithms
   smaller ``C`` shrinks the coefficients of rare codes and pulls the ratio below 1.
 - ``pmse_ratio = pMSE / null`` (headline, lower is better; about 1 = indistinguishable from
   the same distribution, larger = the classifier tells them apart), and ``auc`` the AUROC of
-  the cross-fitted propensities for the labels (0.5 = indistinguishable, 1 = separable).
+  the cross-fitted propensities for the labels (0.5 = indistinguishable, 1 = separable). The
+  ratio of two distinct distributions grows with ``N`` (the classifier's power), so ratios
+  are comparable only at the same ``max_rows`` and ``folds``.
+- **Cost** (issue 38: at most 15% of a run's wall time with one thread;
+  ``benchmarks/bench_heldout_scores.py``): the defaults are 2,000 rows of each table and 2
+  folds (was 3,000 and 3 with lbfgs: 2-6 s on adult). Measured on adult, ratios at
+  2,000/2 folds against 3,000/3: a bootstrap of the training rows 0.99 (1.03), ``mst_quick``
+  at epsilon 1 1.09 (1.35), each column shuffled 1.78 (2.96): the order is kept, the
+  spread is smaller.
 
 Privacy: the scores are computed on the private training part without noise, like every
 score of the harness; they are logged as scores, not released by a mechanism. The null's
@@ -60,6 +75,9 @@ from harness.data.schema import Schema
 from harness.params import Constraint, Interval
 
 from .base import Metric, MetricResult
+
+#: Newton-CG iterations of a propensity fit (adult and taxi converge in 6-10).
+NEWTON_MAX_ITER = 100
 
 
 def subsample_rows(frame: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
@@ -133,10 +151,18 @@ def cross_fitted_propensities(features: sparse.csr_matrix, labels: np.ndarray, f
     out = np.empty(len(labels), dtype=float)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     for train, test in splitter.split(np.zeros(len(labels)), labels):
-        model = LogisticRegression(C=C, max_iter=1000)
+        model = LogisticRegression(C=C, solver="newton-cg", max_iter=NEWTON_MAX_ITER)
         model.fit(features[train], labels[train])
         out[test] = model.predict_proba(features[test])[:, 1]
     return out
+
+
+def import_models() -> None:
+    """Import the scikit-learn modules the metric uses when it is built, so a run's forked
+    child inherits them (``metrics.ml_efficacy``'s cost note: about 1.3 s per import)."""
+    import sklearn.linear_model
+    import sklearn.metrics
+    import sklearn.model_selection  # noqa: F401
 
 
 def pmse(propensities: np.ndarray, share: float) -> float:
@@ -160,12 +186,12 @@ def propensity_auc(labels: np.ndarray, propensities: np.ndarray) -> float:
 @dataclass
 class Propensity(Metric):
     """pMSE of a cross-fitted logistic propensity model and its ratio to the null (module
-    docstring). Settings: ``max_rows`` (3000 rows of each table), ``folds`` (3), ``C``
+    docstring). Settings: ``max_rows`` (2000 rows of each table), ``folds`` (2), ``C``
     (100: a weak L2 penalty, see the null), ``interaction_groups`` (4; 0: main effects only),
     ``seed`` (0)."""
 
-    max_rows: int = 3000
-    folds: int = 3
+    max_rows: int = 2000
+    folds: int = 2
     C: float = 100.0
     interaction_groups: int = 4
     seed: int = 0
@@ -178,6 +204,10 @@ class Propensity(Metric):
         "max_rows": [Interval(int, 10)], "folds": [Interval(int, 2)],
         "C": [Interval(float, 0, closed="neither")], "interaction_groups": [Interval(int, 0)],
         "seed": [Interval(int, 0)]}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        import_models()
 
     def applies_to(self, data: Dataset) -> bool:
         return bool(data.schema.attributes)
