@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -18,36 +21,36 @@ from harness.data.schema import Column, RunSpec, Schema
 def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every test (and every subprocess it starts) uses one throw-away secret key, never the
     developer's ~/.config/dp-arena/secret.key."""
-    import os
-
     from harness.privacy.secret import SECRET_ENV
 
     path = tmp_path_factory.mktemp("secret") / "secret.key"
-    previous = os.environ.get(SECRET_ENV)
-    os.environ[SECRET_ENV] = str(path)
-    yield path
-    if previous is None:
-        os.environ.pop(SECRET_ENV, None)
-    else:
-        os.environ[SECRET_ENV] = previous
+    with environment(SECRET_ENV, str(path)):
+        yield path
 
 
 @pytest.fixture(autouse=True, scope="session")
 def throwaway_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every test (and every subprocess it starts) records from-private marks
     (harness.data.provenance) in a throw-away folder, never ~/.local/state/dp-arena."""
-    import os
-
     from harness.data.provenance import STATE_ENV
 
     path = tmp_path_factory.mktemp("state")
-    previous = os.environ.get(STATE_ENV)
-    os.environ[STATE_ENV] = str(path)
-    yield path
-    if previous is None:
-        os.environ.pop(STATE_ENV, None)
-    else:
-        os.environ[STATE_ENV] = previous
+    with environment(STATE_ENV, str(path)):
+        yield path
+
+
+@contextmanager
+def environment(name: str, value: str) -> Iterator[None]:
+    """The environment variable ``name`` set to ``value`` for the block (restored after)."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
 
 
 @pytest.fixture
