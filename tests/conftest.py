@@ -28,15 +28,18 @@ def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         yield path
 
 
-@pytest.fixture(autouse=True, scope="session")
-def throwaway_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(autouse=True)
+def throwaway_state_dir(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test (and every subprocess it starts) records from-private marks
-    (harness.data.provenance) in a throw-away folder, never ~/.local/state/dp-arena."""
+    (harness.data.provenance) in a throw-away folder of its own, never
+    ~/.local/state/dp-arena: a column one test registers must not mark another test's
+    hand-written schema of the same content."""
     from harness.data.provenance import STATE_ENV
 
     path = tmp_path_factory.mktemp("state")
-    with environment(STATE_ENV, str(path)):
-        yield path
+    monkeypatch.setenv(STATE_ENV, str(path))
+    return path
 
 
 @contextmanager
