@@ -359,7 +359,7 @@ def utility_vs_epsilon_figure(board: pd.DataFrame):
     if handles:
         fig.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
                    ncol=legend_columns(len(handles)))
-    fig.suptitle("ML efficacy (train on synthetic, test on held-out real) vs epsilon; "
+    fig.suptitle("ML efficacy (train on synthetic, test on held-out real) vs epsilon\n"
                  "bars: 95% CI over trials", fontsize=9)
     fig.tight_layout()
     return fig
