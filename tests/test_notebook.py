@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +28,11 @@ from harness.report.render import SCHEMA_EPS, TOTAL_EPS, render_markdown
 
 
 def readme_example() -> str:
+    """README's Python API example: its first ``python`` code block that calls
+    ``run_competition`` (found by content, so it follows the README wherever it moves)."""
     text = (PROJECT_ROOT / "README.md").read_text()
-    section = text[text.index("### From a notebook (Python API)"):]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    return next(b for b in blocks if "run_competition(" in b)
 
 
 def frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
@@ -50,7 +55,7 @@ def leftovers(name: str) -> list[Path]:
 @pytest.mark.slow
 def test_readme_example_returns_the_command_lines_board(tracking_uri, tmp_path, capsys):
     namespace: dict = {}
-    exec(readme_example(), namespace)
+    exec(readme_example(), namespace)  # noqa: S102 - README's own example
     board = namespace["board"]
     printed = capsys.readouterr().out
     assert "[6/6] done" in printed and "sweep finished: 6 of 6 runs succeeded" in printed
@@ -67,6 +72,23 @@ def test_readme_example_returns_the_command_lines_board(tracking_uri, tmp_path, 
     assert np.allclose(ours["mean"], theirs["mean"], rtol=1e-12)
     again = namespace["again"]
     assert np.allclose(again.sort_values("mechanism")["mean"], ours["mean"], rtol=1e-12)
+    assert leftovers("my_table") == []
+
+
+@pytest.mark.slow
+def test_readme_example_runs_as_a_plain_script(tracking_uri, tmp_path):
+    """README's example saved to a file and run with ``python file.py``, no ``__main__`` guard:
+    the job worker must not re-run the script (it did: BrokenProcessPool, exit 1)."""
+    script = tmp_path / "example.py"
+    script.write_text(readme_example())
+    assert 'if __name__ == "__main__"' not in script.read_text()
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri}
+    done = subprocess.run([sys.executable, str(script)], check=False, cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "BrokenProcessPool" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.count("] done") == 6  # 3 mechanisms x 1 epsilon x 2 trials, once each
+    assert "sweep finished: 6 of 6 runs succeeded" in done.stdout
     assert leftovers("my_table") == []
 
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 import fcntl
 import io
 import math
-import multiprocessing
 import os
 import re
 import shutil
@@ -54,7 +53,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -281,8 +279,8 @@ def planned(configs: list[Any], labels: list[str]):
     plan = plan_sweep(configs, labels)
     problems = plan.problems()
     if problems:
-        lines = [f"the competition was not started: {len(problems)} problem"
-                 f"{'s' if len(problems) > 1 else ''} in its {len(configs)} jobs:"]
+        lines = [(f"the competition was not started: {len(problems)} problem"
+                  f"{'s' if len(problems) > 1 else ''} in its {len(configs)} jobs:")]
         for reason, group in problems.items():
             who = group[0].label if len(group) == 1 else f"{len(group)} jobs, e.g. " \
                                                           f"{group[0].label}"
@@ -297,6 +295,21 @@ def planned(configs: list[Any], labels: list[str]):
 
 
 # ----- running ------------------------------------------------------------------------------
+def job_worker() -> Any:
+    """The one-worker pool the jobs run in: a fresh interpreter (fork + exec), as the command
+    line's joblib launcher starts its workers, through loky's ``loky`` start method, which does
+    not re-import the caller's ``__main__``. So a plain script that calls
+    :func:`run_competition` at top level (no ``if __name__ == "__main__":`` guard) works as
+    well as a notebook: multiprocessing's ``spawn`` and ``forkserver`` re-run the caller's
+    script in the worker, which calls the API again and breaks the pool. Not a fork of the
+    caller: the run's isolated child is a fork, and forking a process that already runs
+    threads (a notebook kernel, a process that has used JAX) can deadlock the child."""
+    from joblib.externals.loky import ProcessPoolExecutor
+    from joblib.externals.loky.backend.context import get_context
+
+    return ProcessPoolExecutor(max_workers=1, context=get_context("loky"))
+
+
 def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.PathLike, *,
                     mechanisms: Sequence[str], epsilons: Sequence[float] | float = (1.0, 10.0),
                     trials: int | Sequence[int] = 3, delta: float | None = None,
@@ -383,11 +396,7 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
     with redirect_stdout(sys.stdout if progress else io.StringIO()):
         announce(plan)
         plan = replace(plan, parents=start_parent_runs(plan, Path(sweep), command))
-        # Each job in a freshly spawned interpreter, as the command line's launcher does:
-        # the run's isolated child is a fork, and forking a process that already runs threads
-        # (a notebook kernel or a test process that has used JAX) can deadlock the child.
-        worker = ProcessPoolExecutor(max_workers=1,
-                                     mp_context=multiprocessing.get_context("spawn"))
+        worker = job_worker()
         try:
             started = time.time()
             for k, job in enumerate(to_run, start=1):
@@ -412,7 +421,7 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
                             summary=f"stopped: {type(exc).__name__}")
             raise
         finally:
-            worker.shutdown(cancel_futures=True)
+            worker.shutdown(wait=True, kill_workers=True)
         print(f"\nboard: {len(board)} rows of experiment {experiment!r}; read_board("
               f"{experiment!r}) reads every run of it")
     return board
