@@ -46,19 +46,21 @@ Algorithm (one forest per private attribute, in order)
    each node's proportions are its noisy shares shrunk towards its parent's, label by label,
    with the empirical-Bayes weight of :func:`node_proportions` (own share trusted when the
    node's noise is small next to how far a share may stray from the parent's), then clamped
-   at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") or below
-   ``leaf_min_count`` (the report's ``leafFreqMin``, read on the noisy total) takes its
-   parent's proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised
+   at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") or whose count in the
+   structure data is below ``leaf_min_count`` (the report's ``leafFreqMin``, tested on SD's
+   count as its pseudo-code does) takes its parent's proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised
    noisy counts, empty leaves falling back to the parent.
 5. *Synthesis.* Each target record goes down every tree; the leaf proportions are averaged
    over the ``m`` trees and ``P[j]`` is drawn from the average.
 
 Hyperparameters (``conf/mechanism/rdt.yaml``)
 ---------------------------------------------
-``m`` trees per private attribute (default 3: every tree costs ``eps/m``, and on Adult at
-epsilon 0.1-1 three trees beat five and ten; ``benchmarks/bench_rdt_report.py``: ten trees
-lose to five at epsilon 0.1), ``n_B`` (1000), ``max_depth``,
-``attribute_weights``, ``collapse_above`` / ``collapse_min_count``, ``collapse_min_counts`` /
+``m`` trees per private attribute (default 3; under the total reading every tree costs
+``eps/m`` and more trees means noisier ones), ``epsilon_per_tree`` (``null``: the run's epsilon
+is the total, divided over the trees, this project's adaptation; a number: the report's reading,
+every tree spends that epsilon and the total is ``m x |P| x epsilon_per_tree``; ``rdt_report``
+sets 0.1), ``n_B`` (1000), ``max_depth``,
+``attribute_weights``, ``collapse_above`` (``null``: no generic collapse) / ``collapse_min_count``, ``collapse_min_counts`` /
 ``regroup_widths`` (per attribute), ``leaf_min_count`` (0), ``chain`` (``authentic``;
 ``synthesized``: the report's; the default because the two are indistinguishable on Adult
 at epsilon 0.1 and 0.4 in ``bench_rdt_report.py``, so earlier results stay reproducible),
@@ -87,7 +89,18 @@ rows chosen at random (default: the dataset's ``max_records_per_individual``).
   reaches exactly one leaf of a tree, so adding or removing one person changes a tree's
   whole leaf-count table by at most ``C`` in L1 (parallel composition across the leaves):
   Laplace noise of scale ``C / eps_tree`` on every count makes one tree ``eps_tree``-DP.
-- Budget: the base mechanism (if any) runs with ``base_share`` of the budget. The trees get
+- Budget, the report's reading (``epsilon_per_tree`` set): the report's Laplace parameter is
+  ``lambda = epsilon / Delta f`` for the leaf queries of one tree, whose leaves are disjoint
+  ("total accumulated epsilon should be epsilon" per tree), and it speaks of "adding trees ...
+  (with additional epsilon consumption)": each tree is ``epsilon_per_tree``-DP and the ``m``
+  trees of each of the ``|P|`` private attributes compose sequentially, so the run is
+  ``m x |P| x epsilon_per_tree``-DP (plus the base mechanism's charges). All ``m x |P|``
+  Laplace charges go to the ledger at that epsilon, the run's spend is their composition, and
+  the run is refused before any noise is drawn (:func:`per_tree_epsilon`) when the run's budget
+  cannot hold them: the guarantee is the total, never the per-tree figure. ``budget_split``
+  does not apply (every tree the same epsilon, as in the report).
+- Budget, the total reading (``epsilon_per_tree=null``, an adaptation: the report never states
+  a total): the base mechanism (if any) runs with ``base_share`` of the budget. The trees get
   ``eps_trees``: the largest total the ledger's accountant admits on top of what is already
   charged (the whole epsilon with ``base=public``, otherwise what the base left), solved on
   the accountant's own composition by :meth:`Ledger.remaining_pure_epsilon` (under ``gdp``
@@ -107,6 +120,14 @@ rows chosen at random (default: the dataset's ``max_records_per_individual``).
   shrinking towards the parent or the SD proportions, averaging, sampling, decoding) reads only
   noisy counts, SD and the targets' X, so it is post-processing: the raw counts are never used
   again, in particular not by the fallback for empty leaves.
+- ``leaf_min_count`` (leafFreqMin) is tested on the structure data's count of a node, as in
+  the report's pseudo-code ("count of SD observations subset using obsIndicesSD >=
+  leafFreqMin"). In this project SD is the public part or a DP base mechanism's output, so the
+  test reads no private data and spends nothing. Every leaf's counts are still released (the
+  number of Laplace draws depends on the shape only; a leaf below the minimum takes its
+  parent's proportions, which are sums of released noisy counts), so the rule changes no
+  sensitivity and no charge. (Were SD private, testing its counts would be a further query;
+  the project never lets SD be private: ``structure`` is ``base`` or ``public``.)
 - Targets' X and ids come from the public part or the base mechanism's output (no cost).
 """
 
@@ -120,10 +141,10 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.data.schema import Schema, decode_column, encode_column
+from harness.data.schema import Schema, decode_column
 from harness.errors import BudgetExceededError, ConfigError, NotApplicable
 from harness.params import Constraint, Interval, OneOf
-from harness.privacy.accounting import Budget, Ledger, laplace_scale
+from harness.privacy.accounting import Budget, Charge, Ledger, compose, laplace_scale
 from harness.privacy.release import Releaser
 
 from .base import Mechanism, bounded_private, contribution_bound
@@ -140,12 +161,12 @@ from .rdt_attributes import (  # noqa: F401  (re-exported: mechanisms.rdt's publ
     mutual_information,
     per_attribute_setting,
     regroup_codes,
+    report_collapse_method,
     resolve_predictors,
     resolve_private_attributes,
     sd_association_weights,
     sd_proportions,
 )
-
 
 
 # ----- trees ------------------------------------------------------------------------------
@@ -281,16 +302,17 @@ def node_proportions(tree: TreeStructure, noisy_leaf_counts: np.ndarray, scale: 
     its noise is small next to the spread ``v_k = parent_k (1 - parent_k)`` (floored at
     1e-4) a share may have around its parent's. The result is clamped at 0 and
     normalised. The root's parent is ``prior`` (the SD proportions); a node whose noisy total
-    is ``<= 0`` or below ``min_count`` (the report's ``leafFreqMin``: no distribution from
-    fewer records; read on the *noisy* total) takes its parent's proportions.
-    ``shrinkage = 0`` is the plain rule: clamped, normalised noisy counts, empty nodes falling
-    back to the parent.
+    is ``<= 0`` ("empty") or whose *structure-data* count ``tree.sd_count`` is below
+    ``min_count`` (the report's ``leafFreqMin``, tested as its pseudo-code does: "if count of
+    SD observations ... >= leafFreqMin"; SD is public or DP output, so the test costs nothing)
+    takes its parent's proportions. ``shrinkage = 0`` is the plain rule: clamped, normalised
+    noisy counts, empty nodes falling back to the parent.
     """
     n_labels = noisy_leaf_counts.shape[1]
     counts = subtree_sums(tree, noisy_leaf_counts)
     leaves_below = subtree_sums(tree, tree.is_leaf[:, None].astype(float))[:, 0]
     total = counts.sum(axis=1)
-    nonempty = (total > 0) & (total >= min_count)
+    nonempty = (total > 0) & (tree.sd_count >= min_count)
     own = np.divide(counts, total[:, None], out=np.zeros_like(counts),
                     where=nonempty[:, None])
     noise = (shrinkage * scale) ** 2 * 2.0 * leaves_below[:, None]
@@ -350,6 +372,27 @@ def tree_epsilon(ledger: Ledger, shares: list[float], m: int) -> float:
     return left
 
 
+def per_tree_epsilon(ledger: Ledger, n_trees: int, epsilon_per_tree: float,
+                     bound: float) -> float:
+    """The report's reading: every tree spends ``epsilon_per_tree``; check that the
+    ``n_trees`` Laplace trees (sensitivity ``bound``) it implies fit on top of what the ledger
+    already holds, under the ledger's own composition, and return ``epsilon_per_tree``.
+    Refused with the total it implies otherwise (nothing is charged)."""
+    scale = laplace_scale(epsilon_per_tree, bound)
+    plan = [Charge("plan", "laplace", bound, scale) for _ in range(n_trees)]
+    eps, delta = compose([*ledger.charges, *plan], ledger.budget.delta, ledger.accountant)
+    if eps > ledger.budget.epsilon or delta > ledger.budget.delta:
+        total = n_trees * epsilon_per_tree
+        raise BudgetExceededError(
+            f"rdt reads epsilon per tree (the Duke report's reading): {n_trees} trees x "
+            f"epsilon {epsilon_per_tree:g} = {total:g} in total, with what is already charged "
+            f"epsilon {eps:.6g}, over the run's budget epsilon {ledger.budget.epsilon:g}",
+            f"set privacy.epsilon to at least {eps:.6g} (the total this reading implies), lower "
+            "mechanism.epsilon_per_tree or mechanism.m, or set mechanism.epsilon_per_tree=null "
+            "(the run's epsilon divided over the trees: this project's adaptation)")
+    return float(epsilon_per_tree)
+
+
 # ----- the mechanism ----------------------------------------------------------------------
 @dataclass
 class ForestFit:
@@ -395,11 +438,12 @@ class RDT(Mechanism):
     n_B: int = 1000
     max_depth: int | Literal["all"] | None = None
     attribute_weights: dict[str, float] | str | None = None
-    collapse_above: int = 16
+    collapse_above: int | None = 16
     collapse_min_count: int | None = None
     collapse_min_counts: dict[str, int] | None = None
     regroup_widths: dict[str, float] | None = None
     leaf_min_count: float = 0.0
+    epsilon_per_tree: float | None = None
     chain: Literal["authentic", "synthesized"] = "authentic"
     budget_split: list[float] | None = None
     shrinkage: float = 1.0
@@ -412,14 +456,25 @@ class RDT(Mechanism):
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "m": [Interval(int, 1)], "n_B": [Interval(int, 1)],
         "max_depth": [None, Interval(int, 0), OneOf("all")],
-        "collapse_above": [Interval(int, 2)], "collapse_min_count": [None, Interval(int, 0)],
-        "leaf_min_count": [Interval(float, 0)], "chain": [OneOf("authentic", "synthesized")],
+        "collapse_above": [None, Interval(int, 2)], "collapse_min_count": [None, Interval(int, 0)],
+        "leaf_min_count": [Interval(float, 0)],
+        "epsilon_per_tree": [None, Interval(float, 0, None, "neither")], "chain": [OneOf("authentic", "synthesized")],
         "shrinkage": [Interval(float, 0)], "base_share": [Interval(float, 0, 1, "neither")],
         "structure": [OneOf("base", "public")]}
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         return self.fit(data, budget, release, rng).synthetic
+
+    def epsilon_reading(self) -> str:
+        """How this run reads epsilon, as the ledger notes and run tags say it."""
+        if self.epsilon_per_tree is None:
+            return "epsilon read as the run's total, divided over the trees (adaptation)"
+        return "epsilon per tree, the Duke report's reading"
+
+    def output_tags(self) -> dict[str, str]:
+        return {"rdt_epsilon_reading": "per tree (report)" if self.epsilon_per_tree is not None
+                else "total (adaptation)"}
 
     # -- checks ---------------------------------------------------------------------------
     def check_applicable(self, data: Dataset) -> None:
@@ -442,6 +497,12 @@ class RDT(Mechanism):
         private = resolve_private_attributes(data.schema, self.private_attributes)
         predictors = resolve_predictors(data.schema, private, self.predictors)
         shares = budget_shares(self.budget_split, private)
+        if self.epsilon_per_tree is not None and self.budget_split is not None:
+            raise ConfigError(
+                "mechanism.budget_split splits a total budget, and mechanism.epsilon_per_tree "
+                "gives every tree the same epsilon (the report's reading): they cannot both be set",
+                "set mechanism.budget_split=null, or mechanism.epsilon_per_tree=null to split "
+                "the run's epsilon")
         for key, positive_int, example in (("collapse_min_counts", True, "{occupation: 200}"),
                                            ("regroup_widths", False, "{age: 10}")):
             rules = per_attribute_setting(key, getattr(self, key), predictors + private[:-1],
@@ -502,7 +563,13 @@ class RDT(Mechanism):
 
         bound = contribution_bound(data, self.max_contrib)
         ad = bounded_private(data, bound, clip_rng)
-        eps_trees = tree_epsilon(release.ledger, shares, self.m)
+        if self.epsilon_per_tree is None:  # the total reading (this project's adaptation)
+            eps_trees = tree_epsilon(release.ledger, shares, self.m)
+            eps_tree_of = [share * eps_trees / self.m for share in shares]
+        else:  # the report's reading: epsilon per tree, the total follows
+            eps_tree_of = [per_tree_epsilon(release.ledger, self.m * len(private),
+                                            self.epsilon_per_tree, float(bound))] * len(private)
+            eps_trees = self.m * len(private) * float(self.epsilon_per_tree)
 
         node_attrs_all = predictors + private
         sizes = {a: schema[a].size for a in node_attrs_all}
@@ -531,7 +598,7 @@ class RDT(Mechanism):
                 weights = sd_association_weights(sd_codes[:, cols], n_values, sd_labels[:, j],
                                                  sizes[attr])
             depth = tree_depth(self.max_depth, len(node_attrs))
-            eps_tree = shares[j] * eps_trees / self.m
+            eps_tree = eps_tree_of[j]
             scale = laplace_scale(eps_tree, float(bound))
             n_labels = sizes[attr]
             trees = grow_forest(sd_codes[:, cols], n_values, weights, self.m, self.n_B, depth,
@@ -544,7 +611,8 @@ class RDT(Mechanism):
                 noisy = add_laplace_noise(
                     counts, tree, scale, float(bound), release,
                     f"rdt {attr}: tree {t + 1}/{self.m} leaf label counts",
-                    f"{tree.n_leaves} leaves x {n_labels} labels, epsilon {eps_tree:.6g}")
+                    f"{tree.n_leaves} leaves x {n_labels} labels, epsilon {eps_tree:.6g} "
+                    f"({self.epsilon_reading()})")
                 del counts  # nothing below reads raw counts
                 noisy_all.append(noisy)
                 props_all.append(node_proportions(tree, noisy, scale, prior, self.shrinkage,
@@ -559,7 +627,7 @@ class RDT(Mechanism):
             target_labels[:, len(predictors) + j] = labels
             target_codes[:, len(predictors) + j] = collapse[attr][labels]
             forests[attr] = ForestFit(attr, node_attrs, trees, noisy_all, props_all, scale,
-                                      shares[j] * eps_trees)
+                                      self.m * eps_tree)
         release.done()
 
         out = targets[schema.names].copy()

@@ -20,6 +20,11 @@ Algorithms
   threshold-collapsed (on the regrouped codes); an attribute named in either skips the
   generic rule. The report's collapse Methods 1 and 2 are two such settings
   (``conf/mechanism/rdt_report.yaml`` and ``benchmarks/bench_rdt_report.py``).
+- *The report's collapse methods* (:func:`report_collapse_method`), as its section 6 words
+  them: Method 1 "Pay converted to units of $10,000, no other attributes adjusted" (Pay
+  regrouped, the generic rule off for every other attribute); Method 2 "Pay converted to units
+  of $25,000, Agencies with fewer than 500 observations combined, Occupations with fewer than
+  200 observations combined" (and nothing else).
 - *Split weights*: ``attribute_weights`` (a mapping, default 1) or ``sd_association`` (mutual
   information with the private attribute in SD, relative to the largest, floored at 0.05).
 """
@@ -41,15 +46,16 @@ SD_ASSOCIATION = "sd_association"
 
 
 # ----- generic collapse, roles, weights ----------------------------------------------------
-def collapse_rare_values(sd_codes: np.ndarray, size: int, collapse_above: int,
+def collapse_rare_values(sd_codes: np.ndarray, size: int, collapse_above: int | None,
                          min_count: int) -> np.ndarray:
     """Map ``code -> collapsed code`` of one attribute from its SD counts.
 
-    Attributes with at most ``collapse_above`` values are unchanged. Otherwise the (at most
+    Attributes with at most ``collapse_above`` values (every attribute when it is ``None``:
+    no generic collapse, as in the report's Method 1) are unchanged. Otherwise the (at most
     ``collapse_above - 1``) most frequent SD values with at least ``min_count`` records keep
     their own code (in their original order) and every other value shares the last code.
     """
-    if size <= collapse_above:
+    if collapse_above is None or size <= collapse_above:
         return np.arange(size)
     counts = np.bincount(sd_codes, minlength=size)
     by_frequency = np.argsort(-counts, kind="stable")
@@ -212,7 +218,7 @@ def regroup_codes(values: np.ndarray, width: float) -> np.ndarray:
     return np.unique(band, return_inverse=True)[1].astype(np.int64)
 
 
-def attribute_collapse(column: Column, sd_codes: np.ndarray, collapse_above: int,
+def attribute_collapse(column: Column, sd_codes: np.ndarray, collapse_above: int | None,
                        min_count: int, own_min_count: int | None,
                        width: float | None) -> np.ndarray:
     """An attribute's collapse map: regrouped by ``width`` and/or threshold-collapsed by
@@ -248,3 +254,25 @@ def per_attribute_setting(key: str, mapping: Any, attributes: list[str], positiv
         raise ConfigError(f"mechanism.{key} values must be {kind} (got {bad})",
                           f"e.g. mechanism.{key}={example}")
     return dict(mapping)
+
+
+def report_collapse_method(method: int, pay: str, agency: str | None = None,
+                           occupation: str | None = None,
+                           pay_widths: tuple[float, float] = (10_000, 25_000)) -> dict[str, Any]:
+    """The ``rdt`` settings of the Duke report's collapse Method 1 or 2 for a dataset whose
+    columns ``pay``, ``agency`` and ``occupation`` play the report's Pay, Agency and
+    Occupation. Method 1 regroups only ``pay`` (``pay_widths[0]`` wide, $10,000 in the
+    report's units) and adjusts nothing else (``collapse_above=None``); Method 2 regroups
+    ``pay`` by ``pay_widths[1]`` ($25,000) and combines the ``agency`` values with fewer than
+    500 structure records and the ``occupation`` values with fewer than 200 (those not given
+    are left alone), nothing else."""
+    if method not in (1, 2):
+        raise ConfigError(f"the Duke report has collapse Methods 1 and 2 (got {method!r})",
+                          "use method=1 or method=2")
+    settings: dict[str, Any] = {"collapse_above": None, "collapse_min_count": None,
+                                "regroup_widths": {pay: pay_widths[method - 1]},
+                                "collapse_min_counts": None}
+    if method == 2:
+        rules = {a: n for a, n in ((agency, 500), (occupation, 200)) if a is not None}
+        settings["collapse_min_counts"] = rules or None
+    return settings

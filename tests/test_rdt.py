@@ -90,6 +90,52 @@ def test_ledger_has_m_trees_per_private_attribute_summing_to_the_budget(m, split
     assert 0.8 - 1e-9 <= eps <= 0.8 and delta == 0.0  # a hair below, never above
 
 
+@pytest.mark.parametrize("m, per_tree, accountant", [(5, 0.1, "gdp"), (10, 0.1, "zcdp"),
+                                                     (3, 0.4, "gdp")])
+def test_epsilon_per_tree_charges_trees_times_epsilon(m, per_tree, accountant):
+    """The report's reading: every tree spends epsilon_per_tree; the ledger holds m x 2 charges
+    of it and the run's spend is their total m x 2 x epsilon_per_tree (5 x 2 x 0.1 = 1.0,
+    10 x 2 x 0.1 = 2.0, 3 x 2 x 0.4 = 2.4), whatever larger budget the run was given."""
+    data = people_dataset()
+    result, ledger = fit(data, eps=5.0, accountant=accountant, m=m, n_B=200,
+                         epsilon_per_tree=per_tree)
+    assert len(ledger.charges) == 2 * m
+    assert [c.pure_epsilon for c in ledger.charges] == pytest.approx([per_tree] * (2 * m),
+                                                                     rel=1e-12)
+    assert all(c.pure_epsilon <= per_tree for c in ledger.charges)  # a hair below, never above
+    total = 2 * m * per_tree
+    assert ledger.spent()[0] == pytest.approx(total, rel=1e-12) and ledger.spent()[0] <= total
+    assert result.tree_epsilon == pytest.approx(total)
+    assert result.forests["sex"].epsilon == pytest.approx(m * per_tree)
+    assert result.forests["race"].noise_scale == pytest.approx(1.0 / per_tree)
+    assert all("per tree" in c.note for c in ledger.charges)
+
+
+def test_epsilon_per_tree_over_the_budget_is_refused_with_the_total_before_any_charge():
+    from harness.errors import BudgetExceededError
+
+    data = people_dataset()
+    with pytest.raises(BudgetExceededError) as caught:
+        fit(data, eps=0.5, m=5, n_B=200, epsilon_per_tree=0.1)
+    text = str(caught.value)
+    assert "10 trees x epsilon 0.1 = 1 in total" in text and "privacy.epsilon" in text
+    # exactly the total fits (the charges are calibrated a hair below)
+    _, ledger = fit(data, eps=1.0, m=5, n_B=200, epsilon_per_tree=0.1)
+    assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
+
+
+def test_epsilon_per_tree_and_budget_split_cannot_both_be_set():
+    with pytest.raises(ConfigError, match="budget_split"):
+        fit(people_dataset(), eps=2.0, epsilon_per_tree=0.1, budget_split=[0.5, 0.5])
+
+
+def test_epsilon_reading_is_tagged():
+    assert make_mechanism("rdt", {}).output_tags() == {"rdt_epsilon_reading":
+                                                       "total (adaptation)"}
+    assert make_mechanism("rdt", {"epsilon_per_tree": 0.1}).output_tags() == {
+        "rdt_epsilon_reading": "per tree (report)"}
+
+
 @pytest.mark.parametrize("delta, accountant", [(0.0, "gdp"), (1e-6, "gdp"), (1e-6, "zcdp")])
 def test_ledger_with_a_base_mechanism_stays_within_and_uses_the_budget(delta, accountant):
     data = people_dataset()
@@ -336,7 +382,7 @@ def test_output_is_schema_valid_and_keeps_the_targets_predictors():
                                   data.public[["age", "job", "hours"]].reset_index(drop=True))
     # sex follows job in the synthetic data too (eps = 1 on 3000 rows)
     share = out.groupby("job")["sex"].mean()
-    assert share["a"] < 0.35 < 0.65 < share["c"]
+    assert share["a"] < 0.35 and share["c"] > 0.65
 
 
 def test_user_level_data_clips_contributions(small_dataset):
@@ -478,16 +524,52 @@ def test_per_attribute_collapse_settings_reach_the_fit():
     assert result.collapse["job"].tolist() == [0, 1, 2]  # untouched
 
 
-def test_leaf_min_count_sends_small_noisy_leaves_to_the_parent():
+def test_leaf_min_count_is_tested_on_the_structure_count_not_the_noisy_total():
+    """leafFreqMin as the report's pseudo-code tests it: the structure data's count of the leaf
+    (``sd_count``: root 10, leaves 5 and 5 in ``_two_leaf_tree``), whatever the noisy total."""
     tree = _two_leaf_tree()
-    noisy = np.array([[0.0, 0.0], [3.0, 1.0], [1.0, 1.0]])  # leaf totals 4 and 2, root 6
-    props = node_proportions(tree, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0, min_count=3)
-    assert np.allclose(props, [[4 / 6, 2 / 6], [0.75, 0.25], [4 / 6, 2 / 6]])
-    plain = node_proportions(tree, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0)
-    assert np.allclose(plain[2], [0.5, 0.5])  # without it, leaf 2 keeps its own shares
+    uneven = TreeStructure(tree.split, tree.first_child, tree.parent, tree.depth,
+                           sd_count=np.array([10, 8, 2]))
+    # leaf 1: noisy total 1 but 8 SD rows -> its own shares; leaf 2: noisy total 40 but 2 SD
+    # rows -> its parent's (root counts [1 + 30, 0 + 10] = [31, 10]).
+    noisy = np.array([[0.0, 0.0], [1.0, 0.0], [30.0, 10.0]])
+    props = node_proportions(uneven, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0, min_count=3)
+    assert np.allclose(props, [[31 / 41, 10 / 41], [1.0, 0.0], [31 / 41, 10 / 41]])
+    plain = node_proportions(uneven, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0)
+    assert np.allclose(plain[2], [0.75, 0.25])  # without it, leaf 2 keeps its own shares
+    # at the minimum a node keeps its own shares (">= leafFreqMin", as the report writes)
+    at = node_proportions(uneven, noisy, 1.0, np.array([0.5, 0.5]), shrinkage=0, min_count=2)
+    assert np.allclose(at[2], [0.75, 0.25])
     # a root below the minimum falls back to the prior, and so does everything under it
-    tiny = node_proportions(tree, noisy, 1.0, np.array([0.2, 0.8]), shrinkage=0, min_count=7)
+    tiny = node_proportions(uneven, noisy, 1.0, np.array([0.2, 0.8]), shrinkage=0, min_count=11)
     assert np.allclose(tiny, [0.2, 0.8])
+    # an empty leaf (noisy total <= 0) still falls back, whatever its structure count
+    empty = node_proportions(uneven, np.array([[0.0, 0.0], [-1.0, 0.5], [30.0, 10.0]]), 1.0,
+                             np.array([0.5, 0.5]), shrinkage=0, min_count=1)
+    assert np.allclose(empty[1], empty[0])
+
+
+def test_leaf_min_count_in_a_fit_follows_the_structure_counts_and_charges_the_same():
+    """The rule reads SD only: the leaves that take their parent's proportions are exactly
+    those with fewer than leafFreqMin SD rows, and the ledger is the same with or without it."""
+    data = people_dataset()
+    a, ledger_a = fit(data, seed=4, m=2, n_B=200, max_depth="all", shrinkage=0,
+                      leaf_min_count=150)
+    _, ledger_b = fit(data, seed=4, m=2, n_B=200, max_depth="all", shrinkage=0)
+    assert [c.pure_epsilon for c in ledger_a.charges] == [c.pure_epsilon
+                                                           for c in ledger_b.charges]
+    small_seen = 0
+    for tree, props, noisy in zip(a.forests["sex"].trees, a.forests["sex"].proportions,
+                                  a.forests["sex"].noisy_counts):
+        small = tree.is_leaf & (tree.sd_count < 150)
+        small_seen += int(small.sum())
+        assert np.allclose(props[small], props[tree.parent[small]])
+        total = subtree_sums(tree, noisy).sum(axis=1)
+        big = tree.is_leaf & (tree.sd_count >= 150) & (total > 0)
+        own = subtree_sums(tree, noisy)[big]
+        assert np.allclose(props[big], np.clip(own, 0, None) / np.clip(own, 0, None).sum(
+            axis=1, keepdims=True))
+    assert small_seen > 0  # the case is exercised
 
 
 def test_max_depth_all_uses_every_node_attribute():
@@ -545,6 +627,9 @@ def test_report_preset_sets_every_element_of_the_report():
     mech = make_mechanism("rdt", preset)  # every key is a setting
     result, ledger = fit(people_dataset(), **{**preset, "n_B": 100})
     assert all(t.depth.max() <= 4 for f in result.forests.values() for t in f.trees)
+    # epsilon per tree: 5 trees x 2 attributes x 0.1 = the run's 1.0, charged in full
+    assert preset["epsilon_per_tree"] == 0.1 and preset["m"] == 5
+    assert [c.pure_epsilon for c in ledger.charges] == pytest.approx([0.1] * 10)
     assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0 and mech.chain == "synthesized"
 
 
@@ -560,6 +645,7 @@ def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
     preset.pop("name")
     preset.update(collapse_min_counts={"native-country": 500, "occupation": 200},
                   regroup_widths={"age": 10, "hours-per-week": 10})
+    preset["epsilon_per_tree"] = 0.04  # 5 trees x 2 attributes x 0.04 = 0.4 in total
     data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
     budget = Budget(0.4, 1e-9)
     ledger = Ledger(budget, accountant)  # type: ignore[arg-type]
@@ -569,3 +655,23 @@ def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
     assert 0.4 - 1e-9 <= eps <= 0.4 and delta <= 1e-9
     assert len(ledger.charges) == 2 * 5
     assert data.schema.problems(out) == []
+
+
+def test_report_collapse_methods_as_the_report_words_them():
+    """Method 1: only Pay regrouped ($10,000 units), nothing else adjusted; Method 2: Pay in
+    $25,000 units, Agency < 500 and Occupation < 200 combined, nothing else."""
+    from mechanisms.rdt_attributes import report_collapse_method
+
+    one = report_collapse_method(1, "pay", "agency", "occupation")
+    assert one == {"collapse_above": None, "collapse_min_count": None,
+                   "regroup_widths": {"pay": 10_000}, "collapse_min_counts": None}
+    two = report_collapse_method(2, "pay", "agency", "occupation")
+    assert two["regroup_widths"] == {"pay": 25_000} and two["collapse_above"] is None
+    assert two["collapse_min_counts"] == {"agency": 500, "occupation": 200}
+    with pytest.raises(ConfigError, match="Methods 1 and 2"):
+        report_collapse_method(3, "pay")
+    # in a fit, Method 1 leaves every other attribute at full width (hours: 30 values kept)
+    result, _ = fit(people_dataset(), m=1, n_B=100,
+                    **report_collapse_method(1, "age", pay_widths=(50, 75)))
+    assert result.collapse["hours"].tolist() == list(range(30))
+    assert result.collapse["age"].tolist() == [0, 0, 1, 1]  # bins from 0, 30, 50, 70 by 50
