@@ -82,3 +82,97 @@ def test_study_row_and_errors():
         args = {"width": 0.1, "confidence": 0.95, "p": 0.5, "scale": 25.0, **bad}
         with pytest.raises(ConfigError, match="out of range"):
             min_leaf_size(**args)
+
+
+# ----- section 5 in the report's terms (lambda = epsilon / Delta f) -------------------------
+def direct_mass(n: int, p: float, lam: float, lo: float, hi: float) -> float:
+    """P(lo <= (X + L) / n <= hi) summed directly over every k = 0..n (no truncation):
+    Binomial pmf from log-gamma, Laplace(1 / lambda) CDF written out."""
+    def cdf(x: float) -> float:
+        return 0.5 * math.exp(lam * x) if x < 0 else 1.0 - 0.5 * math.exp(-lam * x)
+
+    total = 0.0
+    for k in range(n + 1):
+        if p in (0.0, 1.0):
+            pmf = 1.0 if k == round(p * n) else 0.0
+        else:
+            pmf = math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                           + k * math.log(p) + (n - k) * math.log1p(-p))
+        total += pmf * (cdf(hi * n - k) - cdf(lo * n - k))
+    return total
+
+
+def test_report_worked_example_interval_and_that_its_bound_is_loose():
+    from mechanisms.rdt_leaf_size import report_interval
+
+    lo, hi = report_interval(1000, 0.25, 0.4, 0.90)
+    assert lo == pytest.approx(0.2269, abs=5e-5) and hi == pytest.approx(0.2734, abs=5e-5)
+    # a direct numerical sum puts 5% in each tail (the interval is central and exact)
+    assert direct_mass(1000, 0.25, 0.4, -1.0, lo) == pytest.approx(0.05, abs=1e-6)
+    assert direct_mass(1000, 0.25, 0.4, hi, 2.0) == pytest.approx(0.05, abs=1e-6)
+    # the report: "within [0.22, 0.27]": 0.0465 wide (< 0.05) but above 0.27 at the top
+    assert hi - lo < 0.05 and hi > 0.27
+
+
+@pytest.mark.parametrize("n, p, lam, conf", [(200, 0.1, 0.3, 0.90), (50, 0.5, 1.0, 0.95),
+                                             (400, 0.01, 0.2, 0.90)])
+def test_report_interval_has_the_stated_mass_by_direct_sum(n, p, lam, conf):
+    from mechanisms.rdt_leaf_size import report_interval
+
+    lo, hi = report_interval(n, p, lam, conf)
+    alpha = 1 - conf
+    if lo > 0:  # not clipped: a central interval, alpha / 2 in each tail
+        assert direct_mass(n, p, lam, -10.0, lo) == pytest.approx(alpha / 2, abs=1e-6)
+    else:  # clipped at 0: the raw lower quantile is negative, so at least alpha / 2 below 0
+        assert direct_mass(n, p, lam, -10.0, 0.0) >= alpha / 2 - 1e-9
+    assert direct_mass(n, p, lam, hi, 10.0) == pytest.approx(alpha / 2, abs=1e-6)
+
+
+def test_report_interval_at_p_zero_stays_in_unit_interval_by_hand():
+    from mechanisms.rdt_leaf_size import report_interval
+
+    # p_i0 = 0: Y = L, P(L > t) = 0.5 exp(-lambda t) = 0.05 -> t = ln(10) / lambda; the
+    # lower end (-t / n) is clipped to 0 (the mechanism clamps shares at 0)
+    assert report_interval(100, 0.0, 0.5, 0.90) == pytest.approx((0.0, math.log(10) / 50))
+    # p_i0 = 1, mirrored: [1 - ln(10) / (lambda n), 1]
+    assert report_interval(100, 1.0, 0.5, 0.90) == pytest.approx((1 - math.log(10) / 50, 1.0))
+    # so much noise that both ends clip: 10 records at lambda 0.1 (scale 10)
+    assert report_interval(10, 1.0, 0.1, 0.90) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("width, conf, p, lam", [(0.05, 0.90, 0.25, 0.4), (0.1, 0.95, 0.5, 0.1),
+                                                 (0.02, 0.90, 0.05, 1.0)])
+def test_report_min_n_B_round_trip(width, conf, p, lam):
+    from mechanisms.rdt_leaf_size import report_interval, report_min_n_B
+
+    n = report_min_n_B(width, conf, p, lam)
+    lo, hi = report_interval(n, p, lam, conf)
+    lo1, hi1 = report_interval(n - 1, p, lam, conf)
+    assert hi - lo <= width < hi1 - lo1
+    # the same answer as the scale-named inverse (scale = 1 / lambda), away from p = 0
+    assert n == min_leaf_size(width, conf, p, 1.0 / lam)
+
+
+def test_report_min_n_B_within_the_worked_example_bounds():
+    from mechanisms.rdt_leaf_size import report_interval, report_min_n_B_within
+
+    n = report_min_n_B_within(0.22, 0.27, 0.90, 0.25, 0.4)
+    lo, hi = report_interval(n, 0.25, 0.4, 0.90)
+    assert 0.22 <= lo and hi <= 0.27
+    assert report_interval(n - 1, 0.25, 0.4, 0.90)[1] > 0.27
+    assert n > 1000  # the report's "at least 1,000" does not reach inside [0.22, 0.27]
+    with pytest.raises(ConfigError, match="contain p_i0"):
+        report_min_n_B_within(0.3, 0.4, 0.9, 0.25, 0.4)
+    with pytest.raises(ConfigError, match="lambda"):
+        report_interval(100, 0.25, 0.0)
+
+
+def test_figures_have_a_bar_per_lambda_and_n_and_a_histogram_per_p():
+    from mechanisms.rdt_leaf_size import figure_1, figure_2
+
+    fig = figure_1((0.0, 0.25), (0.2, 0.4), (100, 1000))
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 2
+    assert all(len(ax.lines) == 2 * 2 + 1 for ax in panels)  # bars + the p_i0 line
+    fig2 = figure_2((0.0, 0.5), draws=500)
+    assert [len(ax.patches) for ax in fig2.axes if ax.get_visible()] == [60, 60]
