@@ -10,7 +10,8 @@
 machinery, step by step:
 
 1. **Arguments** are checked first (mechanism options, epsilons, trials, delta, the frames'
-   type): one :class:`~harness.errors.ConfigError` naming the argument and the fix.
+   type, text in a column the schema has numbers in): one
+   :class:`~harness.errors.ConfigError` naming the argument (or column) and the fix.
 2. **The frames** (``data``, optional ``public``) and a :class:`Schema` object are written as
    CSV / ``parameters.json`` into a private folder (mode 0700) at a path fixed by ``name``
    (``<tmp>/dp-arena-<uid>/frames/<name>/``), so the same frame under the same name is the
@@ -24,7 +25,8 @@ machinery, step by step:
    names the frame, before any run.
 4. **Each job's config** is composed by Hydra from ``conf/`` with the overrides the command line
    would carry (``mechanism=NAME privacy.epsilon=E trial=T dataset=csv dataset.path=...``), and
-   the whole set goes through :func:`harness.sweep.plan.plan_sweep`, the sweep's own check:
+   the whole set goes through :func:`harness.sweep.plan.plan_jobs`, the sweep's own check
+   (the command line's plan calls it too: the same checks and the same default delta):
    every distinct problem once in one error, n/a and duplicate jobs listed; nothing starts
    while any job is invalid.
 5. **Runs**: one MLflow parent run per experiment (``kind=sweep``, its ``command`` param the
@@ -245,6 +247,62 @@ def refuse_private_as_public(data: pd.DataFrame, public: pd.DataFrame | None,
                                  fix)
 
 
+def schema_of(schema: Any) -> Schema | None:
+    """The :class:`Schema` a ``schema`` argument names (``None`` when it names none that
+    loads: :func:`write_inputs` then says why)."""
+    if isinstance(schema, Proposal):
+        return schema.schema
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, (str, os.PathLike)) and Path(schema).expanduser().is_file():
+        try:
+            return Schema.load(Path(schema).expanduser())
+        except DPArenaError:
+            return None
+    return None
+
+
+def text_in_number_columns(frame: pd.DataFrame, schema: Schema) -> list[str]:
+    """The columns ``schema`` holds numbers in (numeric, or categorical with numeric values)
+    where ``frame`` holds a present value that is not a number (text in a column of dtype
+    ``object``): names only, never a value or a count."""
+    from harness.data.infer import present
+
+    found = []
+    for col in schema.columns:
+        numbers = col.kind == "numeric" or (col.kind == "categorical" and col.dtype != "str")
+        if not numbers or col.name not in frame.columns or \
+                pd.api.types.is_numeric_dtype(frame[col.name].dtype):
+            continue
+        values = present(frame[col.name])
+        if pd.to_numeric(values, errors="coerce").isna().any():
+            found.append(col.name)
+    return found
+
+
+def refuse_text_in_numbers(frames: Mapping[str, pd.DataFrame | None], schema: Any) -> None:
+    """One :class:`ConfigError` naming every column of a frame in which the schema has numbers
+    but the frame holds text, and the fix (checked before anything is written or loaded: the
+    loader would set such values missing, or drop the rows where the schema allows no missing
+    value, and a frame of such rows is refused as having no rows, naming no column). What it
+    says of the private frame: which columns hold text, on the caller's console only."""
+    known = schema_of(schema)
+    if known is None:
+        return
+    for what, frame in frames.items():
+        columns = text_in_number_columns(frame, known) if frame is not None else []
+        if columns:
+            first = columns[0]
+            raise ConfigError(
+                f"the {what} DataFrame holds text in column"
+                f"{'s' if len(columns) > 1 else ''} {', '.join(map(repr, columns))}, where the "
+                f"schema has numbers",
+                f"convert it to numbers, e.g. {what}[{first!r}] = pd.to_numeric({what}"
+                f"[{first!r}], errors='coerce') (text becomes missing), or make the column "
+                f"categorical in the schema (ProposalSettings(..., hints={{{first!r}: "
+                "{'kind': 'categorical'}}) when proposing)")
+
+
 # ----- composing the jobs -------------------------------------------------------------------
 def compose_jobs(jobs: list[list[str]]) -> list[Any]:
     """Each job's config as the sweep composes it (a :class:`~harness.run.config.RunConfig`),
@@ -270,13 +328,14 @@ def compose_jobs(jobs: list[list[str]]) -> list[Any]:
     return configs
 
 
-def planned(configs: list[Any], labels: list[str]):
-    """The sweep's plan (:func:`harness.sweep.plan.plan_sweep`); raises one
+def planned(configs: list[Any], labels: list[str], jobs: list[list[str]]):
+    """The sweep's plan (:func:`harness.sweep.plan.plan_jobs`, as ``dp-arena`` plans: the
+    same checks, the same default delta for jobs that set none); raises one
     :class:`DPArenaError` listing every distinct problem (with how many jobs it affects) when
     any job is invalid, or when no mechanism applies."""
-    from harness.sweep.plan import plan_sweep
+    from harness.sweep.plan import plan_jobs
 
-    plan = plan_sweep(configs, labels)
+    plan = plan_jobs(configs, labels, jobs)
     problems = plan.problems()
     if problems:
         lines = [(f"the competition was not started: {len(problems)} problem"
@@ -326,7 +385,10 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
 
     ``mechanisms``: ``mechanism=`` options (``independent``, ``mst_quick``, ``uniform``, ...);
     ``metrics``: a ``metrics=`` option (``default``, ``kmarginal``, ``tabular``); ``delta`` /
-    ``accountant``: ``privacy.delta`` / ``privacy.accountant`` (None: the config's);
+    ``accountant``: ``privacy.delta`` / ``privacy.accountant`` (None: as ``dp-arena``
+    chooses them; for ``delta`` the default rule of
+    :func:`harness.run.preflight.default_delta`, 1/(10 N) rounded down to a power of ten with
+    N a public bound on persons, printed as a note);
     ``public``: a public table in the same schema; ``name``: the dataset's label (experiment
     ``dp-arena/<name>`` unless ``experiment``); ``mechanism_settings``: per option, settings
     such as ``{"mst_quick": {"iters": 200}}``; ``limits``: e.g. ``{"time_limit_s": 600}``;
@@ -347,6 +409,7 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
         raise ConfigError(f"mechanism_settings names {unknown}, not among mechanisms",
                           f"key it by the options given: {mechs}")
     refuse_private_as_public(data, public, schema)
+    refuse_text_in_numbers({"data": data, "public": public}, schema)
     with private_folder(name) as folder:
         dataset = {"name": "csv", **write_inputs(folder, data, public, schema), "label": name}
         loaded_check(dataset)
@@ -377,7 +440,7 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
     from harness.report.leaderboard import with_not_applicable
     from harness.report.render import write_outputs
     from harness.run.config import RunConfig
-    from harness.sweep.job import execute_job, report_job
+    from harness.sweep.job import JobContext, execute_job, job_config, report_job
     from harness.sweep.parents import end_parent_runs, start_parent_runs
     from harness.sweep.plan import announce
     from harness.sweep.progress import duration
@@ -387,7 +450,7 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
     configs = compose_jobs(jobs)
     labels = [c.label if isinstance(c, RunConfig) else " ".join(j[:len(j) - n_shared])
               for c, j in zip(configs, jobs)]
-    plan = planned(configs, labels)
+    plan = planned(configs, labels, jobs)
     sweep = f"notebook/{time.strftime('%Y-%m-%d/%H-%M-%S')}"
     to_run = plan.of("run")
     experiment, = plan.experiments or [""]  # one dataset, one experiment
@@ -400,7 +463,8 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
         try:
             started = time.time()
             for k, job in enumerate(to_run, start=1):
-                rc = replace(configs[job.index], sweep=sweep, parent_runs=dict(plan.parents))
+                rc = replace(job_config(configs[job.index], JobContext(delta=job.delta)),
+                             sweep=sweep, parent_runs=dict(plan.parents))
                 outcomes.append(worker.submit(execute_job, rc).result())
                 left = (time.time() - started) / k * (len(to_run) - k)
                 report_job(outcomes[-1], (f"[{k}/{len(to_run)}]",

@@ -17,6 +17,8 @@
   problem, with the counts and the fix); otherwise what loading cost is printed once per
   dataset on stderr. Those counts are the one private fact said here: exact, on the operator's
   console only, never in the plan file (:mod:`harness.data.conform`);
+- :func:`plan_jobs`: :func:`plan_sweep` with the default delta rule for jobs whose overrides
+  set no delta: the one entry of the command line and the Python API;
 - :func:`plan_for`: the whole plan of a Hydra sweep (:class:`~harness.sweep.records.SweepPlan`).
   Invalid jobs are grouped by their message, so a bad value swept over 20 jobs is one problem,
   reported once (:func:`report_problems`), and the sweep exits 2 before any job folder or
@@ -47,8 +49,15 @@ from harness.errors import ConfigError, DPArenaError, NotApplicable
 from harness.params import config_problem
 from harness.redact import scrubbed_reason
 from harness.report.leaderboard import NotApplicableRow
-from harness.run.config import (RunConfig, build_components, check_settings, experiment_for,
-                                label_preset, parse_run_config, preset_of)
+from harness.run.config import (
+    RunConfig,
+    build_components,
+    check_settings,
+    experiment_for,
+    label_preset,
+    parse_run_config,
+    preset_of,
+)
 from harness.run.content import job_key
 from harness.run.preflight import check_data_size, check_run, with_default_delta
 from harness.sweep.records import JobPlan, SweepPlan
@@ -134,6 +143,20 @@ def sets_delta(overrides: list[str]) -> bool:
 
 
 # ----- the verdicts ---------------------------------------------------------------------------
+def plan_jobs(configs: Sequence[Any], labels: Sequence[str] | None,
+              overrides: Sequence[Sequence[str]] | None,
+              on_job: Callable[[int, int], None] | None = None) -> SweepPlan:
+    """:func:`plan_sweep` for jobs given by their command-line overrides, the one entry both
+    doors take (``dp-arena`` through :func:`plan_for`, the Python API through
+    :func:`harness.cli.notebook.run_planned`), so both apply the same checks and the same
+    default delta: a job whose overrides do not set the delta (:func:`sets_delta`) gets the
+    default delta rule (:func:`~harness.run.preflight.with_default_delta`). ``overrides``
+    ``None``: a search sweep's base config, whose delta counts as given."""
+    given = [True] * len(configs) if overrides is None else \
+        [sets_delta(list(job)) for job in overrides]
+    return plan_sweep(configs, labels, on_job=on_job, delta_given=given)
+
+
 def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
                on_job: Callable[[int, int], None] | None = None,
                delta_given: Sequence[bool] | None = None) -> SweepPlan:
@@ -259,8 +282,7 @@ def plan_for(config: DictConfig) -> SweepPlan:
         except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
             configs.append(exc if isinstance(exc, DPArenaError) else config_problem(exc))
             labels.append(" ".join(job))
-    planned = plan_sweep(configs, labels, on_job=lambda k, n: say("checking", k, n),
-                         delta_given=[jobs is None or sets_delta(job) for job in overrides])
+    planned = plan_jobs(configs, labels, jobs, on_job=lambda k, n: say("checking", k, n))
     problems = planned.problems()
     if problems:
         report_problems(problems, len(overrides))
@@ -281,7 +303,7 @@ def workers_of(config: DictConfig) -> int:
             value = OmegaConf.select(config, key)
             if value is not None and int(value) > 0:
                 return int(value)
-        except Exception:  # noqa: BLE001 - an unresolvable value: the default below
+        except Exception:  # noqa: BLE001, S112 - an unresolvable value: the default below
             continue
     return int(os.environ.get("DP_ARENA_JOBS", "2") or 2)
 
