@@ -13,7 +13,11 @@ Single-threaded (threadpoolctl limit 1, as ``limits.threads=1``), on
 it fits ``mst_quick`` and ``independent`` through the mechanism API (epsilon 1, the default
 competition's delta) and times, on each synthetic table: the fit, the existing scores (every
 metric of ``--metrics`` other than the new ones that applies to the dataset) and each new score
-(``ml_efficacy``, ``propensity``, ``range_query``, and ``membership`` when it is registered).
+(``ml_efficacy``, ``propensity``, ``range_query``, and ``membership`` when it is registered),
+as a sweep's run pays it: each metric's real-data side (``Metric.reference``: the
+train-on-real model, the real answers, the attack's targets and reference density) is timed
+apart and printed as "once per worker", since the worker computes it once and its runs share
+it (``harness.run.references``).
 A run's wall time is taken as fit + existing scores, measured in-process: the CLI's start-up,
 MLflow logging and the board are left out, so the printed share (new scores / run) is an upper
 bound of what the scores add to a real run's wall time. With ``--cli`` the same runs are also
@@ -74,6 +78,7 @@ class Timed:
     fit: float
     existing: dict[str, float]
     new: dict[str, float]
+    once: dict[str, float]  # each metric's real-data side: once per worker, not per run
 
 
 def benchmark_datasets(names: list[str]) -> list[Dataset]:
@@ -128,15 +133,22 @@ def fitted(mechanism: str, data: Dataset, seed: int) -> tuple[pd.DataFrame, floa
 
 
 def timed_scores(names: tuple[str, ...], settings: dict[str, dict[str, Any]], data: Dataset,
-                 synthetic: pd.DataFrame) -> tuple[dict[str, float], dict[str, dict]]:
-    """Seconds and scores of each applicable metric of ``names`` on ``synthetic``."""
+                 synthetic: pd.DataFrame, once: dict[str, float] | None = None
+                 ) -> tuple[dict[str, float], dict[str, dict]]:
+    """Seconds and scores of each applicable metric of ``names`` on ``synthetic``, as a run
+    pays them: a metric's real-data side (:meth:`Metric.reference`) is computed once per
+    worker (:mod:`harness.run.references`), so it is timed apart, into ``once``."""
     seconds, scores = {}, {}
     for name in names:
         metric = make_metric(name, settings.get(name))
         if metric.not_applicable_reason(data) is not None:
             continue
         started = time.perf_counter()
-        scores[name] = metric.score(data, synthetic).scores
+        reference = metric.reference(data)
+        if once is not None:
+            once[name] = time.perf_counter() - started
+        started = time.perf_counter()
+        scores[name] = metric.score_with(reference, data, synthetic).scores
         seconds[name] = time.perf_counter() - started
     return seconds, scores
 
@@ -149,13 +161,15 @@ def time_mechanism(mechanism: str, data: Dataset, settings: dict[str, dict[str, 
                    repeat: int) -> Timed:
     """The fit and every score's seconds (the fastest of ``repeat`` scorings)."""
     synthetic, fit = fitted(mechanism, data, seed=0)
-    existing, new = {}, {}
+    existing, new, once = {}, {}, {}
     for _ in range(repeat):
         for out, names in ((existing, existing_names(settings)), (new, NEW)):
-            seconds, _ = timed_scores(names, settings, data, synthetic)
+            first: dict[str, float] = {}
+            seconds, _ = timed_scores(names, settings, data, synthetic, first)
             for name, s in seconds.items():
                 out[name] = min(s, out.get(name, np.inf))
-    return Timed(mechanism, fit, existing, new)
+                once[name] = min(first[name], once.get(name, np.inf))
+    return Timed(mechanism, fit, existing, new, once)
 
 
 def cli_seconds(data: Dataset, mechanism: str, settings: dict[str, dict[str, Any]],
@@ -203,6 +217,8 @@ def print_costs(data: Dataset, rows: list[Timed]) -> None:
               f"{cells}{new:10.2f}{100 * new / run:8.1f}%")
     print("  existing = " + ", ".join(f"{k} {v:.2f}" for k, v in rows[0].existing.items())
           + f" (on {rows[0].mechanism}); bar: new/run <= 15%")
+    print("  once per worker (the real-data sides, shared by its runs): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in rows[0].once.items() if v >= 0.005))
 
 
 def print_meaning(data: Dataset, settings: dict[str, dict[str, Any]]) -> None:

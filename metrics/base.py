@@ -1,5 +1,12 @@
 """The metric interface: ``score(data, synthetic) -> MetricResult``, and which outputs are public.
 
+A metric whose score needs work on the real tables alone (a model trained on the real rows,
+the answers of the real table, reference densities) splits it off: :meth:`Metric.reference`
+computes that part from ``data`` and the settings only, :meth:`Metric.score_with` scores a
+synthetic table given it, and ``score`` is the two in turn (:class:`SharedReference`). Every
+run of a sweep on one dataset needs the same reference, so a worker computes it once
+(:mod:`harness.run.references`) and its runs reuse it.
+
 A metric is a dataclass whose fields are its settings (from ``conf/metrics/*.yaml``); what each
 may be is declared in ``parameter_constraints`` and checked when it is built. Scores
 are plain floats logged to MLflow as ``<metric>/<score>``; tables become CSV artifacts and
@@ -103,6 +110,32 @@ class Metric(ABC):
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
         """Score ``synthetic`` against ``data.private``."""
 
+    def reference(self, data: Dataset) -> Any:
+        """What :meth:`score` computes from the real tables alone (never from a synthetic
+        one), to share between runs on the same ``data`` with the same settings. **Private**
+        like the scores: kept in memory, never written. None: nothing to share."""
+        return None
+
+    def score_with(self, reference: Any, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
+        """:meth:`score` given ``reference = self.reference(data)`` (the default ignores it)."""
+        return self.score(data, synthetic)
+
     def split_result(self, result: MetricResult) -> tuple[MetricOutputs, MetricOutputs]:
         """``(public, private)`` outputs of one of this metric's results."""
         return result.split(type(self).public_outputs)
+
+
+class SharedReference(Metric):
+    """A metric that computes its real-data side once (:meth:`reference`) and scores each
+    synthetic table against it (:meth:`score_with`); ``score`` does both."""
+
+    @abstractmethod
+    def reference(self, data: Dataset) -> Any:
+        """The real-data side of the score (see :meth:`Metric.reference`)."""
+
+    @abstractmethod
+    def score_with(self, reference: Any, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
+        """Score ``synthetic`` given ``reference``."""
+
+    def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
+        return self.score_with(self.reference(data), data, synthetic)

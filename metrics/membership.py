@@ -110,7 +110,7 @@ from harness.data.datasets import Dataset
 from harness.errors import NotApplicable
 from harness.params import Constraint, Interval
 
-from .base import Metric, MetricResult
+from .base import MetricResult, SharedReference
 
 #: The false-positive rates the TPR is reported at (score names ``tpr_at_fpr_<rate>``).
 FPRS = (0.01, 0.1)
@@ -370,8 +370,21 @@ def with_interval(name: str, stat: AttackStats) -> dict[str, float]:
 
 
 # ----- the metric -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttackSetup:
+    """The synthetic-independent side of the attacks: domain sizes, targets, their stacked
+    rows (members first), the reference density at those rows and the bootstrap draws."""
+
+    sizes: np.ndarray
+    targets: Targets
+    rows: np.ndarray
+    near_reference: Neighbourhood
+    member_draws: np.ndarray
+    nonmember_draws: np.ndarray
+
+
 @dataclass
-class Membership(Metric):
+class Membership(SharedReference):
     """Empirical membership-inference risk (see the module docstring): empirical risk, not a
     DP guarantee. Settings: ``max_targets`` (2000 persons per side), ``rows_per_person`` (4,
     user level only: rows scored per person), ``max_synthetic`` (20000
@@ -411,33 +424,42 @@ class Membership(Metric):
                     f"(metrics.membership.min_heldout); dataset {data.name!r} holds out fewer")
         return None
 
-    def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
+    def reference(self, data: Dataset) -> AttackSetup:
+        """The targets, the reference density at their rows and the bootstrap draws: all
+        that does not depend on the synthetic table. Three seeded streams (targets,
+        synthetic subsample, bootstrap) so that splitting the work changes no draw."""
         reason = self.not_applicable_reason(data)
         if reason is not None:
             raise NotApplicable(reason, "hold out persons of the dataset (issue 38's split) "
                                 "or drop the metric with ~metrics.membership")
-        rng = np.random.default_rng(self.seed)
+        target_rng, _, bootstrap_rng = np.random.default_rng(self.seed).spawn(3)
         schema = data.schema
         sizes = np.array([schema.domain()[a] for a in schema.attributes])
         targets = choose_targets(data, self.max_targets, self.rows_per_person,
-                                 self.max_synthetic, rng)
-        all_synthetic = schema.encode(synthetic).to_numpy(np.int64)
+                                 self.max_synthetic, target_rng)
+        rows = np.vstack([targets.members.codes, targets.nonmembers.codes])
+        return AttackSetup(
+            sizes, targets, rows,
+            neighbourhood(rows, targets.reference, sizes, self.kernel_weight),
+            bootstrap_draws(targets.members.count, self.n_bootstrap, bootstrap_rng),
+            bootstrap_draws(targets.nonmembers.count, self.n_bootstrap, bootstrap_rng))
+
+    def score_with(self, reference: AttackSetup, data: Dataset,
+                   synthetic: pd.DataFrame) -> MetricResult:
+        setup, targets = reference, reference.targets
+        synthetic_rng = np.random.default_rng(self.seed).spawn(3)[1]
+        all_synthetic = data.schema.encode(synthetic).to_numpy(np.int64)
         synthetic_keys = row_keys(all_synthetic)
-        synth = subsample(all_synthetic, self.max_synthetic, rng)
-        members, nonmembers = targets.members, targets.nonmembers
-        rows = np.vstack([members.codes, nonmembers.codes])
-        near_syn = neighbourhood(rows, synth, sizes, self.kernel_weight)
-        near_ref = neighbourhood(rows, targets.reference, sizes, self.kernel_weight)
-        split = len(members.codes)
+        synth = subsample(all_synthetic, self.max_synthetic, synthetic_rng)
+        near_syn = neighbourhood(setup.rows, synth, setup.sizes, self.kernel_weight)
+        split = len(targets.members.codes)
         stats = {}
-        member_draws = bootstrap_draws(members.count, self.n_bootstrap, rng)
-        nonmember_draws = bootstrap_draws(nonmembers.count, self.n_bootstrap, rng)
         for attack, row_scores in (
-                ("dcr", dcr_scores(rows, synthetic_keys, near_syn)),
-                ("density", near_syn.log_density - near_ref.log_density)):
-            stats[attack] = attack_stats(person_means(row_scores[:split], members),
-                                         person_means(row_scores[split:], nonmembers),
-                                         member_draws, nonmember_draws)
+                ("dcr", dcr_scores(setup.rows, synthetic_keys, near_syn)),
+                ("density", near_syn.log_density - setup.near_reference.log_density)):
+            stats[attack] = attack_stats(person_means(row_scores[:split], targets.members),
+                                         person_means(row_scores[split:], targets.nonmembers),
+                                         setup.member_draws, setup.nonmember_draws)
         return MetricResult(scores=self.summary(stats, targets, synthetic_keys),
                             tables={"membership_attacks": attack_table(stats, targets)})
 

@@ -37,11 +37,12 @@ Algorithms
   scikit-learn takes about 1.3 s: the metric imports it when it is built
   (:func:`import_models`), in the sweep's worker before a run forks its child, so the import
   is paid once per worker process instead of once per run.
-- **The reference is recomputed in every run**, on the same subsample size as the synthetic
-  side. It does not depend on the synthetic table, so it could be cached per dataset, split
-  and settings; at the defaults it costs as much as the synthetic side (0.1-0.3 s on adult,
-  0.4-0.8 s on taxi, one thread), and a cache would be a second store of private scores
-  beside MLflow with its own keyed digests, invalidation and concurrent writers. Not done.
+- **The reference is computed once per worker**: it does not depend on the synthetic table,
+  so :meth:`MLEfficacy.reference` holds it (with the prepared held-out rows) and the sweep's
+  worker keeps it in memory for every run on the same data and settings
+  (:mod:`harness.run.references`; no file, no second store of private scores). At the
+  defaults it costs as much as the synthetic side (0.1-0.3 s on adult, 0.4-0.8 s on taxi,
+  one thread), paid once per worker instead of once per run.
 - **Scores** per model and as the mean over models: binary: ``auroc`` (from the predicted
   probability of the second code) and ``accuracy``; multiclass: ``macro_f1`` (over the classes
   present in the held-out labels or the predictions) and ``accuracy``; regression: ``r2``.
@@ -74,7 +75,7 @@ from harness.data.schema import Schema, encode_column
 from harness.errors import ConfigError
 from harness.params import Constraint, Interval, Satisfies
 
-from .base import Metric, MetricResult
+from .base import MetricResult, SharedReference
 from .propensity import one_hot_codes, subsample_rows
 from .range_query import is_ordinal
 
@@ -276,8 +277,19 @@ def _known_models(value: Any) -> bool:
     return len(value) > 0 and all(v in MODELS for v in value) and len(set(value)) == len(value)
 
 
+@dataclass(frozen=True)
+class RealSide:
+    """What the score reads of the real tables: the task, which features are native
+    categoricals, the prepared held-out test rows and the train-on-real scores per model."""
+
+    task: Task
+    categorical: np.ndarray
+    test: Prepared
+    real_scores: dict[str, dict[str, float]]
+
+
 @dataclass
-class MLEfficacy(Metric):
+class MLEfficacy(SharedReference):
     """Train on synthetic, test on held-out real rows (module docstring). Settings:
     ``models`` (``[linear, hgb]``), ``max_train_rows`` (5000, each of the synthetic and the
     real training table), ``max_iter`` (30 boosting iterations), ``C`` (1.0, logistic
@@ -314,19 +326,26 @@ class MLEfficacy(Metric):
         task_of(data.schema, data.target)  # a bad target is a configuration error
         return None
 
-    def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
+    def reference(self, data: Dataset) -> RealSide:
+        """The test rows and the train-on-real scores (the same for every synthetic table)."""
         reason = self.not_applicable_reason(data)
         if reason is not None:
             raise ConfigError(reason, "set dataset.holdout_fraction and dataset.target, or "
                                       "drop the metric with ~metrics.ml_efficacy")
         schema = data.schema
         task = task_of(schema, data.target)  # type: ignore[arg-type]
-        models = tuple(self.models)
         categorical = native_categorical(schema, task)
         test = prepare(schema, task, data.heldout)  # type: ignore[arg-type]
-        fake = prepare(schema, task, subsample_rows(synthetic, self.max_train_rows, self.seed))
         real = prepare(schema, task, subsample_rows(data.private, self.max_train_rows,
                                                     self.seed))
+        return RealSide(task, categorical, test,
+                        model_scores(real, test, task, tuple(self.models), self, categorical))
+
+    def score_with(self, reference: RealSide, data: Dataset,
+                   synthetic: pd.DataFrame) -> MetricResult:
+        task = reference.task
+        fake = prepare(data.schema, task, subsample_rows(synthetic, self.max_train_rows,
+                                                         self.seed))
         return MetricResult(scores=summarise(
-            model_scores(fake, test, task, models, self, categorical),
-            model_scores(real, test, task, models, self, categorical), task.kind))
+            model_scores(fake, reference.test, task, tuple(self.models), self,
+                         reference.categorical), reference.real_scores, task.kind))

@@ -46,7 +46,7 @@ from harness.data.schema import Column, Schema
 from harness.data.sequences import pack_bits, words_for
 from harness.params import Constraint, Interval
 
-from .base import Metric, MetricResult
+from .base import MetricResult, SharedReference
 from .count_query import CELLS_PER_STEP, popcount, relative_errors, rescaled_counts
 
 PAD = -1
@@ -140,15 +140,34 @@ def range_errors(real_codes: np.ndarray, synthetic_codes: np.ndarray, present_si
                  queries: RangeWorkload, sanity_fraction: float) -> np.ndarray:
     """Relative error of every query: synthetic answers scaled to the real table's size,
     ``|Q(D~) - Q(D)| / max(Q(D), sanity_fraction * |D|)``."""
-    n_real, n_synthetic = len(real_codes), len(synthetic_codes)
     true = answer_range_queries(real_codes, present_sizes, queries)
+    return errors_against(true, len(real_codes), synthetic_codes, present_sizes, queries,
+                          sanity_fraction)
+
+
+def errors_against(true: np.ndarray, n_real: int, synthetic_codes: np.ndarray,
+                   present_sizes: list[int], queries: RangeWorkload,
+                   sanity_fraction: float) -> np.ndarray:
+    """:func:`range_errors` given the real answers ``true`` of a table of ``n_real`` rows."""
     noisy = rescaled_counts(answer_range_queries(synthetic_codes, present_sizes, queries),
-                            n_synthetic, n_real)
+                            len(synthetic_codes), n_real)
     return relative_errors(true, noisy, sanity_fraction * n_real)
 
 
+@dataclass(frozen=True)
+class RealAnswers:
+    """The real side of the range queries: the ordinal columns, their present sizes, the
+    workload, the real table's answers and its row count (private, like the scores)."""
+
+    columns: tuple[str, ...]
+    present_sizes: list[int]
+    queries: RangeWorkload
+    answers: np.ndarray
+    n_real: int
+
+
 @dataclass
-class RangeQuery(Metric):
+class RangeQuery(SharedReference):
     """Random conjunctive range queries (module docstring). Settings: ``n_queries`` (1000),
     ``max_attributes`` (3), ``sanity_fraction`` (0.001 of the real rows, as count_query),
     ``seed`` (0)."""
@@ -170,15 +189,22 @@ class RangeQuery(Metric):
     def applies_to(self, data: Dataset) -> bool:
         return bool(ordinal_columns(data.schema))
 
-    def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
-        schema = data.schema
-        columns = ordinal_columns(schema)
-        present = [schema[c].present_size for c in columns]
+    def reference(self, data: Dataset) -> RealAnswers:
+        """The workload and the real table's answers (the same for every synthetic table)."""
+        columns = ordinal_columns(data.schema)
+        present = [data.schema[c].present_size for c in columns]
         queries = make_range_workload(self.n_queries, self.max_attributes, present, self.seed)
-        real = schema.encode(data.private)[columns].to_numpy()
-        fake = schema.encode(synthetic)[columns].to_numpy() if len(synthetic) else \
+        real = data.schema.encode(data.private)[columns].to_numpy()
+        return RealAnswers(tuple(columns), present, queries,
+                           answer_range_queries(real, present, queries), len(real))
+
+    def score_with(self, reference: RealAnswers, data: Dataset,
+                   synthetic: pd.DataFrame) -> MetricResult:
+        columns, present = list(reference.columns), reference.present_sizes
+        fake = data.schema.encode(synthetic)[columns].to_numpy() if len(synthetic) else \
             np.zeros((0, len(columns)), dtype=np.int64)
-        errors = range_errors(real, fake, present, queries, self.sanity_fraction)
+        errors = errors_against(reference.answers, reference.n_real, fake, present,
+                                reference.queries, self.sanity_fraction)
         return MetricResult(scores={"mean_rel_error": float(np.mean(errors)),
                                     "median_rel_error": float(np.median(errors)),
                                     "p90_rel_error": float(np.quantile(errors, 0.9))})

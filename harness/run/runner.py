@@ -60,6 +60,7 @@ from harness.run.config import (RunConfig, build_components, experiment_for, lab
                                 parse_run_config)
 from harness.run.content import content_hash, run_key
 from harness.run.isolation import call_isolated
+from harness.run.references import metric_references
 from harness.run.preflight import check_data_size, check_run
 from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
 from harness.privacy.noise import noise_rng
@@ -252,8 +253,9 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     """Compute in a child process under the run's limits, then log what it produced."""
     with tempfile.TemporaryDirectory(prefix="dp-arena-run-") as tmp:
         out = Path(tmp)
-        computed, report = call_isolated(lambda: compute(rc, mechanism, metrics, data, out, key),
-                                         rc.limits)
+        references = metric_references(metrics, data)  # before the fork: the worker keeps them
+        computed, report = call_isolated(
+            lambda: compute(rc, mechanism, metrics, data, out, key, references), rc.limits)
         numbers = dict(computed.numbers)
         if report.isolated:
             numbers["peak_memory_mb"] = max(numbers["peak_memory_mb"], report.peak_rss_mb)
@@ -270,13 +272,15 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
 
 
 def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
-            out: Path, key: str) -> Computed:
+            out: Path, key: str, references: dict[str, Any] | None = None) -> Computed:
     """The run's computation (in the isolated child): fit, validate, score, and write the
     artifacts into ``out``. Touches no MLflow store. The noise comes from
     :func:`harness.privacy.noise.noise_rng` (fresh OS entropy unless ``privacy.noise=replayable``);
     the child draws it, so no two runs share a stream. The mechanism fits the training view
     (:meth:`Dataset.training_view`: no held-out persons); the metrics score the whole
-    dataset (they read ``data.heldout``)."""
+    dataset (they read ``data.heldout``), each given its real-data side from ``references``
+    (:mod:`harness.run.references`; computed here when absent)."""
+    references = references if references is not None else {}
     noise, rng = noise_rng(rc.noise, key).spawn(2)  # the releaser's noise; post-processing
     training = data.training_view()  # the mechanism never receives the held-out persons
     ledger = Ledger(rc.budget, rc.accountant, unit=training.ledger_unit)  # type: ignore[arg-type]
@@ -289,7 +293,9 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         (out / path).write_text(json.dumps(json_safe(record), indent=1))
     synthetic = check_synthetic(synthetic, data, rc)
     with ResourceMonitor() as scoring:
-        results = {name: metric.score(data, synthetic) for name, metric in metrics.items()}
+        results = {name: metric.score_with(references[name], data, synthetic)
+                   if references.get(name) is not None else metric.score(data, synthetic)
+                   for name, metric in metrics.items()}
     eps_spent, delta_spent = spent_budget(mechanism, ledger)
     scores = {f"{name}/{key}": float(v) for name, r in results.items() for key, v in r.scores.items()}
     numbers = {
