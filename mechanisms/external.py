@@ -15,29 +15,51 @@ Protocol (version 1; the contestant's side is :mod:`mechanisms.contestants.proto
 3. **Command.** ``PYTHON SCRIPT FOLDER [ARGS...]`` runs in the run's isolated child (so under
    ``limits.*``: a contestant past the time or memory limit is killed with the child and the
    run fails with that reason), in its own session, working directory and ``TMPDIR`` inside
-   the folder. Its output goes to a file in the folder, shown on stderr only with
-   ``DP_ARENA_DEBUG=1`` (it may quote data).
+   the folder. Its environment is an allow-list
+   (:func:`mechanisms.contestants.allowed_environment`: ``PATH``, ``HOME``, locale, time zone,
+   thread limits) plus the protocol's own (``TMPDIR``, ``PYTHONNOUSERSITE=1``,
+   ``MPLBACKEND=Agg``): no ``DP_ARENA_SECRET_FILE``, ``DP_ARENA_DATA`` or other ``DP_ARENA_*``,
+   no ``MLFLOW_*`` (tracking URI, credentials), no cloud keys. (It runs as the same user: the
+   environment no longer points at the secret file or the store, but files the user can read
+   stay readable; see ``docs/contestants.md``.) Its output goes to a file in the folder, shown
+   on stderr only with ``DP_ARENA_DEBUG=1`` (it may quote data).
 4. **Output.** ``synthetic.csv`` is validated before anything else reads it: exactly the
    columns, at most the public row cap (:func:`mechanisms.row_count.max_rows`), every code an
    integer in ``0..size-1`` (or, for values, the schema check every mechanism's output gets);
    each problem names the column and the count, never a value. Codes are decoded to schema
    values (numeric values drawn inside their bin from public values when there are any) and
    person ids come from public data only (:func:`mechanisms.base.finish`). A non-zero exit is
-   one error with the contestant's one-line reason (``failure.txt``), if it gave one.
+   one error with the contestant's one-line reason (``failure.txt``, first line, 200
+   characters), if it gave one, *scrubbed* (:func:`scrubbed_line`) as the harness scrubs a
+   foreign error (:func:`harness.redact.scrubbed`: numbers, quoted strings, byte escapes) and
+   with every categorical value of the schema hidden as a word, so a reason that quotes a
+   record reaches neither the run's ``failure_reason`` tag nor the log. ``report.json`` tags
+   are kept only under the names the contestant declares (the shipped adapters' manifest
+   :data:`mechanisms.contestants.claims.SHIPPED`, or ``mechanism.report_tags``), at most 10
+   finite numbers, tagged ``contestant/<name>``; the number of others dropped is the tag
+   ``contestant.dropped_tags`` (their names are not logged: a name could carry a value).
 5. **Clean-up.** The folder is removed when the command ends, fails or is stopped. So that a
    kill the harness cannot catch (the time limit's SIGKILL of the child, a crash) leaves
    nothing behind either, a *guardian* is started first: a detached process (own session,
    re-parented away from the run's process tree) that waits for the end of a pipe whose only
    writer is the process running this mechanism, then removes the folder.
+6. **Claims.** Every run of a contestant is tagged with its declared claim
+   (:class:`mechanisms.contestants.claims.Claim`: ``claim.guarantee``, ``claim.accountant``,
+   ``claim.reads_from_data``, ``claim.budget_checked``, ``claim.budget_path``,
+   ``claim.note``); the shipped adapters' claims are fixed by their manifest, a user's script
+   states its own in ``mechanism.claim`` (default: ``undeclared``, reads ``unknown``).
 
 Privacy argument
 ----------------
 Declared, not proven: the contestant receives the private table and the budget, and dp-arena
 records the budget as spent. What dp-arena guarantees is the rest: the inputs never leave the
 private folder, the folder is removed, the output is validated and decoded with public
-information only, the contestant's messages are not logged. ``dp-arena-audit`` (black-box
-view: it runs ``fit_sample``) measures an empirical lower bound on the contestant's epsilon as
-for any mechanism. Record-level only: an adapter that bounds contributions per person does not
+information only, the contestant's messages are not logged (its one failure line is scrubbed,
+its report tags are limited to declared names), its process does not see the harness's
+settings. What the contestant itself claims (pure or approximate, its accountant, what it reads
+from the data outside its budget) tags every run (step 6) so a board can mark the row.
+``dp-arena-audit`` (black-box view: it runs ``fit_sample``) measures an empirical lower bound
+on the contestant's epsilon as for any mechanism. Record-level only: an adapter that bounds contributions per person does not
 exist yet, so user-level datasets are ``n/a``.
 """
 
@@ -45,27 +67,32 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
+from harness.data.schema import Schema
 from harness.errors import ConfigError, DPArenaError, SchemaError
 from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget, zcdp_rho
 from harness.privacy.release import Releaser
+from harness.redact import HIDDEN, scrubbed
 
 from .base import Mechanism, assign_ids, finish, require_delta
-from .contestants import ENVS, adapter_path, env_python, manifest
+from .contestants import ENVS, adapter_path, allowed_environment, env_python, manifest
+from .contestants.claims import SHIPPED, Adapter, Claim, claim_from_config
 from .contestants.protocol import SAMPLING
 from .row_count import row_bounds
 
@@ -86,6 +113,8 @@ GUARDIAN = (
     "    shutil.rmtree(sys.argv[1], ignore_errors=True)\n"
 )
 FOLDER_PREFIX = "dp-arena-contestant-"
+#: At most this many ``report.json`` tags are kept (each a declared name and a finite number).
+MAX_REPORT_TAGS = 10
 
 
 @dataclass
@@ -94,7 +123,9 @@ class External(Mechanism):
     the contestant's environment (default: the environment ``env`` built by
     ``dp-arena-contestants install``, else this interpreter); ``script``: the contestant's
     script; ``args``: extra command-line arguments; ``table``: ``codes`` or ``values``;
-    ``options``: handed to the script in ``task.json``."""
+    ``options``: handed to the script in ``task.json``; ``claim``: what the script claims
+    (:func:`mechanisms.contestants.claims.claim_from_config`; the shipped adapters' is their
+    manifest's); ``report_tags``: the ``report.json`` tag names it may report."""
 
     name: ClassVar[str] = "external"
     units: ClassVar[tuple[str, ...]] = ("record",)
@@ -103,6 +134,8 @@ class External(Mechanism):
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: The script converts its budget to zCDP, which needs delta > 0 (refused before it runs).
     needs_delta: ClassVar[bool] = False
+    #: A shipped adapter's manifest (its claim and report tag names); ``None``: a user's script.
+    adapter: ClassVar[Adapter | None] = None
 
     python: str = ""
     script: str = ""
@@ -110,6 +143,8 @@ class External(Mechanism):
     env: str = ""
     table: str = "codes"
     options: dict[str, Any] = field(default_factory=dict)
+    claim: dict[str, Any] = field(default_factory=dict)
+    report_tags: list[str] = field(default_factory=list)
 
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "table": [OneOf(*ENCODINGS)]}
@@ -123,6 +158,16 @@ class External(Mechanism):
                 raise ConfigError(f"{self.name}: mechanism.options.{key} must be one of "
                                   f"{list(choices)} (got {self.options[key]!r})",
                                   f"use mechanism.options.{key}={choices[0]}")
+        if self.adapter is not None and (self.claim or self.report_tags):
+            raise ConfigError(f"{self.name} is a shipped adapter: its claim and report tags "
+                              "are its manifest's (mechanisms/contestants/claims.py)",
+                              "remove mechanism.claim and mechanism.report_tags (or run the "
+                              "script as mechanism=external with your own claim)")
+        self.declared_claim  # noqa: B018 - a bad mechanism.claim is refused when built
+        bad = [t for t in self.report_tags if not report_tag_name_ok(t)]
+        if bad:
+            raise ConfigError(f"mechanism.report_tags must be identifiers of at most 40 "
+                              f"characters (got {bad})", "use names like rows_dropped")
         if self.env and self.env not in ENVS:
             raise ConfigError(f"unknown contestant environment {self.env!r}",
                               f"use one of {sorted(ENVS)}")
@@ -140,6 +185,15 @@ class External(Mechanism):
             raise ConfigError(f"contestant interpreter not found or not executable: "
                               f"{self.interpreter}", "set mechanism.python to a venv's "
                               "bin/python (e.g. /path/to/venv/bin/python)")
+
+    @property
+    def declared_claim(self) -> Claim:
+        """What this contestant claims (manifest, else ``mechanism.claim``)."""
+        return self.adapter.claim if self.adapter is not None else claim_from_config(self.claim)
+
+    @property
+    def declared_report_tags(self) -> tuple[str, ...]:
+        return self.adapter.report_tags if self.adapter is not None else tuple(self.report_tags)
 
     @property
     def interpreter(self) -> str:
@@ -161,10 +215,12 @@ class External(Mechanism):
         self._tags: dict[str, str] = {}
         with private_folder() as folder:
             write_inputs(folder, self, data, budget, release.accountant)
-            run_command(self.command(folder), folder, self.name)
+            schema = data.schema.drop_id()
+            run_command(self.command(folder), folder, self.name, public=schema.names,
+                        hidden=schema_words(schema))
             release.done()
             frame = read_output(folder, self, data, budget.epsilon)
-            self._tags = report_tags(folder)
+            self._tags = report_tags(folder, self.declared_report_tags)
         if self.table == "codes":
             return finish(data, frame, rng)
         ids = assign_ids(len(frame), data, rng)
@@ -176,7 +232,8 @@ class External(Mechanism):
         return [self.interpreter, self.script_path, str(folder), *map(str, self.args)]
 
     def output_tags(self) -> dict[str, str]:
-        return dict(getattr(self, "_tags", {}))
+        """The claim's tags and the last fit's declared report tags."""
+        return {**self.declared_claim.tags(), **getattr(self, "_tags", {})}
 
 
 # ----- the private folder -------------------------------------------------------------------
@@ -255,16 +312,17 @@ def write_inputs(folder: Path, mech: External, data: Dataset, budget: Budget,
 
 # ----- the command --------------------------------------------------------------------------
 def contestant_env(folder: Path) -> dict[str, str]:
-    """The command's environment: this one without Python path settings of dp-arena's, with
-    ``TMPDIR`` inside the private folder."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
-    env.update(TMPDIR=str(folder / "tmp"), PYTHONNOUSERSITE="1", MPLBACKEND="Agg")
-    return env
+    """The command's environment (module docstring, step 3): the allow-list of this one, and
+    the protocol's ``TMPDIR`` inside the private folder."""
+    return allowed_environment(os.environ, {"TMPDIR": str(folder / "tmp"),
+                                            "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg"})
 
 
-def run_command(command: list[str], folder: Path, name: str) -> None:
-    """Run the contestant; a non-zero exit is one :class:`DPArenaError` with its reason."""
+def run_command(command: list[str], folder: Path, name: str, public: Iterable[str] = (),
+                hidden: Iterable[str] = ()) -> None:
+    """Run the contestant; a non-zero exit is one :class:`DPArenaError` with its reason,
+    scrubbed (:func:`scrubbed_line`; ``public``: words that may stay, e.g. column names;
+    ``hidden``: words always hidden, e.g. the schema's categories)."""
     debug = bool(os.environ.get("DP_ARENA_DEBUG"))
     log_path = folder / "log.txt"
     log = None if debug else os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -284,7 +342,7 @@ def run_command(command: list[str], folder: Path, name: str) -> None:
             proc.wait()
     if code != 0:
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        reason = failure_reason(folder)
+        reason = scrubbed_line(failure_reason(folder), public, hidden)
         raise DPArenaError(f"contestant {name!r} failed ({how})"
                            + (f": {reason}" if reason else ""),
                            "DP_ARENA_DEBUG=1 shows the contestant's own output (it may quote "
@@ -306,6 +364,27 @@ def failure_reason(folder: Path, limit: int = 200) -> str:
     lines = path.read_text(errors="replace").strip().splitlines()
     text = "".join(ch for ch in (lines[0] if lines else "") if ch.isprintable())
     return text[:limit]
+
+
+def scrubbed_line(text: str, public: Iterable[str] = (), hidden: Iterable[str] = ()) -> str:
+    """``text`` with each word in ``hidden`` (and not in ``public``) replaced by ``<value>``,
+    longest first, then scrubbed as a foreign error is (:func:`harness.redact.scrubbed`:
+    numbers, quoted strings, escapes)."""
+    keep = set(map(str, public))
+    for word in sorted({str(w) for w in hidden} - keep - {""}, key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", HIDDEN, text)
+    return scrubbed(text, keep)
+
+
+def schema_words(schema: Schema) -> list[str]:
+    """The schema's categorical values and value names as text (public: the domain), hidden
+    in a contestant's failure line because a line that quotes them quotes a record."""
+    words = set()
+    for col in schema.columns:
+        for value in (*(col.values or ()), *(col.names or ())):
+            if isinstance(value, str):
+                words.add(value)
+    return sorted(words)
 
 
 # ----- output -------------------------------------------------------------------------------
@@ -378,19 +457,32 @@ def checked_values(frame: pd.DataFrame, data: Dataset, where: str) -> pd.DataFra
     return parsed
 
 
-def report_tags(folder: Path, limit: int = 10) -> dict[str, str]:
-    """``report.json``'s tags: at most ``limit`` numbers under short names, tagged
-    ``contestant/<name>`` (anything else in the file is ignored)."""
+def report_tag_name_ok(name: Any) -> bool:
+    return isinstance(name, str) and name.isidentifier() and len(name) <= 40
+
+
+def report_tags(folder: Path, declared: Iterable[str],
+                limit: int = MAX_REPORT_TAGS) -> dict[str, str]:
+    """``report.json``'s tags (module docstring, step 4): those under a ``declared`` name with
+    a finite number, at most ``limit``, tagged ``contestant/<name>``; the count of every other
+    entry is ``contestant.dropped_tags`` (never their names or values). Anything else in the
+    file is ignored."""
     path = folder / "report.json"
     try:
         tags = json.loads(path.read_text()).get("tags", {}) if path.is_file() else {}
     except (OSError, ValueError, AttributeError):
-        return {}
+        return {"contestant.dropped_tags": "report.json unreadable"} if path.is_file() else {}
+    entries = list(tags.items()) if isinstance(tags, dict) else []
+    allowed = {name for name in declared if report_tag_name_ok(name)}
     out = {}
-    for key, value in list(tags.items() if isinstance(tags, dict) else [])[:limit]:
-        if isinstance(key, str) and key.isidentifier() and len(key) <= 40 and \
-                isinstance(value, (int, float)) and np.isfinite(value):
+    for key, value in entries:
+        if key in allowed and len(out) < limit and isinstance(value, (int, float)) and \
+                not isinstance(value, bool) and np.isfinite(value):
             out[f"contestant/{key}"] = f"{value:g}"
+    dropped = len(entries) - len(out)
+    if dropped:
+        out["contestant.dropped_tags"] = (f"{dropped} report.json tag(s) dropped: not a "
+                                          "declared name with a finite number")
     return out
 
 
@@ -401,6 +493,7 @@ class OpenDPAIM(External):
     ``mechanisms/contestants/opendp_aim.py``, environment ``opendp``."""
 
     name: ClassVar[str] = "opendp_aim"
+    adapter: ClassVar[Adapter | None] = SHIPPED["opendp_aim"]
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     needs_delta: ClassVar[bool] = True
     script: str = "opendp_aim"
@@ -415,6 +508,7 @@ class OpenDPMST(External):
     ``opendp_mst.py``."""
 
     name: ClassVar[str] = "opendp_mst"
+    adapter: ClassVar[Adapter | None] = SHIPPED["opendp_mst"]
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"sampling": SAMPLING}
     needs_delta: ClassVar[bool] = True
     script: str = "opendp_mst"
@@ -448,6 +542,7 @@ class SmartNoiseMST(SmartNoise):
     environment ``smartnoise``."""
 
     name: ClassVar[str] = "smartnoise_mst"
+    adapter: ClassVar[Adapter | None] = SHIPPED["smartnoise_mst"]
     script: str = "smartnoise_mst"
 
 
@@ -456,4 +551,5 @@ class SmartNoiseAIM(SmartNoise):
     """smartnoise-synth's AIM (:class:`SmartNoise`), adapter ``smartnoise_aim.py``."""
 
     name: ClassVar[str] = "smartnoise_aim"
+    adapter: ClassVar[Adapter | None] = SHIPPED["smartnoise_aim"]
     script: str = "smartnoise_aim"

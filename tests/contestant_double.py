@@ -5,7 +5,13 @@ sampled independently. ``options.mode`` makes it misbehave on purpose:
 - ``ok`` (default); ``fail``: exit 3 with a one-line reason; ``crash``: raise without one;
 - ``sleep``: sleep ``options.seconds`` first (time limits, SIGTERM);
 - ``too_many_rows``: one row over the task's cap; ``out_of_domain``: a code past the domain;
-- ``options.probe``: a file to write the folder's path, its mode and its files' modes into.
+- ``options.probe``: a file to write the folder's path, its mode and its files' modes into;
+- ``options.env_probe``: a file to write what the double found in its environment into (every
+  variable's name; the values of ``DP_ARENA_SECRET_FILE`` and ``MLFLOW_TRACKING_URI`` and of
+  the thread limits; whether it could read the secret file through the variable);
+- ``leak``: exit 1 with a failure line that quotes the first private record (what a careless
+  library message does), raised as a *public* error so the protocol writes it whole;
+- ``options.report``: extra ``report.json`` tags written beside ``rows_written``.
 
 With ``encoding: values`` it writes values drawn uniformly from the schema (never reading the
 private table); ``out_of_domain`` then puts a value outside the first column's domain.
@@ -19,15 +25,28 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, sys.argv[2])  # the protocol module's folder (mechanisms/contestants)
-import numpy as np  # noqa: E402
-from protocol import (bounded_rows, main, read_codes, task_file, write_codes,  # noqa: E402
-                      write_report)
+import numpy as np
+from protocol import (
+    bounded_rows,
+    main,
+    read_codes,
+    task_file,
+    write_codes,
+    write_report,
+)
 
 
 def run(task: dict) -> None:
     options = task["options"]
     mode = options.get("mode", "ok")
     folder = Path(task["folder"])
+    if options.get("env_probe"):
+        secret = os.environ.get("DP_ARENA_SECRET_FILE")
+        Path(options["env_probe"]).write_text(json.dumps({
+            "names": sorted(os.environ), "secret_file": secret,
+            "secret_readable": bool(secret) and os.access(secret, os.R_OK),
+            "tracking_uri": os.environ.get("MLFLOW_TRACKING_URI"),
+            "threads": {k: v for k, v in os.environ.items() if k.endswith("_THREADS")}}))
     if options.get("probe"):
         modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in folder.iterdir()}
         Path(options["probe"]).write_text(json.dumps({
@@ -39,6 +58,11 @@ def run(task: dict) -> None:
         time.sleep(float(options.get("seconds", 60)))
     if mode == "fail":
         raise ToldToFail("the double was told to fail")
+    if mode == "leak":
+        first = (folder / task["files"]["private"]).read_text().splitlines()[1]
+        fields = first.split(",")
+        raise ToldToFail(f"cannot fit record {fields} near {' '.join(fields)} "
+                         f"(\"{fields[1]}\")")
     if mode == "crash":
         os._exit(5)
     columns, domain = task["columns"], task["domain"]
@@ -59,7 +83,7 @@ def run(task: dict) -> None:
     if mode == "out_of_domain":
         out[0, 0] = domain[columns[0]]
     write_codes(task, out)
-    write_report(task, {"rows_written": n})
+    write_report(task, {"rows_written": n, **options.get("report", {})})
 
 
 class ToldToFail(Exception):

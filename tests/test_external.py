@@ -22,8 +22,13 @@ import pytest
 
 from harness.data.datasets import PROJECT_ROOT, Dataset
 from harness.data.schema import Column, RunSpec, Schema
-from harness.errors import BudgetExceededError, ConfigError, DPArenaError, NotApplicable, \
-    SchemaError
+from harness.errors import (
+    BudgetExceededError,
+    ConfigError,
+    DPArenaError,
+    NotApplicable,
+    SchemaError,
+)
 from harness.privacy.accounting import Budget, Ledger, zcdp_rho
 from harness.privacy.release import Releaser
 from harness.report.leaderboard import MARK_DECLARED, build_leaderboard
@@ -31,6 +36,7 @@ from harness.run.isolation import RunLimitExceeded, call_isolated
 from harness.run.settings import Limits
 from mechanisms import make_mechanism
 from mechanisms.contestants import ADAPTER_DIR, manifest
+from mechanisms.contestants.claims import Claim
 from mechanisms.external import FOLDER_PREFIX
 
 DOUBLE = str(PROJECT_ROOT / "tests" / "contestant_double.py")
@@ -151,7 +157,7 @@ def test_codes_written_for_the_contestant_are_the_schema_encoding(tmp_path):
     text = table_text(data.private, data, "codes")
     back = pd.read_csv(__import__("io").StringIO(text))
     assert back.equals(data.schema.encode(data.private).reset_index(drop=True))
-    assert mech.output_tags() == {}
+    assert mech.output_tags() == Claim().tags()  # before a fit: the (undeclared) claim only
 
 
 def test_values_are_parsed_with_the_schema_types_and_checked_like_any_output(private_tmp):
@@ -311,12 +317,16 @@ def test_a_run_is_tagged_declared_and_a_failing_contestant_is_a_failed_row(tmp_p
         return {"dataset": {"name": "csv", "path": str(tmp_path / "private.csv"),
                             "schema": str(tmp_path / "parameters.json")},
                 "mechanism": {"name": "external", "script": DOUBLE,
-                              "args": [str(ADAPTER_DIR)], "options": {"mode": mode}},
+                              "args": [str(ADAPTER_DIR)], "options": {"mode": mode},
+                              "report_tags": ["rows_written"],
+                              "claim": {"guarantee": "pure", "reads_from_data": []}},
                 "privacy": {"epsilon": 1.0, "delta": 1e-6}, "metrics": {"kmarginal": {"k": 2}},
                 "trial": 0, "seed": 0, "tracking": {"uri": tracking_uri, "experiment": "t"}}
     ok = run_one(cfg("ok"))
     tags = MlflowClient(tracking_uri).get_run(ok.run_id).data.tags
     assert tags["accounting"] == "declared" and tags["contestant/rows_written"]
+    assert tags["claim.guarantee"] == "pure" and tags["claim.reads_from_data"] == "none"
+    assert tags["claim.budget_checked"] == "false" and "contestant.dropped_tags" not in tags
     with pytest.raises(DPArenaError):
         run_one(cfg("fail"))
     board = build_leaderboard(load_runs("t", tracking_uri))
@@ -338,7 +348,11 @@ def test_only_declared_rows_carry_the_mark():
     marks = dict(zip(board["mechanism"], board["marks"]))
     assert MARK_DECLARED in marks["opendp_mst"] and MARK_DECLARED not in marks["mst"]
     # the plots' legends say it too (short: the tables have the full text)
-    from harness.report.plots import DECLARED_NOTE, pareto_figure, score_vs_epsilon_figure
+    from harness.report.plots import (
+        DECLARED_NOTE,
+        pareto_figure,
+        score_vs_epsilon_figure,
+    )
 
     for figure in (pareto_figure(board), score_vs_epsilon_figure(board)):
         texts = [t.get_text() for legend in figure.legends + [ax.get_legend() for ax in

@@ -4,7 +4,8 @@
 
     dp-arena-contestants install opendp        # OpenDP 0.16.0 with its mbi extra (opendp_aim, opendp_mst)
     dp-arena-contestants install smartnoise    # smartnoise-synth 1.0.8 (smartnoise_mst, smartnoise_aim)
-    dp-arena-contestants list                  # what is installed, where, with which versions
+    dp-arena-contestants list                  # what is installed, where, with which versions,
+                                               # and what each contestant claims
 
 Each environment is a virtual environment (``venv`` of this interpreter) under
 :func:`mechanisms.contestants.cache_root` (``$DP_ARENA_CONTESTANTS``, else
@@ -13,6 +14,12 @@ Each environment is a virtual environment (``venv`` of this interpreter) under
 ``pip freeze``) is written last, so a failed or interrupted install never looks installed (the
 next ``install`` starts it afresh).
 ``install`` on an installed environment says so (``--force`` rebuilds it).
+
+``list`` also shows each shipped contestant's claim markers
+(:data:`mechanisms.contestants.claims.SHIPPED`): its guarantee and accountant, what it reads
+from the private data outside its budget (``domain``, ``bins``, ``row_count``, or ``none``), and
+whether its budget is checked by dp-arena's ledger or declared (passed by the adapter, or the
+library's own accounting). The same facts tag every run (``claim.*``).
 """
 
 from __future__ import annotations
@@ -26,7 +33,15 @@ import venv
 from pathlib import Path
 
 from harness.cli.exits import EXIT_INVALID
-from mechanisms.contestants import ENVS, MANIFEST, cache_root, env_dir, env_python, manifest
+from mechanisms.contestants import (
+    ENVS,
+    MANIFEST,
+    cache_root,
+    env_dir,
+    env_python,
+    manifest,
+)
+from mechanisms.contestants.claims import SHIPPED
 
 #: The versions of interest shown by ``list`` (the rest of ``pip freeze`` is in the manifest).
 KEY_PACKAGES = ("opendp", "mbi", "private-pgm", "smartnoise-synth", "smartnoise-sql", "numpy",
@@ -73,6 +88,19 @@ def listing() -> list[str]:
         shown = ", ".join(f"{k} {versions[k]}" for k in KEY_PACKAGES if k in versions)
         lines.append(f"  {name:<11} installed {info.get('installed', '?')}  python "
                      f"{info.get('python', '?')}  {shown}  ({env_dir(name)})")
+    return lines + [""] + claim_listing()
+
+
+def claim_listing() -> list[str]:
+    """One line per shipped contestant: its environment and its claim markers."""
+    lines = ["contestants and what each claims (run tags claim.*):"]
+    for name, adapter in SHIPPED.items():
+        state = "installed" if manifest(adapter.env) is not None else "not installed"
+        lines.append(f"  {name:<15} env {adapter.env} ({state}): {adapter.claim.markers()}")
+        if adapter.claim.note:
+            lines.append(f"  {'':<15} {adapter.claim.note}")
+    lines.append("  external        your script: claim from mechanism.claim (default: "
+                 "guarantee undeclared; reads from data: unknown; budget declared)")
     return lines
 
 
@@ -83,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     install = sub.add_parser("install", help="build a contestant's environment")
     install.add_argument("names", nargs="+", choices=sorted(ENVS))
     install.add_argument("--force", action="store_true", help="rebuild if installed")
-    sub.add_parser("list", help="show the installed environments")
+    sub.add_parser("list", help="show the installed environments and each contestant's claim")
     args = parser.parse_args(argv)
     if args.command == "list":
         print("\n".join(listing()))

@@ -15,7 +15,9 @@ child and hands its return value back through a pickle file. The parent watches 
   the child, which is reported as the same memory-limit failure.
 
 The child runs with BLAS/OpenMP pools capped at ``threads`` (default 1: two parallel runs on
-two cores, and OpenMP stays safe after a fork). The child dies with its parent
+two cores, and OpenMP stays safe after a fork), through the variables of
+:data:`mechanisms.contestants.THREAD_VARIABLES`, which a contestant's scrubbed environment
+keeps (so a contestant started by the run is capped too). The child dies with its parent
 (``PR_SET_PDEATHSIG`` on Linux), so killing a sweep never
 leaves orphaned mechanism processes behind. An exception in the child is re-raised in the
 parent with its type and message (or as :class:`RunError` when its type cannot be rebuilt).
@@ -34,12 +36,14 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from harness.errors import DPArenaError
 from harness.run.settings import Limits
+from mechanisms.contestants import THREAD_VARIABLES
 
 T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
@@ -127,7 +131,7 @@ def _limit_threads(threads: int | None) -> Any:
     even if the parent had started an OpenMP pool (GNU libgomp is not fork-safe)."""
     if threads is None:
         return None
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in THREAD_VARIABLES:
         os.environ[var] = str(threads)
     try:
         from threadpoolctl import threadpool_limits
@@ -267,7 +271,7 @@ def pack_exception(exc: BaseException) -> dict[str, Any]:
         try:
             pickle.dumps(value)
             state[key] = value
-        except Exception:  # noqa: BLE001 - drop what cannot travel
+        except Exception:  # noqa: BLE001, S112 - drop what cannot travel
             continue
     try:
         pickle.dumps(exc.args)
@@ -294,7 +298,7 @@ def unpack_exception(packed: dict[str, Any]) -> BaseException:
         if str(exc) == packed["message"]:
             exc.child_traceback = packed.get("traceback", "")  # type: ignore[attr-defined]
             return exc
-    except Exception:  # noqa: BLE001 - fall back to the message
+    except Exception:  # noqa: BLE001, S110 - fall back to the message
         pass
     err = RunError(f"{packed['name']}: {packed['message']}")
     err.child_traceback = packed.get("traceback", "")  # type: ignore[attr-defined]

@@ -14,12 +14,19 @@ Environments (``dp-arena-contestants install NAME``) are virtual environments un
 :func:`cache_root` with the pinned versions of :data:`ENVS`; their pins exclude each other and
 dp-arena's own (``opendp[mbi]`` pins mbi 1.1; smartnoise-synth needs opendp < 0.15 and
 mbi < 2; dp-arena needs mbi >= 2), so each gets its own.
+
+A contestant's process sees only :func:`allowed_environment`: an allow-list
+(:data:`KEPT_VARIABLES`: search path, home, locale, time zone, the thread limits of
+:data:`THREAD_VARIABLES`) plus what the protocol sets, never the harness's own settings
+(``DP_ARENA_*``, ``MLFLOW_*``, the secret file's path, cloud credentials). What each contestant
+claims (guarantee, what it reads from the data, whose accounting) is :mod:`.claims`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 #: Environment name -> the pinned requirements ``dp-arena-contestants install`` installs.
@@ -31,6 +38,21 @@ ENVS: dict[str, tuple[str, ...]] = {
 #: The file an installed environment holds (its pins and ``pip freeze``); written last.
 MANIFEST = "dp-arena-env.json"
 ADAPTER_DIR = Path(__file__).resolve().parent
+#: The thread-pool limits a run's isolated child sets (:mod:`harness.run.isolation`); a
+#: contestant inherits them.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+#: What a contestant's environment keeps from the harness's (:func:`allowed_environment`).
+KEPT_VARIABLES = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ",
+                  *THREAD_VARIABLES)
+
+
+def allowed_environment(environ: Mapping[str, str], extra: Mapping[str, str],
+                        keep: Iterable[str] = KEPT_VARIABLES) -> dict[str, str]:
+    """The variables of ``environ`` named in ``keep``, then ``extra`` (the protocol's own):
+    an allow-list, so a setting the harness gains later stays out too."""
+    allowed = set(keep)
+    return {**{k: v for k, v in environ.items() if k in allowed}, **extra}
 
 
 def cache_root() -> Path:

@@ -19,14 +19,19 @@ the standard library and numpy only, so it runs in any contestant environment. T
 
 The script writes ``synthetic.csv`` (same header and encoding) and exits 0; optionally
 ``report.json`` ``{"tags": {"name": number}}`` (public counts about its own output, e.g. rows
-it dropped); on failure it exits non-zero and may write one public line to ``failure.txt``
-(the board shows it; never a data value).
+it dropped; only names the contestant declares are kept: its manifest in ``claims.py``, or
+``mechanism.report_tags``); on failure it exits non-zero and may write one public line to
+``failure.txt`` (the board shows it after the harness scrubs numbers, quoted strings and the
+schema's categories from it; never write a data value). The environment holds only ``PATH``,
+``HOME``, locale, time zone, thread limits and the protocol's ``TMPDIR``,
+``PYTHONNOUSERSITE`` and ``MPLBACKEND``: none of the harness's settings.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 import traceback
@@ -82,7 +87,7 @@ def write_report(task: dict, tags: dict[str, float]) -> None:
 def bounded_rows(estimate: float, task: dict) -> int:
     """A row count (the library's own DP estimate) clipped to the task's public bounds."""
     low, high = int(task["rows"]["min"]), int(task["rows"]["max"])
-    if not estimate == estimate or estimate in (float("inf"), float("-inf")):
+    if not math.isfinite(estimate):
         return low
     return int(min(max(round(estimate), low), high))
 

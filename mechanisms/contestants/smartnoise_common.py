@@ -28,8 +28,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from protocol import (bounded_rows, read_codes, sampling_option, task_file, write_codes,
-                      write_report)
+from protocol import (
+    bounded_rows,
+    read_codes,
+    sampling_option,
+    task_file,
+    write_codes,
+    write_report,
+)
 
 
 def domain_transformer(columns: list[str], domain: dict[str, int]):

@@ -1,0 +1,165 @@
+"""What a contestant claims, and what each shipped adapter declares (its manifest).
+
+A contestant's row on the board is only as good as its claim, and the claims differ in kind, so
+each contestant declares, and each run is tagged with (:meth:`Claim.tags`):
+
+- ``claim.guarantee``: ``pure`` (epsilon-DP), ``approximate`` ((epsilon, delta)-DP), or
+  ``undeclared`` (a user's script that said nothing);
+- ``claim.accountant``: how the contestant composes its budget (free text, e.g.
+  ``zcdp (OpenDP Context)``);
+- ``claim.reads_from_data``: what it takes from the private data *outside* its budget, a
+  comma-separated subset of :data:`READS` in that order (``domain``: the categories or columns'
+  ranges; ``bins``: cut points; ``row_count``: the exact number of private rows), ``none``, or
+  ``unknown`` (undeclared);
+- ``claim.budget_checked``: ``true`` only when dp-arena's own ledger sees every noisy release
+  (no external contestant does: its noise is drawn by its library), else ``false``;
+- ``claim.budget_path``: ``adapter`` when dp-arena's domain and budget reach the library through
+  adapter code in this repository (converted by code we read, spent by the library's own
+  accounting), ``library`` when the library takes them its own way (code we do not control);
+- ``claim.note``: one public sentence (where a leak is, or how the adapter closed one); absent
+  when there is none.
+
+The shipped adapters' manifests are :data:`SHIPPED` (filled in from reading each adapter and the
+library code it calls); a user's ``external`` contestant declares its claim in
+``mechanism.claim`` (:func:`claim_from_config`). A manifest also lists the ``report.json`` tag
+names the contestant may report (:attr:`Adapter.report_tags`): any other tag is dropped.
+
+Nothing here reads data: a claim is a constant of the contestant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import ConfigError
+
+GUARANTEES = ("pure", "approximate", "undeclared")
+#: What a contestant may read from the private data outside its budget, in tag order.
+READS = ("domain", "bins", "row_count")
+BUDGET_PATHS = ("adapter", "library")
+#: The run tags a claim writes (the board reads these names).
+CLAIM_TAGS = ("claim.guarantee", "claim.accountant", "claim.reads_from_data",
+              "claim.budget_checked", "claim.budget_path", "claim.note")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A contestant's declared guarantee (see the module docstring). ``reads_from_data``:
+    a tuple of :data:`READS` names, or ``None`` when undeclared (``unknown``)."""
+
+    guarantee: str = "undeclared"
+    accountant: str = "undeclared"
+    reads_from_data: tuple[str, ...] | None = None
+    budget_checked: bool = False
+    budget_path: str = "library"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        problems = claim_problems(self)
+        if problems:
+            raise ConfigError(f"contestant claim: {'; '.join(problems)}",
+                              f"set mechanism.claim.guarantee to one of {list(GUARANTEES)}, "
+                              f"reads_from_data to a list from {list(READS)} (or []), "
+                              f"budget_path to one of {list(BUDGET_PATHS)}")
+
+    def tags(self) -> dict[str, str]:
+        """The run tags of this claim (names :data:`CLAIM_TAGS`)."""
+        return {"claim.guarantee": self.guarantee, "claim.accountant": self.accountant,
+                "claim.reads_from_data": reads_text(self.reads_from_data),
+                "claim.budget_checked": "true" if self.budget_checked else "false",
+                "claim.budget_path": self.budget_path,
+                **({"claim.note": self.note} if self.note else {})}
+
+    def markers(self) -> str:
+        """One short line for ``dp-arena-contestants list``."""
+        guarantee = {"pure": "pure DP", "approximate": "approximate DP"}.get(
+            self.guarantee, "guarantee undeclared")
+        budget = ("budget checked by the ledger" if self.budget_checked else
+                  "budget declared" + (" (passed by the adapter)" if self.budget_path ==
+                                       "adapter" else " (library's own accounting)"))
+        return (f"{guarantee}, {self.accountant}; reads from data: "
+                f"{reads_text(self.reads_from_data)}; {budget}")
+
+
+def reads_text(reads: tuple[str, ...] | None) -> str:
+    """``claim.reads_from_data``: the names in :data:`READS` order, ``none`` or ``unknown``."""
+    if reads is None:
+        return "unknown"
+    return ",".join(r for r in READS if r in reads) or "none"
+
+
+def claim_problems(claim: Claim) -> list[str]:
+    problems = []
+    if claim.guarantee not in GUARANTEES:
+        problems.append(f"guarantee must be one of {list(GUARANTEES)} (got {claim.guarantee!r})")
+    if claim.reads_from_data is not None:
+        unknown = [r for r in claim.reads_from_data if r not in READS]
+        if unknown:
+            problems.append(f"reads_from_data may name only {list(READS)} (got {unknown})")
+    if claim.budget_path not in BUDGET_PATHS:
+        problems.append(f"budget_path must be one of {list(BUDGET_PATHS)} "
+                        f"(got {claim.budget_path!r})")
+    if not isinstance(claim.budget_checked, bool):
+        problems.append("budget_checked must be true or false")
+    return problems
+
+
+def claim_from_config(settings: Mapping[str, Any]) -> Claim:
+    """A user's ``mechanism.claim`` (keys of :class:`Claim`); an empty mapping is the
+    undeclared claim. ``budget_checked`` cannot be claimed: an external contestant's noise is
+    drawn outside the ledger."""
+    known = {"guarantee", "accountant", "reads_from_data", "budget_path", "note"}
+    extra = sorted(set(settings) - known)
+    if extra:
+        raise ConfigError(f"unknown keys in mechanism.claim: {extra}",
+                          f"use only {sorted(known)} (budget_checked is always false for an "
+                          "external contestant)")
+    reads = settings.get("reads_from_data")
+    if isinstance(reads, str):
+        reads = [r.strip() for r in reads.split(",") if r.strip() and r.strip() != "none"]
+    return Claim(guarantee=str(settings.get("guarantee", "undeclared")),
+                 accountant=str(settings.get("accountant", "undeclared")),
+                 reads_from_data=None if reads is None else tuple(str(r) for r in reads),
+                 budget_checked=False,
+                 budget_path=str(settings.get("budget_path", "library")),
+                 note=str(settings.get("note", "")))
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A shipped contestant's manifest: its environment, its claim, and the ``report.json``
+    tag names it may report."""
+
+    name: str
+    env: str
+    claim: Claim
+    report_tags: tuple[str, ...] = ()
+
+
+_OPENDP = Claim(
+    guarantee="approximate", accountant="zcdp (OpenDP Context, rho from OpenDP's conversion)",
+    reads_from_data=(), budget_checked=False, budget_path="adapter",
+    note="domain given as keys; row count: the model's noisy total; OpenDP's Context refuses a "
+         "query over its loss")
+_SMARTNOISE_AIM = Claim(
+    guarantee="approximate", accountant="zcdp (smartnoise cdp_rho, its own rho arithmetic)",
+    reads_from_data=(), budget_checked=False, budget_path="adapter",
+    note="domain given (transformer fitted on the schema, preprocessor_eps=0); the adapter "
+         "draws a noisy row count from 1% of rho (smartnoise's default is the exact count)")
+_SMARTNOISE_MST = Claim(
+    guarantee="approximate", accountant="zcdp (smartnoise cdp_rho, its own rho arithmetic)",
+    reads_from_data=("row_count",), budget_checked=False, budget_path="adapter",
+    note="domain given; the adapter draws a noisy row count for the output, but smartnoise "
+         "1.0.8's MST fits its model with known_total = the exact private row count")
+
+#: The shipped adapters (``mechanisms/contestants/NAME.py``) and what each declares.
+SHIPPED: dict[str, Adapter] = {
+    "opendp_aim": Adapter("opendp_aim", "opendp", _OPENDP,
+                          ("null_rows_dropped", "rho_shaved_permille")),
+    "opendp_mst": Adapter("opendp_mst", "opendp", _OPENDP,
+                          ("null_rows_dropped", "rho_shaved_permille")),
+    "smartnoise_aim": Adapter("smartnoise_aim", "smartnoise", _SMARTNOISE_AIM),
+    "smartnoise_mst": Adapter("smartnoise_mst", "smartnoise", _SMARTNOISE_MST),
+}
