@@ -3,6 +3,7 @@ weights, ledger totals (re-derived independently), output, determinism, config e
 
 import itertools
 import math
+import re
 from collections import Counter
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from autodp import mechanism_zoo, transformer_zoo
 
-from harness.data.datasets import Dataset, load_taxi_sim
+from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
@@ -62,14 +63,17 @@ def test_66_measurements_downward_closure_plus_copies(taxi):
 ])
 def test_writeup_sigmas_from_the_mechanisms_own_calibration(taxi, eps, C, zcdp_sigma,
                                                             gdp_sigma):
-    """gdp gives the write-up's GDP sigmas; zcdp converts with Canonne-Kamath-Steinke (autodp
-    recomputes it), tighter than the write-up's Bun-Steinke zCDP sigmas."""
+    """gdp gives the write-up's GDP sigmas; zcdp_bs the write-up's printed (Bun-Steinke zCDP)
+    sigmas; zcdp converts with Canonne-Kamath-Steinke (autodp recomputes it), tighter than
+    the write-up's Bun-Steinke zCDP sigmas."""
     from autodp.converter import rdp_to_approxdp
 
     budget = Budget(eps, DELTA)
     # the write-up's rule: 150 at eps <= 1, 200 above; no person count (66 measurements)
     mech = AdaptiveGrid(C=None, person_count_share=0)
     assert mech.calibrate(taxi, budget, "gdp") == (C, pytest.approx(gdp_sigma, abs=0.01), 66)
+    assert mech.calibrate(taxi, budget, "zcdp_bs") == (C, pytest.approx(zcdp_sigma, abs=0.005),
+                                                       66)
     c, ours, k = mech.calibrate(taxi, budget, "zcdp")
     rho = 66 * C**2 / (2 * ours**2)
     assert (c, k) == (C, 66) and gdp_sigma < ours < zcdp_sigma
@@ -510,3 +514,99 @@ def test_marginals_read_from_smaller_cliques_equal_those_read_from_the_tree():
         kept = [a for a in node if a in cl]
         np.testing.assert_allclose(flat, np.transpose(direct, [kept.index(a) for a in cl])
                                    .ravel(), rtol=1e-12)
+
+
+def printed_table(doc: str, header_start: str) -> list[list[str]]:
+    """The rows of the reStructuredText simple table whose header row starts with
+    ``header_start``, cells split on two or more spaces."""
+    lines = doc.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if line.startswith("="):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def writeup_sigmas(taxi) -> dict[tuple[str, float], float]:
+    """(accountant, epsilon) -> sigma of the write-up's 66 measurements (its C rule, no
+    person count), from the mechanism's own calibration."""
+    mech = AdaptiveGrid(C=None, person_count_share=0)
+    return {(acc, eps): mech.calibrate(taxi, Budget(eps, DELTA), acc)[1]
+            for acc in ("zcdp_bs", "zcdp", "gdp") for eps in (1.0, 10.0)}
+
+
+def test_docstring_sigma_table_is_the_calibration(taxi):
+    import mechanisms.adaptive_grid as module
+
+    sigmas = writeup_sigmas(taxi)
+    rows = printed_table(module.__doc__, "epsilon  C")
+    assert [r[:2] for r in rows] == [["1", "150"], ["10", "200"]]
+    for eps_text, C_text, *printed in rows:
+        eps = float(eps_text)
+        assert AdaptiveGrid(C=None).clip_bound(Budget(eps, DELTA)) == int(C_text)
+        for acc, text in zip(("zcdp_bs", "zcdp", "gdp"), printed, strict=True):
+            assert f"{sigmas[acc, eps]:.2f}" == text, (acc, eps)
+    # "its sigma is 18.5% smaller at epsilon 1 and 7.0% smaller at epsilon 10"
+    smaller = re.search(r"is (\d+\.\d)% smaller at epsilon 1 and (\d+\.\d)% smaller at "
+                        r"epsilon 10", " ".join(module.__doc__.split()))
+    assert smaller is not None
+    for text, eps in zip(smaller.groups(), (1.0, 10.0)):
+        assert f"{100 * (1 - sigmas['zcdp', eps] / sigmas['zcdp_bs', eps]):.1f}" == text
+
+
+@pytest.mark.parametrize("where", ["conf/mechanism/adaptive_grid_zcdp.yaml",
+                                   "conf/mechanism/adaptive_grid_zcdp_bs.yaml",
+                                   "harness/privacy/accounting.py"])
+def test_every_sigma_printed_in_comments_is_computed(taxi, where):
+    """Each sigma (a figure like 5739.36) and each "N.N%" printed in the presets' comments
+    and the accountant's docstring is one the code computes, to the printed digits."""
+    sigmas = writeup_sigmas(taxi)
+    text = (PROJECT_ROOT / where).read_text()
+    if where.endswith(".py"):
+        text = text.split('"""')[1]  # the module docstring
+    computed = {f"{s:.2f}" for s in sigmas.values()}
+    printed = re.findall(r"(?<![\d.])\d{3,4}\.\d{2}(?!\d)", text)
+    assert {"5739.36", "895.42"} <= set(printed)
+    assert set(printed) <= computed, set(printed) - computed
+    shares = {f"{100 * (1 - sigmas['zcdp', e] / sigmas['zcdp_bs', e]):.1f}" for e in (1.0, 10.0)}
+    assert set(re.findall(r"(\d+\.\d)%", text)) <= shares
+    assert "slightly tighter" not in text
+
+
+def test_public_taxis_more_numerous_and_lighter():
+    """The module docstring's figures for taxi_sim at 50k trips (data seed 0): the public
+    year has more taxis, each with fewer trips on average, than the private year."""
+    import mechanisms.adaptive_grid as module
+
+    data = load_taxi_sim(n_private=50_000, n_public=50_000, seed=0, n_heldout=0)
+    doc = " ".join(module.__doc__.split())
+    found = re.search(r"([\d,]+) public taxis with (\d+\.\d) trips on average vs ([\d,]+) "
+                      r"private taxis with (\d+\.\d)", doc)
+    assert found is not None
+    figures = []
+    for frame in (data.public, data.private):
+        per_taxi = frame.groupby("taxi_id").size()
+        figures += [f"{per_taxi.size:,}", f"{per_taxi.mean():.1f}"]
+    assert list(found.groups()) == figures
+    assert int(figures[0].replace(",", "")) > int(figures[2].replace(",", ""))
+    assert float(figures[1]) < float(figures[3])
+
+
+def test_the_bun_steinke_preset_is_adaptive_grid_under_zcdp_bs():
+    """``mechanism=adaptive_grid_zcdp_bs`` is adaptive_grid's shipped settings under the
+    write-up's accounting; ``adaptive_grid_zcdp`` stays under zcdp (CKS)."""
+    from hydra import compose, initialize_config_dir
+
+    import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
+    from mechanisms import mechanism_conf
+
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
+        for preset, accountant in (("adaptive_grid_zcdp_bs", "zcdp_bs"),
+                                   ("adaptive_grid_zcdp", "zcdp")):
+            cfg = compose("config", overrides=[f"mechanism={preset}"])
+            assert cfg.privacy.accountant == accountant
+            params = dict(cfg.mechanism)
+            assert params.pop("name") == "adaptive_grid"
+            assert params == mechanism_conf("adaptive_grid")

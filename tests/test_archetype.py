@@ -1,6 +1,7 @@
 """The archetype (GooseDP) mechanism: ledger, sensitivity of the private step, valid output."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -8,13 +9,28 @@ import pytest
 import yaml
 
 from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger, gdp_mu, zcdp_rho
 from harness.data.sprint3 import DELTA
-from harness.privacy.release import NumpySampler, Releaser
+from harness.errors import ConfigError
+from harness.privacy.accounting import (
+    Budget,
+    Ledger,
+    analytic_gaussian_sigma,
+    gdp_epsilon,
+    gdp_mu,
+    zcdp_rho,
+)
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism
-from mechanisms.archetype import (count_taxis_by_mode, fit_public_archetypes, modal_values,
-                                  private_histograms, split_sigmas, tie_break_jitter)
+from mechanisms.archetype import (
+    average_trips,
+    count_taxis_by_mode,
+    fit_public_archetypes,
+    modal_values,
+    private_histograms,
+    split_sigmas,
+    taxi_trip_counts,
+    tie_break_jitter,
+)
 from tests.seeding import seeded
 
 
@@ -48,7 +64,7 @@ def test_output_is_schema_valid(taxi, eps):
     assert 0.7 * n_taxis < out["taxi_id"].nunique() < 1.3 * n_taxis
 
 
-@pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp", "zcdp_bs"])
 @pytest.mark.parametrize("eps", [1.0, 10.0])
 def test_ledger_two_gaussian_charges_compose_to_the_budget(taxi, eps, accountant):
     _, ledger = run(taxi, eps, accountant, k=4)
@@ -155,12 +171,110 @@ def test_output_depends_on_private_data_only_through_the_histograms(taxi):
 def test_row_cap_and_trip_count_modes(taxi):
     out, _ = run(taxi, 10.0, max_rows=5000)
     assert 0 < len(out) <= 5000
-    # mean: every taxi of an archetype gets its archetype's mean (+-1): few distinct counts
-    mean_out, _ = run(taxi, 10.0, trips_per_taxi="mean", k=5)
-    assert taxi.schema.problems(mean_out) == []
-    assert mean_out.groupby("taxi_id").size().nunique() <= 2 * 5
+    out, _ = run(taxi, 10.0, max_rows=5000, cap_shrinks="trips")
+    assert 0 < len(out) <= 5000
+    # average (the default): every taxi of an archetype gets the same count, so at most k
+    # distinct counts (the cap does not bind at 20k trips)
+    average_out, _ = run(taxi, 10.0, k=5)
+    assert taxi.schema.problems(average_out) == []
+    assert average_out.groupby("taxi_id").size().nunique() <= 5
     public_out, _ = run(taxi, 10.0, trips_per_taxi="public", k=5)
     assert public_out.groupby("taxi_id").size().nunique() > 2 * 5
+
+
+@pytest.fixture(scope="module")
+def model(taxi):
+    return fit_public_archetypes(taxi.public, "taxi_id", taxi.schema, 6,
+                                 np.random.default_rng(2))
+
+
+def test_every_taxi_of_an_archetype_gets_its_public_average(taxi, model):
+    """The write-up (001 line 337): "we calculate the average number of trips per taxi in each
+    archetype from the public data and assign this many trips to each taxi_id"."""
+    public_counts = taxi.public.groupby("taxi_id").size()
+    for a in range(model.k):
+        if model.taxis[a]:  # the average recomputed from the public taxis of the archetype
+            assert model.trips_per_taxi[a].sum() / model.taxis[a] == pytest.approx(
+                model.mean_trips[a], rel=1e-12)
+            assert set(model.trips_per_taxi[a]) <= set(public_counts)
+    average = average_trips(model)
+    assert (average == np.maximum(np.floor(model.mean_trips + 0.5), 1)).all()
+    taxis = np.array([3, 0, 7, 1, 2, 5])
+    arch, trips = taxi_trip_counts(model, taxis, None, "average", np.random.default_rng(0))
+    assert np.bincount(arch, minlength=6).tolist() == taxis.tolist()
+    assert (trips == average[arch]).all()
+
+
+@pytest.mark.parametrize("mode", ["average", "public"])
+def test_the_cap_shrinks_taxis_or_trips(model, mode):
+    taxis = np.array([40, 0, 70, 10, 20, 50])
+    rng = np.random.default_rng(1)
+    _, full = taxi_trip_counts(model, taxis, None, mode, np.random.default_rng(1))
+    cap = int(full.sum()) // 3
+    # taxis (the write-up's reading): each archetype keeps floor(taxis * cap / total) taxis
+    # (public draws: then taxis dropped while over the cap), each keeping a count it would
+    # have had without the cap
+    arch, trips = taxi_trip_counts(model, taxis, cap, mode, rng, "taxis")
+    assert 0 < trips.sum() <= cap
+    kept = np.bincount(arch, minlength=6)
+    if mode == "average":
+        assert kept.tolist() == np.floor(taxis * cap / full.sum()).astype(int).tolist()
+        assert (trips == average_trips(model)[arch]).all()
+    else:
+        assert (kept <= np.floor(taxis * cap / full.sum())).all()
+        for a in range(6):
+            assert set(trips[arch == a]) <= set(model.trips_per_taxi[a])
+    # trips: every taxi kept (unless rounded to 0), every count scaled by cap / total
+    arch, trips = taxi_trip_counts(model, taxis, cap, mode, np.random.default_rng(1), "trips")
+    assert 0 < trips.sum() <= cap and len(trips) <= taxis.sum()
+    if mode == "average":
+        scaled = average_trips(model)[arch] * cap / full.sum()
+        assert (np.abs(trips - scaled) < 1).all()
+    with pytest.raises(ConfigError, match="cap_shrinks"):
+        taxi_trip_counts(model, taxis, cap, mode, rng, "both")
+    with pytest.raises(ConfigError, match="trips_per_taxi"):
+        taxi_trip_counts(model, taxis, cap, "mean", rng)
+
+
+def printed_table(doc: str, header_start: str) -> list[list[str]]:
+    """The rows of the reStructuredText simple table whose header row starts with
+    ``header_start``, cells split on two or more spaces."""
+    lines = doc.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if line.startswith("="):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def test_docstring_sigma_table_is_what_the_code_computes():
+    """Every figure of the module docstring's sigma table recomputed, to its printed digits:
+    the ranked split under gdp, zcdp (CKS) and zcdp_bs (Bun-Steinke); the write-up's eps/delta
+    split with the analytic Gaussian (and the gdp epsilon of the pair); its classic Gaussian
+    with epsilon clamped below 1 (001 line 182)."""
+    import mechanisms.archetype as module
+
+    def classic(eps, delta):
+        return math.sqrt(2 * math.log(1.25 / delta)) / min(eps, 0.999999999)
+
+    rows = printed_table(module.__doc__, "epsilon    gdp")
+    assert [r[0] for r in rows] == ["1", "10"]
+    for eps_text, *cells in rows:
+        eps = float(eps_text)
+        budget = Budget(eps, DELTA)
+        expected = [*split_sigmas(budget, "gdp", 0.1), *split_sigmas(budget, "zcdp", 0.1),
+                    *split_sigmas(budget, "zcdp_bs", 0.1)]
+        sa = analytic_gaussian_sigma(0.1 * eps, 0.1 * DELTA, 1.0)
+        sc = analytic_gaussian_sigma(0.9 * eps, 0.9 * DELTA, 1.0)
+        expected += [sa, sc, gdp_epsilon(math.sqrt(sa**-2 + sc**-2), DELTA),
+                     classic(0.1 * eps, 0.1 * DELTA), classic(0.9 * eps, 0.9 * DELTA)]
+        printed = re.findall(r"\d+\.\d+", " ".join(cells))
+        assert len(printed) == len(expected) == 11
+        for text, value in zip(printed, expected):
+            digits = len(text.split(".")[1])
+            assert f"{value:.{digits}f}" == text, (eps, text, value)
 
 
 def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
@@ -168,9 +282,12 @@ def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
     assert conf.pop("name") == "archetype"
     mech = make_mechanism("archetype", conf)
     assert (mech.k, mech.split, mech.max_rows) == (10, 0.1, 2_000_000)
+    assert (mech.trips_per_taxi, mech.cap_shrinks) == ("average", "taxis")  # the write-up
     for bad, match in (({"k": 0}, "k"), ({"split": 1.0}, "split"),
                        ({"gmm_covariance": "x"}, "covariance"),
-                       ({"trips_per_taxi": "x"}, "trips_per_taxi")):
+                       ({"trips_per_taxi": "x"}, "trips_per_taxi"),
+                       ({"trips_per_taxi": "mean"}, "trips_per_taxi"),
+                       ({"cap_shrinks": "x"}, "cap_shrinks")):
         with pytest.raises(ConfigError, match=match):
             run(taxi, 1.0, **bad)
     with pytest.raises(ConfigError, match="delta"):
@@ -179,6 +296,22 @@ def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
     no_public = Dataset(taxi.name, taxi.schema, taxi.private, None, "user", "taxi_id")
     with pytest.raises(ConfigError, match="public"):
         run(no_public, 1.0)
+
+
+def test_public_trips_preset_changes_only_the_trip_counts():
+    """``mechanism=archetype_public_trips`` is archetype's shipped settings with
+    ``trips_per_taxi=public`` (its board label: ``archetype[public_trips]``)."""
+    from hydra import compose, initialize_config_dir
+
+    import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
+    from mechanisms import hyperparameter_label, mechanism_conf
+
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
+        params = dict(compose("config", overrides=["mechanism=archetype_public_trips"]).mechanism)
+    assert params.pop("name") == "archetype"
+    assert params == {**mechanism_conf("archetype"), "trips_per_taxi": "public"}
+    assert mechanism_conf("archetype")["trips_per_taxi"] == "average"
+    assert hyperparameter_label("archetype", params, "public_trips") == "[public_trips]"
 
 
 def test_one_run_through_the_runner(tracking_uri):

@@ -22,7 +22,7 @@ the budget on the chosen setting. The privacy argument:
    scale ``2 Delta_u / eps_sel``), ``eps_sel = tuning.select_share x epsilon``;
 5. the chosen setting runs on the private data with what is left: under ``gdp``
    ``(epsilon - eps_sel, delta)`` (pure charges add to the Gaussian part's epsilon); under
-   ``zcdp`` the smaller of that and the budget whose rho plus ``eps_sel^2 / 8`` fits
+   ``zcdp`` (``zcdp_bs``) the smaller of that and the budget whose rho plus ``eps_sel^2 / 8`` fits
    ``rho(epsilon, delta)``. By composition the whole run is ``(epsilon, delta)``-DP, and
    the ledger checks it. The utilities themselves are never logged (they are functions of
    the private data); the public-view scores of the candidates are.
@@ -40,10 +40,11 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import (
     CALIBRATION_HEADROOM,
+    ZCDP_ACCOUNTANTS,
     Budget,
     Ledger,
-    zcdp_epsilon,
-    zcdp_rho,
+    accountant_epsilon,
+    accountant_rho,
 )
 from harness.privacy.release import NumpySampler, Releaser
 from harness.run.settings import Tuning
@@ -61,10 +62,10 @@ def remaining_budget(total: Budget, eps_select: float, accountant: str) -> Budge
     such that the ledger's composition of both is at most ``total``."""
     # a hair below what basic composition leaves, so float rounding never tips the ledger over
     left = (total.epsilon - eps_select) * (1 - CALIBRATION_HEADROOM)
-    if accountant == "zcdp" and total.delta > 0:
-        rho_left = zcdp_rho(total.epsilon, total.delta) - eps_select**2 / 8.0
+    if accountant in ZCDP_ACCOUNTANTS and total.delta > 0:  # zcdp, zcdp_bs
+        rho_left = accountant_rho(total.epsilon, total.delta, accountant) - eps_select**2 / 8.0  # type: ignore[arg-type]
         if rho_left > 0:
-            left = min(left, zcdp_epsilon(rho_left, total.delta))
+            left = min(left, accountant_epsilon(rho_left, total.delta, accountant))  # type: ignore[arg-type]
     if left <= 0:
         raise ConfigError(f"tuning.select_share leaves no budget (epsilon {total.epsilon:g})",
                           "lower tuning.select_share")
