@@ -399,6 +399,9 @@ def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: st
         tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
     elif mechanism.reference == "floor" and private_output_reason(mechanism, data):
         tags["non_private_note"] = "row count read from the private data (no public part)"
+    claim = getattr(mechanism, "declared_claim", None)  # contestants: what the row claims
+    if claim is not None:
+        tags.update(claim.tags())  # on failed runs too, not only with the output's tags
     tags.update(schema_tags(data.schema_source))
     quality = schema_quality(data.schema_source, data.load_report)
     if quality:
