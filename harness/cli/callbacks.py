@@ -1,7 +1,11 @@
 """The Hydra callback that opens and closes a sweep (in the launching process, not in the
 workers): ``on_multirun_start`` is :func:`harness.sweep.session.open_sweep` (checks, plan,
-parent runs, stop handlers, progress), ``on_multirun_end`` is
-:func:`harness.sweep.session.close_sweep` (summary, final tuning stage, leaderboard).
+parent runs, stop handlers, progress), ``on_multirun_end`` ends
+the progress display and is :func:`harness.sweep.session.close_sweep` (summary, final tuning
+stage, leaderboard); when the reader of the output has gone (a pipe into ``head``), what
+would be printed is dropped (the board is still written and attached to the parent run), and
+a broken pipe found only while printing ends the sweep with exit 1, no traceback, its runs
+closed.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from harness.errors import DPArenaError
+from harness.sweep.lines import silence_gone_streams
 
 
 class SweepSummary(Callback):
@@ -42,4 +47,11 @@ class SweepSummary(Callback):
 
         if self.monitor is not None:
             self.monitor.stop()
-        close_sweep(config)
+            gone = self.monitor.console.gone_fds()
+            if gone:  # the summary and the board go to their files and the parent run only
+                silence_gone_streams(gone)
+        try:
+            close_sweep(config)  # ends the parent runs whatever happens
+        except BrokenPipeError:  # the reader of our output has gone (`dp-arena ... | head`)
+            silence_gone_streams()
+            raise SystemExit(1) from None

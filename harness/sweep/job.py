@@ -3,14 +3,19 @@
 - :func:`run_hydra_job`: the Hydra task (:mod:`harness.cli.main`): reads the job's verdict
   from the sweep's plan (an ``n/a`` or duplicate job returns at once), writes ``started.json``,
   runs the job (:func:`execute_job`), writes ``outcome.json`` (:mod:`harness.sweep.records`)
-  and prints one line (:func:`report_job`). A tuning search job returns the objective Optuna
-  maximizes (``-inf`` for a failed run, so a failure never aborts the study).
+  and prints one line (:func:`report_job`), unless the launching process's progress monitor
+  prints it (a local joblib sweep: :func:`harness.sweep.progress.monitor_prints_lines`, so one
+  process writes to the terminal). Then a job in a worker process sends its console output
+  (warnings, a ``DP_ARENA_DEBUG`` traceback) to ``console.log`` in its folder, named in its
+  line if it failed. A tuning search job returns the objective Optuna maximizes (``-inf`` for
+  a failed run, so a failure never aborts the study).
 - :func:`execute_job`: the job's config (Hydra's typed config converted once, plus what the
   sweep adds: :class:`JobContext`) through :func:`harness.run.runner.run_one`, as an
   :class:`~harness.sweep.records.Outcome`; a failure is an outcome too (the run it started, if
   any, is named: the runner says which run it created before computing).
 - :func:`report_job`: ``[k/N] done   mst eps=1 trial=2  challenge/overall=...  (11.2s)  ETA``,
-  ``skip`` for a run whose content key already finished, ``FAILED`` with the reason.
+  ``skip`` for a run whose content key already finished, ``FAILED`` with the reason (the text:
+  :func:`harness.sweep.lines.job_line`; a write to a closed pipe is not an error).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,11 +35,29 @@ from harness.errors import DPArenaError
 from harness.redact import scrubbed_reason
 from harness.run.config import RunConfig, parse_run_config, preset_of
 from harness.run.runner import RunStarted, run_one
-from harness.sweep.progress import progress_text
-from harness.sweep.records import Outcome, Started, read_plan, write_outcome, write_started
+from harness.sweep.lines import (  # noqa: F401 - API
+    RANKING_PREFERENCE,
+    headline,
+    indent,
+    job_line,
+    say,
+    seconds_text,
+)
+from harness.sweep.progress import (
+    in_launching_process,
+    monitor_prints_lines,
+    progress_text,
+)
+from harness.sweep.records import (
+    Outcome,
+    Started,
+    read_plan,
+    write_outcome,
+    write_started,
+)
 
-#: The scores a line and a tuning objective prefer, in order.
-RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
+#: A job's console output, in its folder, when the launching process prints its line.
+CONSOLE_LOG = "console.log"
 
 
 @dataclass(frozen=True)
@@ -86,23 +110,53 @@ def run_hydra_job(cfg: Any, hc: Any) -> Outcome | float:
     began = time.time()
     if multirun:  # the progress display counts this run as in flight
         write_started(out, Started(num, began, entry.label if entry else ""))
+    monitor = multirun and monitor_prints_lines(
+        str(OmegaConf.select(hc, "launcher._target_") or ""), plan)
+    console = out / CONSOLE_LOG if monitor and not in_launching_process() else None
     try:
-        outcome = execute_job(cfg, context, swept_keys(list(hc.overrides.task)), multirun)
+        with output_to(console) if console else nullcontext():
+            outcome = execute_job(cfg, context, swept_keys(list(hc.overrides.task)), multirun)
         outcome = outcome.with_(index=num, wall_seconds=time.time() - began)
     except (SystemExit, KeyboardInterrupt):
         if not multirun:
             raise
         # the sweep is stopping (its run is marked KILLED): this worker takes no further job
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            say("", stream, end="")  # flush; a closed pipe must not stop the exit
         os._exit(143)
+    if console and outcome.failed and console.is_file() and console.stat().st_size:
+        outcome = outcome.with_(hint=" ".join(filter(None, [
+            outcome.hint, f"(the run's console output: {console})"])))
     write_outcome(out, outcome)
-    report_job(outcome, progress_text(hc.sweep.dir, plan) if multirun else ("", ""), multirun)
+    if not monitor:
+        report_job(outcome, progress_text(hc.sweep.dir, plan) if multirun else ("", ""),
+                   multirun)
     if not multirun and outcome.failed:
         sys.exit(2)
     if search:  # a failed trial is the worst possible value: the study goes on without it
         return outcome.objective if outcome.objective is not None else -math.inf
     return outcome
+
+
+@contextmanager
+def output_to(path: Path) -> Iterator[None]:
+    """This process's stdout and stderr (file descriptors 1 and 2, so the run's child process
+    too) appended to ``path`` while the block runs."""
+    for stream in (sys.stdout, sys.stderr):
+        say("", stream, end="")
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "ab") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                say("", stream, end="")
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def swept_keys(overrides: list[str]) -> list[str]:
@@ -182,37 +236,7 @@ def objective_value(scores: Mapping[str, float], rc: RunConfig) -> float | None:
 
 def report_job(outcome: Outcome, progress: tuple[str, str] = ("", ""),
                multirun: bool = True) -> None:
-    """One line per finished job (``done``, ``skip``, ``FAILED`` with the reason), with the
-    sweep's progress (``[k/N]`` ... ``ETA``) when known. In a sweep, a refusal before the run
-    started is explained once, by the sweep summary."""
-    label, status = outcome.label, outcome.status
-    lead = f"{progress[0]} " if progress[0] else ""
-    eta = f"  {progress[1]}" if progress[1] else ""
-    if status == "SKIPPED":
-        print(f"{lead}skip   {label}  already finished (run {(outcome.run_id or '')[:8]}): "
-              f"{headline(outcome.scores)}{eta}", flush=True)
-    elif status != "FAILED":
-        redo = f"  (redone: {outcome.redone})" if outcome.redone else ""
-        print(f"{lead}done   {label}  {headline(outcome.scores)}  "
-              f"({seconds_text(outcome.seconds)}){redo}{eta}", flush=True)
-    elif outcome.run_id or not multirun or not outcome.user_error:
-        hint = f"\n  {outcome.hint}" if outcome.hint else ""
-        print(f"{lead}FAILED {label}\n{indent(outcome.message)}{hint}", file=sys.stderr,
-              flush=True)
-    else:
-        print(f"{lead}FAILED {label}  (refused before the run started; reason in the summary)",
-              file=sys.stderr, flush=True)
-
-
-def seconds_text(seconds: float) -> str:
-    return f"{seconds:.1f}s" if seconds >= 0.1 else "<0.1s"
-
-
-def headline(scores: Mapping[str, float]) -> str:
-    keys = [k for k in RANKING_PREFERENCE if k in scores]
-    return "  ".join(f"{k}={scores[k]:.1f}" for k in keys)
-
-
-def indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
-
+    """Print one finished job's line (:func:`harness.sweep.lines.job_line`): ``done`` and
+    ``skip`` on stdout, ``FAILED`` on stderr; a stream whose reader has gone is skipped."""
+    text, to_stderr = job_line(outcome, progress, multirun)
+    say(text, sys.stderr if to_stderr else sys.stdout)

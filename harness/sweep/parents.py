@@ -4,23 +4,35 @@
   tagged ``kind=sweep``, holding the sweep's command line (without credentials); every job's
   run is its child (``mlflow.parentRunId``). :func:`end_parent_runs` attaches the board and
   the summary and ends them.
-- **Stop** (:func:`install_stop_handlers`): SIGTERM or SIGINT to the sweep stops every worker
+- **Stop** (:func:`install_stop_handlers`): SIGTERM or SIGINT to the sweep ends the progress
+  display (its line ended, so the stop message starts a line of its own), stops every worker
   process (SIGTERM, then SIGKILL after a grace period), marks the runs this sweep left RUNNING
-  as KILLED with the reason, ends the parent runs KILLED, prints what finished and exits 143 /
-  130. A resumed sweep redoes the stopped runs and says so.
+  as KILLED with the reason, ends the parent runs KILLED, prints ``dp-arena: stopped. ...``
+  and exits 143 / 130. A resumed sweep redoes the stopped runs and says so. Every console
+  write on the way is guarded (:func:`harness.sweep.lines.say`): when stdout/stderr is a pipe
+  whose reader has gone (``dp-arena ... 2>&1 | head -1``, a ``tee`` killed by the same
+  Ctrl-C), the write is skipped and the clean-up goes on. SIGPIPE stays ignored (Python's
+  default, made sure of here): a write to a closed pipe raises ``BrokenPipeError``, which
+  the guard catches, rather than killing the process before its runs are closed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.redact import command_without_credentials
-from harness.report.tracking import client_for, ensure_experiment, mark_killed, source_tags
+from harness.report.tracking import (
+    client_for,
+    ensure_experiment,
+    mark_killed,
+    source_tags,
+)
+from harness.sweep.lines import say
 from harness.sweep.records import SweepPlan, read_outcomes
 
 STOP_GRACE_S = 5.0
@@ -58,28 +70,34 @@ def end_parent_runs(plan: SweepPlan, status: str, files: Sequence[Path] = (),
                 client.log_text(run_id, summary, "summary.txt")
             client.set_terminated(run_id, status)
         except Exception as exc:  # noqa: BLE001 - the child runs hold the results
-            print(f"warning: could not finish the sweep's parent run: {exc}", file=sys.stderr)
+            say(f"warning: could not finish the sweep's parent run: {exc}")
 
 
 # ----- stopping -------------------------------------------------------------------------------
-def install_stop_handlers(sweep_dir: Path, plan: SweepPlan) -> None:
-    """SIGTERM / SIGINT stop the whole sweep (see the module docstring)."""
+def install_stop_handlers(sweep_dir: Path, plan: SweepPlan,
+                          quiet: Callable[[], None] | None = None) -> None:
+    """SIGTERM / SIGINT stop the whole sweep (see the module docstring); ``quiet`` ends the
+    progress display first."""
 
-    def stop(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler signature
+    def stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         name = signal.Signals(signum).name
-        print(f"\ndp-arena: {name} received, stopping every worker ...", file=sys.stderr,
-              flush=True)
+        if quiet is not None:
+            with contextlib.suppress(Exception):  # stopping must finish
+                quiet()
+        say(f"dp-arena: {name} received, stopping every worker ...")
         stop_descendants(STOP_GRACE_S)
         killed = mark_stopped_runs(plan, str(sweep_dir), f"sweep stopped by {name}")
         end_parent_runs(plan, "KILLED", summary=f"stopped by {name}")
         finished = sum(outcome.ran for _, outcome in read_outcomes(sweep_dir))
-        print(f"dp-arena: stopped. {finished} of {plan.total or '?'} runs had finished; "
-              f"{killed} in flight marked KILLED. Run the same command again to resume "
-              f"(finished runs are skipped, stopped ones redone).", file=sys.stderr, flush=True)
+        say(f"dp-arena: stopped. {finished} of {plan.total or '?'} runs had finished; "
+            f"{killed} in flight marked KILLED. Run the same command again to resume "
+            f"(finished runs are skipped, stopped ones redone).")
         os._exit(128 + signum)
 
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
 
@@ -123,5 +141,5 @@ def mark_stopped_runs(plan: SweepPlan, sweep: str, reason: str) -> int:
                                     max_results=10000) if ids else []
         return sum(1 for r in killed if r.data.tags.get("kind", "run") == "run")
     except Exception as exc:  # noqa: BLE001 - stopping must finish
-        print(f"warning: could not mark stopped runs: {exc}", file=sys.stderr)
+        say(f"warning: could not mark stopped runs: {exc}")
         return 0

@@ -1,33 +1,57 @@
 """A sweep's progress: runs done / in flight / failed and an ETA weighted by each run's
 expected cost, read from the sweep folder (so it works with every launcher that shares it:
-joblib, SLURM, Ray).
+joblib, SLURM, Ray), shown by one writer in the launching process.
 
 - Each job writes ``started.json`` into its output folder when it starts and ``outcome.json``
   when it ends (:mod:`harness.sweep.job`; the records are :mod:`harness.sweep.records`);
   :func:`sweep_state` reads both against the plan, :func:`progress_text` is a job's
   ``[k/N]`` and ETA.
-- :func:`eta_seconds`: remaining work / workers. A pending run costs the mean wall time of the
-  finished runs of its group (mechanism, settings and epsilon: the run's label without its
-  trial; adaptive_grid's epsilon-10 runs take five times its epsilon-1 runs); a group with none
-  finished costs the longest finished run of its mechanism (another epsilon or setting) or its
-  unseen cost below, whichever is larger (the quickstart's adaptive_grid runs at epsilon 10,
-  priced at its epsilon-1 runs, showed 0.43 of the time left); a mechanism with none finished
-  yet costs its shipped relative
-  cost (:data:`RELATIVE_COST`, a rough prior from measured default sweeps) times the sweep's
-  own seconds-per-unit, calibrated on the mechanisms that did finish (the largest ratio, so the
-  ETA errs long rather than short; before any finished, the elapsed time of the runs in
-  flight), times :data:`UNSEEN_MARGIN`. A run in flight costs what is left of its estimate,
-  and at least a quarter of its estimate (or of what it has run). The mean over finished runs,
-  which the fast mechanisms dominate because they finish first, is never used.
-- :class:`ProgressMonitor`: a thread in the launching process. On a terminal, a ``tqdm`` bar
-  (done / in flight / failed / ETA) on stderr; otherwise a plain line whenever something
-  changed and at most every :data:`HEARTBEAT_S` seconds while runs are in flight (so slow runs
-  never leave the console silent, and SLURM/Ray sweeps, whose workers print elsewhere, show
-  progress).
+- :func:`eta_seconds`, how it estimates: the remaining work over the workers (and at least
+  the longest remaining run). Runs are grouped by their label without the trial (mechanism,
+  settings, epsilon). A pending run costs
+  1. the mean wall time of its group's finished runs; else
+  2. the mean of its mechanism's finished runs (any group), each scaled to the run's epsilon
+     by :data:`EPSILON_EXPONENT` (adaptive_grid's epsilon-10 runs take about 2.9 times its
+     epsilon-1 runs; other mechanisms do not depend on epsilon): once a mechanism has one
+     finished run, its own measurement prices it, not the prior; else
+  3. for a mechanism with no finished run yet, :data:`UNSEEN_MARGIN` times a cost model of
+     this sweep (:func:`cost_model`) applied to its shipped relative cost
+     (:data:`RELATIVE_COST`, a rough prior from measured default sweeps): a per-run overhead
+     (worker start, scoring, logging: the intercept of the finished mechanisms' mean wall
+     time against their prior cost, once two mechanisms of different cost have finished)
+     plus the prior cost times the largest seconds per unit above that overhead, so the ETA
+     of an unseen mechanism errs long rather than short. Before any run finished, the elapsed
+     time of the runs in flight per unit of their prior.
+  A run in flight costs what is left of its estimate, and at least a quarter of its estimate
+  (or of what it has run). The mean over all finished runs, which the fast mechanisms
+  dominate because they finish first, is never used. The earlier rule priced a group with no
+  finished run at no less than 1.5 x its prior x the largest seconds per unit, its mechanism
+  seen or not, with no overhead term: with a few seconds of overhead a run (the held-out
+  scores), it showed 3-5 times the time left in the first half of the default competition and
+  up to 4 times after every slow mechanism had run; now within about 1.7 times once every slow
+  mechanism has a finished run (tests/test_progress.py, a simulated default competition).
+- :class:`Console`: the one writer for the terminal (stdout if it is one, else stderr if it is
+  one). The progress line (:func:`status_text`, within the terminal's width) is drawn with
+  ``\\r`` and ``ESC [ K``; a line for a terminal stream clears it, is written, and the
+  progress line is redrawn below, under one lock, so the screen holds one progress line plus
+  one line per finished run, never stale bars or fragments. A line for a stream that is not a
+  terminal is a plain line (no carriage returns). Every write is guarded
+  (:func:`harness.sweep.lines.say`): a stream whose reader has gone is dropped, never fatal.
+- :class:`ProgressMonitor`: a thread in the launching process. In a local (joblib) sweep it
+  prints each finished run's ``[k/N]`` line itself, read from the outcome files
+  (:func:`monitor_prints_lines`; the workers print nothing to the terminal), so one process
+  writes to the terminal. On a terminal it draws the progress line (done / in flight / failed
+  / ETA); otherwise a plain ``progress`` line whenever something changed (SLURM, Ray:
+  ``echo_changes``) and at most every :data:`HEARTBEAT_S` seconds while runs are in flight
+  (so slow runs never leave the console silent). :meth:`ProgressMonitor.stop` prints the
+  lines of the runs that ended since its last look and ends the progress line;
+  :meth:`ProgressMonitor.halt` (the stop signal's handler) ends it at once, so the stop
+  message that follows is whole.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import sys
@@ -38,19 +62,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.sweep.lines import is_terminal, job_line, say
 from harness.sweep.records import SweepPlan, read_outcomes, read_started
 
 #: Seconds between plain progress lines while nothing finishes.
 HEARTBEAT_S = 30.0
-#: Relative cost of a run per mechanism (1 = independent), a prior for mechanisms with no
-#: finished run yet in this sweep: the mean wall time of a run (worker start, fit, scoring,
-#: logging) over independent's, measured on the default sweep of 2026-11-26 (taxi_sim 50k, 2
-#: cores, after mst, aim and adaptive_grid moved to NumPy estimation): archetype 3.0,
-#: prefix_tree 1.8, mst 1.5, aim 1.6, adaptive_grid 4.5 at epsilon 1 and 13 at epsilon 10
-#: (the larger is used); rdt from an earlier sweep. Only the ETA uses it.
+#: Relative cost of a run per mechanism (1 = independent) at epsilon 1, a prior for mechanisms
+#: with no finished run yet in this sweep: the mean wall time of a run (worker start, fit,
+#: scoring, logging) over independent's, measured on the default sweep of 2026-11-26 (taxi_sim
+#: 50k, 2 cores, after mst, aim and adaptive_grid moved to NumPy estimation): archetype 3.0,
+#: prefix_tree 1.8, mst 1.5, aim 1.6, adaptive_grid 4.5 at epsilon 1 (13 at epsilon 10:
+#: :data:`EPSILON_EXPONENT`); rdt from an earlier sweep. Only the ETA uses it.
 RELATIVE_COST = {"independent": 1.0, "uniform": 1.0, "public_only": 1.0, "resample": 1.0,
-                 "archetype": 3.0, "prefix_tree": 2.0, "rdt": 8.0, "adaptive_grid": 13.0,
+                 "archetype": 3.0, "prefix_tree": 2.0, "rdt": 8.0, "adaptive_grid": 4.5,
                  "mst": 2.0, "aim": 2.0}
+#: A mechanism whose cost grows with epsilon: cost ~ epsilon ** exponent (adaptive_grid: 4.5
+#: at epsilon 1, 13 at epsilon 10, so log10(13 / 4.5) = 0.46); the others' cost does not
+#: depend on epsilon.
+EPSILON_EXPONENT = {"adaptive_grid": 0.46}
 #: Relative cost of a mechanism the table does not name.
 DEFAULT_COST = 20.0
 #: A run in flight has at least this share of its expected (or elapsed) time left: runs of
@@ -83,41 +112,89 @@ def run_group(label: str) -> str:
     return re.sub(r"\s*\btrial=\S+", "", label).strip()
 
 
-def prior_cost(mechanism: str, prior: Mapping[str, float] = RELATIVE_COST) -> float:
-    return float(prior.get(mechanism, DEFAULT_COST))
+def run_epsilon(label: str) -> float | None:
+    """The epsilon a run label names (``mst eps=10 trial=2`` -> 10.0), else ``None``."""
+    found = re.search(r"\beps=([0-9.eE+-]+)", label)
+    try:
+        return float(found.group(1)) if found else None
+    except ValueError:
+        return None
 
 
-def seconds_per_unit(runs: list[RunState], prior: Mapping[str, float]) -> float | None:
-    """Seconds per unit of prior cost: the largest over finished mechanisms of their mean wall
-    time / prior cost; else from the runs in flight (a lower bound); else unknown."""
-    finished: dict[str, list[float]] = {}
+def epsilon_factor(mechanism: str, source: float | None, target: float | None) -> float:
+    """How much longer a run of ``mechanism`` takes at epsilon ``target`` than at ``source``
+    (:data:`EPSILON_EXPONENT`; 1 when either is unknown)."""
+    exponent = EPSILON_EXPONENT.get(mechanism, 0.0)
+    if not exponent or not source or not target or source <= 0 or target <= 0:
+        return 1.0
+    return (target / source) ** exponent
+
+
+def prior_cost(mechanism: str, prior: Mapping[str, float] = RELATIVE_COST,
+               epsilon: float | None = None) -> float:
+    """A run's relative cost by the prior, at ``epsilon`` (epsilon 1 when unknown)."""
+    return float(prior.get(mechanism, DEFAULT_COST)) * epsilon_factor(mechanism, 1.0, epsilon)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """A run's wall time by the prior: ``overhead + units * per_unit`` seconds."""
+
+    overhead: float
+    per_unit: float
+
+    def seconds(self, units: float) -> float:
+        return self.overhead + units * self.per_unit
+
+
+def cost_model(runs: list[RunState], prior: Mapping[str, float]) -> CostModel | None:
+    """The sweep's own seconds per unit of prior cost, from its finished mechanisms (each a
+    point: prior cost, mean wall time). The overhead every run pays (worker start, scoring,
+    logging) is the least-squares intercept over two or more mechanisms of different prior
+    cost, clamped to [0, the cheapest mechanism's mean]; the seconds per unit above it is the
+    largest over the mechanisms (so an unseen mechanism's ETA errs long rather than short).
+    With no finished run: the runs in flight, a lower bound; else unknown."""
+    finished: dict[str, list[tuple[float, float]]] = {}
     for r in runs:
         if r.status in ("done", "failed"):
-            finished.setdefault(r.mechanism, []).append(r.seconds)
-    if finished:  # the largest ratio: an ETA that errs long rather than short
-        return max(statistics.fmean(v) / prior_cost(m, prior) for m, v in finished.items())
-    running = [r.seconds / prior_cost(r.mechanism, prior) for r in runs if r.status == "running"]
-    return max(running) if running and max(running) > 0 else None
+            finished.setdefault(r.mechanism, []).append(
+                (prior_cost(r.mechanism, prior, run_epsilon(r.label)), r.seconds))
+    if not finished:
+        running = [r.seconds / prior_cost(r.mechanism, prior, run_epsilon(r.label))
+                   for r in runs if r.status == "running"]
+        return CostModel(0.0, max(running)) if running and max(running) > 0 else None
+    points = [(statistics.fmean(u for u, _ in v), statistics.fmean(s for _, s in v))
+              for v in finished.values()]
+    overhead = 0.0
+    if len({u for u, _ in points}) > 1:
+        _, intercept = statistics.linear_regression([u for u, _ in points],
+                                                        [s for _, s in points])
+        overhead = min(max(intercept, 0.0), min(s for _, s in points))
+    per_unit = max(max(s - overhead, 0.0) / u for u, s in points)
+    return CostModel(overhead, per_unit)
 
 
 def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE_COST
                      ) -> dict[str, float] | None:
     """Each group's expected wall time per run (see the module docstring), keyed by
-    :attr:`RunState.key`."""
-    unit = seconds_per_unit(runs, prior)
-    if unit is None:
+    :attr:`RunState.key`: the mean of its finished runs; else the mean of its mechanism's
+    finished runs, each scaled to the group's epsilon (:func:`epsilon_factor`); else the
+    calibrated prior times :data:`UNSEEN_MARGIN`."""
+    model = cost_model(runs, prior)
+    if model is None:
         return None
     finished = [r for r in runs if r.status in ("done", "failed")]
     out: dict[str, float] = {}
     for r in runs:
         if r.key in out:
             continue
+        eps = run_epsilon(r.label)
         same_group = [f.seconds for f in finished if f.key == r.key]
-        same_mechanism = [f.seconds for f in finished if f.mechanism == r.mechanism]
-        unseen = UNSEEN_MARGIN * prior_cost(r.mechanism, prior) * unit
+        same_mechanism = [f.seconds * epsilon_factor(r.mechanism, run_epsilon(f.label), eps)
+                          for f in finished if f.mechanism == r.mechanism]
         out[r.key] = (statistics.fmean(same_group) if same_group
-                      else max(max(same_mechanism), unseen) if same_mechanism
-                      else unseen)
+                      else statistics.fmean(same_mechanism) if same_mechanism
+                      else UNSEEN_MARGIN * model.seconds(prior_cost(r.mechanism, prior, eps)))
     return out
 
 
@@ -141,7 +218,7 @@ def eta_seconds(runs: list[RunState], workers: int,
 
 
 def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
@@ -212,64 +289,181 @@ def progress_line(runs: list[RunState], workers: int) -> str:
             + (f"  ETA {duration(eta)}" if eta is not None and c.done < c.total else ""))
 
 
+# ----- one writer for the terminal -----------------------------------------------------------
+#: The monitor thread's name (a job running in the launching process finds it there).
+MONITOR_THREAD = "dp-arena-progress"
+CLEAR_LINE = "\r\x1b[K"
+
+
+def monitor_prints_lines(launcher: str, plan: SweepPlan | None) -> bool:
+    """Whether the launching process's monitor prints each finished run's line (rather than
+    the job): a local (joblib) sweep of a known size. SLURM and Ray jobs print to their own
+    logs; a search sweep's size is unknown (no monitor)."""
+    return ("joblib" in launcher.lower() and plan is not None and bool(plan.total)
+            and not plan.searched)
+
+
+def in_launching_process() -> bool:
+    """This process runs the sweep's monitor (a job run in-process, joblib with one job)."""
+    return any(t.name == MONITOR_THREAD and t.is_alive() for t in threading.enumerate())
+
+
+def status_text(runs: list[RunState], workers: int, width: int = 80) -> str:
+    """The progress line: ``[#####.....] 12/60 runs, 2 in flight, 1 failed, ETA 3m20s``,
+    within ``width - 1`` columns (a terminal wraps a full-width line)."""
+    c = counts(runs)
+    eta = eta_seconds(runs, workers) if c.done < c.total else None
+    tail = (f" {c.done}/{c.total} runs, {c.running} in flight"
+            + (f", {c.failed} failed" if c.failed else "")
+            + (f", ETA {duration(eta)}" if eta is not None else ""))
+    size = min(30, width - 1 - len(tail) - 2)
+    if size < 5:
+        return tail.strip()[:max(width - 1, 1)]
+    filled = round(size * c.done / c.total) if c.total else 0
+    return f"[{'#' * filled}{'.' * (size - filled)}]{tail}"
+
+
+class Console:
+    """The sweep's one writer for the terminal (module docstring): the terminal is stdout if
+    it is one, else stderr if it is one, else there is none. A line for a stream that is a
+    terminal clears the progress line, is written on the terminal and the progress line is
+    redrawn below it, all under one lock; a line for a stream that is not a terminal is
+    written there as a plain line. A stream whose reader has gone is no longer written to."""
+
+    def __init__(self, out: Any = None, err: Any = None):
+        self.out = sys.stdout if out is None else out
+        self.err = sys.stderr if err is None else err
+        self.terminal = (self.out if is_terminal(self.out)
+                         else self.err if is_terminal(self.err) else None)
+        self._lock = threading.RLock()
+        self._status = ""
+        self._gone: set[int] = set()
+
+    def width(self) -> int:
+        try:
+            return os.get_terminal_size(self.terminal.fileno()).columns or 80
+        except (AttributeError, OSError, ValueError):
+            return 80
+
+    def line(self, text: str, error: bool = False) -> None:
+        """One line (or several) for stdout, or stderr when ``error``."""
+        stream = self.err if error else self.out
+        with self._lock:
+            if self.terminal is not None and is_terminal(stream):
+                self._write(self.terminal, (CLEAR_LINE if self._status else "") + text + "\n"
+                            + self._status)
+            else:
+                self._write(stream, text + "\n")
+
+    def status(self, text: str) -> None:
+        """Show ``text`` as the progress line (on a terminal only)."""
+        if self.terminal is None:
+            return
+        with self._lock:
+            if text != self._status:
+                self._status = text
+                self._write(self.terminal, "\r" + text + "\x1b[K")
+
+    def close(self) -> None:
+        """Leave the progress line as it stands, ended, so what follows starts a line."""
+        with self._lock:
+            if self._status and self.terminal is not None:
+                self._write(self.terminal, "\r" + self._status + "\x1b[K\n")
+            self._status = ""
+
+    def gone_fds(self) -> list[int]:
+        """The file descriptors of the streams whose reader has gone."""
+        fds = []
+        for stream in {id(s): s for s in (self.out, self.err)}.values():
+            if id(stream) in self._gone:
+                try:
+                    fds.append(stream.fileno())
+                except (AttributeError, OSError, ValueError):
+                    pass
+        return fds
+
+    def _write(self, stream: Any, text: str) -> None:
+        if id(stream) not in self._gone and not say(text, stream, end=""):
+            self._gone.add(id(stream))
+
+
 # ----- the monitor ----------------------------------------------------------------------------
 class ProgressMonitor:
     """Shows a sweep's progress from the launching process (see the module docstring)."""
 
     def __init__(self, sweep_dir: Path, plan: SweepPlan, workers: int,
                  stream: Any = None, poll_s: float = 1.0, heartbeat_s: float = HEARTBEAT_S,
-                 echo_changes: bool = False):
-        """``echo_changes``: a plain line for every finished run too (launchers whose workers
-        print elsewhere: SLURM, Ray); otherwise only the heartbeat while runs are in flight."""
+                 echo_changes: bool = False, print_lines: bool = False,
+                 console: Console | None = None):
+        """``stream``: where plain progress lines go (default stderr); ``echo_changes``: a
+        plain line for every change too (launchers whose workers print elsewhere: SLURM,
+        Ray), otherwise only the heartbeat while runs are in flight; ``print_lines``: this
+        monitor prints each finished run's line (:func:`monitor_prints_lines`)."""
         self.sweep_dir, self.plan, self.workers = sweep_dir, plan, max(workers, 1)
-        self.echo_changes = echo_changes
-        self.stream = stream or sys.stderr
+        self.echo_changes, self.print_lines = echo_changes, print_lines
+        self.console = console or Console(err=stream)
         self.poll_s, self.heartbeat_s = poll_s, heartbeat_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="dp-arena-progress", daemon=True)
-        self._bar = None
+        self._thread = threading.Thread(target=self._loop, name=MONITOR_THREAD, daemon=True)
+        self._reported: set[str] = set()
+        self._last_key: tuple[int, int, int] | None = None
+        self._last_time = 0.0
 
-    def start(self) -> "ProgressMonitor":
+    def start(self) -> ProgressMonitor:
         if self.plan.total:
             self._thread.start()
         return self
 
     def stop(self) -> None:
+        """The sweep ended: the lines of the runs that ended since the last look, then the
+        progress line as it ends, ended."""
+        started = self._thread.is_alive()
+        self._join()
+        if started:
+            self._poll()
+        self.console.close()
+
+    def halt(self) -> None:
+        """Stop looking and drawing (a stop signal: the stop message follows, intact)."""
+        self._join()
+        self.console.close()
+
+    def _join(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        if self._bar is not None:
-            self._bar.close()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout)
 
     def _loop(self) -> None:
-        tty = getattr(self.stream, "isatty", lambda: False)()
-        last_text, last_time = "", 0.0
         while not self._stop.wait(self.poll_s):
-            runs = sweep_state(self.sweep_dir, self.plan)
-            if tty:
-                self._draw(runs)
-                continue
-            c = counts(runs)
-            key = (c.done, c.running, c.failed)
-            text = progress_line(runs, self.workers)
-            due = c.running and time.time() - last_time >= self.heartbeat_s
-            changed = key != last_text
-            if (changed and self.echo_changes and (c.done or c.running)) or due:
-                print(f"progress {text}", file=self.stream, flush=True)
-                last_time = time.time()
-            if changed:
-                last_text, last_time = key, max(last_time, time.time())
+            self._poll()
 
-    def _draw(self, runs: list[RunState]) -> None:
-        from tqdm import tqdm
-
+    def _poll(self) -> None:
+        runs = sweep_state(self.sweep_dir, self.plan)
+        if self.print_lines:
+            self._print_finished(runs)
+        if self.console.terminal is not None:
+            self.console.status(status_text(runs, self.workers, self.console.width()))
+            return
         c = counts(runs)
-        if self._bar is None:
-            self._bar = tqdm(total=c.total, file=self.stream, unit="run", dynamic_ncols=True,
-                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} {postfix}")
-        self._bar.n = c.done
-        eta = eta_seconds(runs, self.workers)
-        self._bar.set_postfix_str(f"{c.running} in flight, {c.failed} failed"
-                                  + (f", ETA {duration(eta)}" if eta is not None else ""),
-                                  refresh=False)
-        self._bar.refresh()
+        key = (c.done, c.running, c.failed)
+        due = c.running and time.time() - self._last_time >= self.heartbeat_s
+        changed = key != self._last_key
+        if (changed and self.echo_changes and (c.done or c.running)) or due:
+            self.console.line(f"progress {progress_line(runs, self.workers)}", error=True)
+            self._last_time = time.time()
+        if changed:
+            self._last_key, self._last_time = key, max(self._last_time, time.time())
+
+    def _print_finished(self, runs: list[RunState]) -> None:
+        """The line of each run that ended since the last look, numbered as they are seen."""
+        c = counts(runs)
+        eta = eta_seconds(runs, self.workers) if c.done < c.total else None
+        flight = f" ({c.running} in flight)" if c.running else ""
+        for folder, outcome in read_outcomes(self.sweep_dir):
+            if folder in self._reported or not outcome.ran:
+                continue
+            self._reported.add(folder)
+            k = min(len(self._reported), c.total)
+            text, to_stderr = job_line(outcome, (f"[{k}/{c.total}]", (
+                f"ETA {duration(eta)}{flight}" if eta is not None and k < c.total else "")))
+            self.console.line(text, error=to_stderr)

@@ -6,8 +6,10 @@
   launcher, the tracking server and the sweep folder (:mod:`harness.sweep.launch_checks`),
   and refuses (exit 2) a sweep in which nothing can run, all before the parent run exists;
   starts the sweep's MLflow parent run(s) (:mod:`harness.sweep.parents`), writes the plan the
-  jobs read, installs the stop handlers and starts the progress display
-  (:mod:`harness.sweep.progress`).
+  jobs read, installs the stop handlers (which first end the progress display, so the stop
+  message comes out whole) and starts the progress display (:mod:`harness.sweep.progress`;
+  in a local joblib sweep it also prints each finished run's line, so only this process
+  writes to the terminal).
 - :func:`close_sweep`: reads every job's outcome, prints the summary; after a
   ``public``/``oracle`` tuning search it chooses the setting, says why, and scores it on the
   private data (:mod:`harness.sweep.tuning`); then prints the leaderboard of this sweep's
@@ -24,14 +26,26 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from harness.report.tracking import resolve_tracking_uri
-from harness.sweep.launch_checks import (check_launcher, check_sweep_folder,
-                                         check_tracking_server, nothing_runs)
-from harness.sweep.parents import end_parent_runs, install_stop_handlers, start_parent_runs
+from harness.sweep.launch_checks import (
+    check_launcher,
+    check_sweep_folder,
+    check_tracking_server,
+    nothing_runs,
+)
+from harness.sweep.parents import (
+    end_parent_runs,
+    install_stop_handlers,
+    start_parent_runs,
+)
 from harness.sweep.plan import announce, plan_for
-from harness.sweep.progress import ProgressMonitor
+from harness.sweep.progress import ProgressMonitor, monitor_prints_lines
 from harness.sweep.records import SweepPlan, read_outcomes, read_plan, write_plan
-from harness.sweep.summary import (experiments_of, print_leaderboard, print_summary,
-                                   sweep_failed)
+from harness.sweep.summary import (
+    experiments_of,
+    print_leaderboard,
+    print_summary,
+    sweep_failed,
+)
 from harness.sweep.tuning import final_stage
 
 
@@ -54,9 +68,11 @@ def open_sweep(config: DictConfig) -> ProgressMonitor:
     command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
     plan = replace(plan, parents=start_parent_runs(plan, sweep_dir, command))
     write_plan(sweep_dir, plan)
-    install_stop_handlers(sweep_dir, plan)
-    return ProgressMonitor(sweep_dir, plan, plan.workers or 2,
-                           echo_changes="joblib" not in launcher).start()
+    monitor = ProgressMonitor(sweep_dir, plan, plan.workers or 2,
+                              echo_changes="joblib" not in launcher,
+                              print_lines=monitor_prints_lines(launcher, plan))
+    install_stop_handlers(sweep_dir, plan, quiet=monitor.halt)
+    return monitor.start()
 
 
 def close_sweep(config: DictConfig) -> None:
