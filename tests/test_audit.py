@@ -261,7 +261,7 @@ def test_attach_audits_matches_rows_on_the_audit_key():
 
 # The self-test that can fail (a 4x-leaky copy caught, independent passing) is in
 # tests/test_audit_releases.py: the release view with worst-case neighbours does it with 300
-# runs per world in seconds, where this black-box view needs thousands (README gives its
+# runs per world in seconds, where this black-box view needs thousands (docs/privacy.md gives its
 # figures).
 
 

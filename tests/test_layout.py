@@ -1,5 +1,5 @@
-"""The code's layout: a room imports only rooms on its own floor or below (README, "How the code
-is laid out"), and no module imports itself round a circle, read from every import statement
+"""The code's layout: a room imports only rooms on its own floor or below (docs/layout.md,
+"How the code is laid out"), and no module imports itself round a circle, read from every import statement
 of every module, including ones inside functions and type-checking blocks."""
 
 from __future__ import annotations

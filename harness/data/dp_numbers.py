@@ -96,7 +96,7 @@ scale widened by the ledger's calibration headroom, so the ledger is charged a h
     The same shape read exactly (public data): min, max, the ``i / bins`` quantiles, a value
     that two or more quantiles fall on gets its own bin (edges ``p`` and the next value above).
 
-Measured (``benchmarks/bench_dp_numbers.py``; figures in README, "Your own table"): on the
+Measured (``benchmarks/bench_dp_numbers.py``; figures in docs/datasets.md, "Your own table"): on the
 taxi sample the tree is chosen only for one-day date leaves (largest bin 0.30 against the flat
 histogram's 0.49 at epsilon 0.008); support shares 0.25 and 0.5 are no better than 0.4; the
 zoom brings narrow columns (coordinates, pressures, a constant year) from 150-900x their true
