@@ -85,10 +85,13 @@ def resolve_private_attributes(schema: Schema, requested: list[str] | None) -> l
     if requested is None:
         if all(a in attrs for a in DEFAULT_PRIVATE_ATTRIBUTES):
             return list(DEFAULT_PRIVATE_ATTRIBUTES)
+        fewest = min(reversed(attrs), key=lambda a: schema[a].size)  # ties: the last
         raise ConfigError(
             f"mechanism.private_attributes is required: the schema has no "
             f"{' and '.join(DEFAULT_PRIVATE_ATTRIBUTES)} columns (its columns: {attrs})",
-            "set e.g. mechanism.private_attributes=[" + attrs[-1] + "]")
+            f"name the columns to synthesize from the others, e.g. "
+            f"mechanism.private_attributes=[{fewest}] (its fewest-valued column: "
+            f"{schema[fewest].size} values; each private attribute is a tree's target)")
     requested = [requested] if isinstance(requested, str) else list(requested)
     if not requested:
         raise ConfigError("mechanism.private_attributes is empty",

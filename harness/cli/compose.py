@@ -4,6 +4,8 @@ Hydra composes the config files and overrides against the typed schemas
 (:mod:`harness.cli.schemas`) and, on a bad value, prints OmegaConf's multi-line report and
 exits 1. The commands check first instead:
 
+- :func:`override_syntax_problem`: an override Hydra's grammar cannot read (Hydra's message
+  has no fix), or an argument that is not ``key=value``;
 - :func:`unknown_group_choice`: a group option that does not exist (``mechanism=nosuch``),
   with the choices;
 - :func:`composition_problem`: the config composed once with the command's overrides (those
@@ -39,6 +41,33 @@ def unknown_group_choice(argv: list[str], conf_dir: Path) -> str | None:
         if missing:
             return (f"{key}: no option named {', '.join(repr(m) for m in missing)}\n"
                     f"  fix: choose from {', '.join(choices)}")
+    return None
+
+
+def override_syntax_problem(argv: list[str]) -> str | None:
+    """The first override Hydra's grammar cannot read, with Hydra's reason and the fix
+    (Hydra says only ``mismatched input '(' expecting <EOF>`` and exits 1); ``None`` when all
+    parse. An argument without ``=`` that is not a flag is one too (Hydra wants
+    ``key=value``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        if "=" not in arg and not arg.startswith("~"):
+            return (f"cannot read the argument {arg!r}: settings are key=value\n  fix: write it "
+                    f"as key=value (e.g. mechanism=independent privacy.epsilon=1), one setting "
+                    f"per argument")
+        try:
+            parser.parse_override(arg)
+        except Exception as exc:  # noqa: BLE001 - Hydra's grammar error, said with the fix
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            key, _, value = arg.partition("=")
+            return (f"cannot read the override {arg!r} ({reason})\n  fix: write key=value; "
+                    f"put a value with spaces or any of ()[]{{}},:= in double quotes for Hydra "
+                    f"and the whole argument in single quotes for the shell, e.g. "
+                    f"'{key}=\"{value}\"' (a list is [a,b], a sweep a,b)")
     return None
 
 
@@ -188,7 +217,7 @@ def refuse_bad_command(prog: str, conf_dir: Path, config_name: str, argv: list[s
     if any(a in ("-sc", "--shell-completion") for a in argv):
         return
     argv = overrides_of(argv)
-    problem = unknown_group_choice(argv, conf_dir) or \
+    problem = override_syntax_problem(argv) or unknown_group_choice(argv, conf_dir) or \
         composition_problem(conf_dir, config_name, argv)
     if problem:
         print(f"{prog}: {problem}", file=sys.stderr)

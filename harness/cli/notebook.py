@@ -328,14 +328,15 @@ def compose_jobs(jobs: list[list[str]]) -> list[Any]:
     return configs
 
 
-def planned(configs: list[Any], labels: list[str], jobs: list[list[str]]):
+def planned(configs: list[Any], labels: list[str], jobs: list[list[str]],
+            on_job: Any = None):
     """The sweep's plan (:func:`harness.sweep.plan.plan_jobs`, as ``dp-arena`` plans: the
     same checks, the same default delta for jobs that set none); raises one
     :class:`DPArenaError` listing every distinct problem (with how many jobs it affects) when
     any job is invalid, or when no mechanism applies."""
     from harness.sweep.plan import plan_jobs
 
-    plan = plan_jobs(configs, labels, jobs)
+    plan = plan_jobs(configs, labels, jobs, on_job=on_job)
     problems = plan.problems()
     if problems:
         lines = [(f"the competition was not started: {len(problems)} problem"
@@ -439,22 +440,28 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
 
     from harness.report.leaderboard import with_not_applicable
     from harness.report.render import write_outputs
+    from harness.report.tracking import resolve_tracking_uri
     from harness.run.config import RunConfig
     from harness.sweep.job import JobContext, execute_job, job_config, report_job
+    from harness.sweep.launch_checks import check_tracking_server
     from harness.sweep.parents import end_parent_runs, start_parent_runs
-    from harness.sweep.plan import announce
+    from harness.sweep.plan import announce, planning_reporter, ticking
     from harness.sweep.progress import duration
     from harness.sweep.records import Outcome
     from harness.sweep.summary import not_applicable_records, print_summary
 
-    configs = compose_jobs(jobs)
-    labels = [c.label if isinstance(c, RunConfig) else " ".join(j[:len(j) - n_shared])
-              for c, j in zip(configs, jobs)]
-    plan = planned(configs, labels, jobs)
+    # "planning: checking job k of n (12s)" on stderr every 5 s of a long plan, as dp-arena
+    with ticking(planning_reporter(stream=None if progress else io.StringIO())) as say:
+        configs = compose_jobs(jobs)
+        labels = [c.label if isinstance(c, RunConfig) else " ".join(j[:len(j) - n_shared])
+                  for c, j in zip(configs, jobs)]
+        plan = planned(configs, labels, jobs,
+                       on_job=lambda k, n: say("checking", k, n, labels[k]))
     sweep = f"notebook/{time.strftime('%Y-%m-%d/%H-%M-%S')}"
     to_run = plan.of("run")
     experiment, = plan.experiments or [""]  # one dataset, one experiment
     plan = replace(plan, total=len(to_run), tracking_uri=configs[to_run[0].index].tracking_uri)
+    check_tracking_server(resolve_tracking_uri(plan.tracking_uri))  # as open_sweep checks it
     outcomes: list[Outcome] = []
     with redirect_stdout(sys.stdout if progress else io.StringIO()):
         announce(plan)

@@ -3,7 +3,9 @@
     dp-arena-score GROUND_TRUTH.csv SUBMISSION.csv [--parameters parameters.json]
                    [--report out.json] [--epsilon E]
 
-The submission is validated first (every problem is reported at once, exit status 2): the
+A ground truth or submission that is not a Sprint 3 taxi table (fewer than half of the
+challenge's columns) is one message saying what this command scores and how to score other
+tables (:func:`refuse_other_table`). The submission is validated first (every problem is reported at once, exit status 2): the
 schema's columns with in-domain values and min/max respected, an ``epsilon`` column holding
 exactly the epsilons of the parameters' ``runs``, and at most ``max_records`` rows per epsilon.
 A file without an ``epsilon`` column (a synthetic table from another tool) is accepted with
@@ -18,8 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,6 +64,8 @@ def run(ground_truth: Path, submission: Path, parameters: Path | None = None,
                            "tables with dp-arena's kmarginal metric (metrics=kmarginal)")
     gt = read_csv(ground_truth, "ground truth")
     sub = read_csv(submission, "submission")
+    for frame, what, path in ((gt, "ground truth", ground_truth), (sub, "submission", submission)):
+        refuse_other_table(frame, schema, what, path)
     epsilons = epsilons_to_score(sub, epsilon)
     errors = [SchemaError(found, where=where) for found, where in (
         (submission_problems(sub, schema, epsilon), f"submission {submission}"),
@@ -82,6 +87,26 @@ def run(ground_truth: Path, submission: Path, parameters: Path | None = None,
         report.write_text(json.dumps(score_report(results, overall), indent=1))
         print(f"report written to {report}")
     return 0
+
+
+def refuse_other_table(df: pd.DataFrame, schema: Schema, what: str, path: Path) -> None:
+    """One :class:`DPArenaError` saying what ``dp-arena-score`` scores, and how to score the
+    table otherwise, when ``df`` holds fewer than half of the challenge's columns (not a taxi
+    table with a few problems, which :func:`submission_problems` lists: another table). Says
+    column names and counts of columns, never a value."""
+    columns = [c for c in schema.names if c != EPSILON]
+    have = [c for c in columns if c in df.columns]
+    if 2 * len(have) >= len(columns):
+        return
+    raise DPArenaError(
+        f"this command scores NIST 2020 Sprint 3 taxi tables with the challenge's metric "
+        f"(columns {', '.join(columns[:4])}, ... : {len(columns)} in all); the {what} {path} "
+        f"has {len(have)} of them, so it is another kind of table",
+        "score another table with dp-arena itself: dp-arena dataset=csv "
+        "dataset.path=PRIVATE.csv dataset.schema=parameters.json (dp-arena-schema PRIVATE.csv "
+        "--out parameters.json proposes one) scores its synthetic tables with kmarginal and the "
+        "other generic metrics; a Chicago taxi export becomes a Sprint 3 table with "
+        "dp-arena-prepare chicago EXPORT.csv FOLDER")
 
 
 def read_csv(path: Path, what: str) -> pd.DataFrame:
@@ -139,8 +164,8 @@ def epsilon_problems(sub: pd.DataFrame, schema: Schema, epsilon: float | None) -
     run_epsilons = [float(r.epsilon) for r in schema.runs]
     if EPSILON not in sub.columns:
         if epsilon is None:
-            return [f"missing column '{EPSILON}' (one value per row, the run's epsilon); "
-                    "for a single-run file pass --epsilon E"]
+            return [(f"missing column '{EPSILON}' (one value per row, the run's epsilon); "
+                    "for a single-run file pass --epsilon E")]
         if run_epsilons and float(epsilon) not in run_epsilons:
             return [f"--epsilon {epsilon:g} is not an epsilon of the runs {_show(run_epsilons)}"]
         return []
@@ -183,8 +208,8 @@ def row_limit_problems(sub: pd.DataFrame, schema: Schema, epsilon: float | None)
 
 def format_score_table(rows: Sequence[tuple[float | None, dict[str, float]]]) -> str:
     """A fixed-width table: epsilon, k_marginal, graph_edge, hoc, overall."""
-    lines = [f"{'epsilon':>8}  {'k_marginal':>10}  {'graph_edge':>10}  {'hoc':>10}  "
-             f"{'overall':>10}"]
+    lines = [(f"{'epsilon':>8}  {'k_marginal':>10}  {'graph_edge':>10}  {'hoc':>10}  "
+             f"{'overall':>10}")]
     for eps, s in rows:
         label = "-" if eps is None else f"{eps:g}"
         lines.append(f"{label:>8}  {s['k_marginal']:>10.6f}  {s['graph_edge']:>10.6f}  "

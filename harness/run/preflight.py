@@ -3,8 +3,10 @@ launching process, :mod:`harness.sweep.plan`, before any job folder or MLflow ru
 
 - :func:`check_run`: what a run needs beyond its config: the data view the mechanism sees
   (the public view for ``tuning.view=public``), the mechanism applies to it
-  (:meth:`Mechanism.check_applicable`: privacy unit, public part, data shape), which metrics
-  apply (the others are ``n/a`` with a reason), and a delta below 1/(number of persons);
+  (:meth:`Mechanism.check_applicable`: privacy unit, public part, data shape; a mechanism's
+  ``check_settings(data)`` when it has one, e.g. ``rdt``'s attributes), metric sizes
+  the table allows (:func:`check_metric_sizes`), which metrics apply (the others are ``n/a``
+  with a reason), and a delta below 1/(number of persons);
 - :func:`check_data_size`: a data file larger than ``limits.memory_limit_mb``, or whose
   loading is estimated to need more (:func:`estimated_loaded_bytes`: its first rows read with
   pandas, scaled to its size, times the parser's peak), is refused before it is loaded (the
@@ -28,13 +30,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from mechanisms import Mechanism
-from metrics import Metric
 
 from harness.data.datasets import Dataset, is_challenge_dataset
 from harness.errors import ConfigError
 from harness.run.config import RunConfig
 from harness.run.tuning import public_view
+from mechanisms import Mechanism
+from metrics import Metric
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,7 @@ def estimated_loaded_bytes(path: Path) -> int:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
         return total
     per_byte = float(frame.memory_usage(deep=True).sum()) / len(head)
-    return int(math.ceil(total * (PEAK_PER_LOADED * per_byte + PARSER_PER_TEXT_BYTE)))
+    return math.ceil(total * (PEAK_PER_LOADED * per_byte + PARSER_PER_TEXT_BYTE))
 
 
 def check_file_fits(key: str, path: Path, limit_mb: float,
@@ -232,6 +234,21 @@ def check_data_size(rc: RunConfig) -> None:
         check_file_fits(key, path, limit)
 
 
+def check_metric_sizes(metrics: Mapping[str, Metric], data: Dataset, name: str) -> None:
+    """Refuse a metric setting larger than the table allows, before any run: ``kmarginal``'s
+    ``k`` above the number of attributes (a one-column table under the default ``k=2``
+    failed in every run after it started). Uses the schema only (public)."""
+    kmarginal = metrics.get("kmarginal")
+    k = getattr(kmarginal, "k", None)
+    attributes = len(data.schema.attributes)
+    if isinstance(k, int) and attributes and not 1 <= k <= attributes:
+        raise ConfigError(
+            f"metrics.kmarginal.k={k} scores {k}-way marginals, but dataset {name!r} has "
+            f"{attributes} attribute{'s' if attributes != 1 else ''}",
+            f"set metrics.kmarginal.k={min(max(k, 1), attributes)} (or give the table more "
+            "columns)")
+
+
 def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
               data: Dataset) -> CheckedRun:
     """The data view, the metrics that apply (and why the others do not); raises
@@ -240,6 +257,10 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
     view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
         if rc.tuning.view == "public" else data
     mechanism.check_applicable(view.training_view())  # held-out persons: scores only
+    settings_check = getattr(mechanism, "check_settings", None)
+    if callable(settings_check):  # settings against the schema (rdt's), else at run time
+        settings_check(view.training_view())
+    check_metric_sizes(metrics, view, data.name)
     reasons = {name: m.not_applicable_reason(view) for name, m in metrics.items()}
     applicable = {name: m for name, m in metrics.items() if reasons[name] is None}
     if not applicable:

@@ -6,7 +6,9 @@ parent run is created, each in seconds, each as one :class:`ConfigError` with th
   importable; submitit's launchers need ``hydra_plugins.hydra_submitit_launcher``.
 - :func:`check_sweep_folder`: the sweep folder can be created and written (a read-only folder
   used to fail after the parent run started, leaving it RUNNING).
-- :func:`check_tracking_server`: an ``http(s)`` tracking URI answers within a few seconds
+- :func:`check_tracking_server`: the tracking URI's scheme is one MLflow stores runs in
+  (``foo://bar`` got MLflow's model-registry message after the sweep folder existed); an
+  ``http(s)`` tracking URI answers within a few seconds
   (MLflow's client retries a refused connection for minutes and then prints a long exception).
   Messages name the URI without credentials (:func:`harness.redact.without_credentials`).
 - :func:`nothing_runs`: the message for a sweep whose every job is n/a or a duplicate.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -60,9 +63,34 @@ def check_sweep_folder(sweep_dir: Path) -> None:
                           "hydra.sweep.dir=/a/writable/folder") from None
 
 
+#: URI schemes MLflow stores runs in (a database scheme may name its driver: ``+driver``).
+TRACKING_SCHEMES = ("file", "sqlite", "postgresql", "mysql", "mssql", "http", "https",
+                    "databricks", "databricks-uc", "uc")
+
+
+def tracking_scheme_problem(uri: str | None) -> str | None:
+    """Why MLflow cannot store runs at ``uri`` (an unknown scheme such as ``foo://``), or
+    ``None``: a plain path (no scheme, or a one-letter drive) is a folder."""
+    if not uri:
+        return None
+    scheme = urllib.parse.urlsplit(uri).scheme.lower()
+    if len(scheme) <= 1 or scheme.split("+")[0] in TRACKING_SCHEMES:
+        return None
+    return f"tracking.uri {without_credentials(uri)!r}: MLflow cannot store runs at a " \
+           f"{scheme}:// address"
+
+
 def check_tracking_server(uri: str | None, timeout_s: float = SERVER_TIMEOUT_S) -> None:
-    """An ``http(s)`` tracking URI must answer MLflow's health endpoint within ``timeout_s``
-    (any HTTP answer counts: an authentication error is the server answering)."""
+    """A tracking URI of a scheme MLflow has no store for is refused
+    (:func:`tracking_scheme_problem`; MLflow's own message is about its model registry and
+    came after the sweep folder existed); an ``http(s)`` tracking URI must answer MLflow's
+    health endpoint within ``timeout_s`` (any HTTP answer counts: an authentication error is
+    the server answering)."""
+    problem = tracking_scheme_problem(uri)
+    if problem:
+        raise ConfigError(problem, "use sqlite:///path/to/mlflow.db, file:///a/folder or the "
+                          "http(s)://host:port of an MLflow server (leave tracking.uri unset "
+                          "for the local store mlflow.db)")
     if not uri or not uri.startswith(("http://", "https://")):
         return
     shown = without_credentials(uri)
@@ -76,7 +104,7 @@ def check_tracking_server(uri: str | None, timeout_s: float = SERVER_TIMEOUT_S) 
         raise ConfigError(f"the MLflow tracking server at {shown} does not answer "
                           f"({getattr(reason, 'strerror', None) or type(reason).__name__})",
                           "start it (mlflow server --host ... --port ...) or fix tracking.uri "
-                          f"(leave it unset for the local store mlflow.db)") from None
+                          "(leave it unset for the local store mlflow.db)") from None
 
 
 def nothing_runs(plan: SweepPlan) -> str | None:

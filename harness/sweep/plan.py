@@ -35,8 +35,10 @@ import json
 import os
 import re
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -270,19 +272,20 @@ def plan_for(config: DictConfig) -> SweepPlan:
     overrides = jobs if jobs is not None else [[]]
     configs: list[RunConfig | DPArenaError] = []
     labels: list[str] = []
-    say = planning_reporter()
-    composed: dict[tuple[str, ...], RunConfig] = {}
-    for index, job in enumerate(overrides):
-        say("composing", index, len(overrides))
-        try:
-            rc = (compose_or_reuse(config, job, composed) if jobs is not None
-                  else run_config_of(config))
-            configs.append(rc)
-            labels.append(rc.label)
-        except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
-            configs.append(exc if isinstance(exc, DPArenaError) else config_problem(exc))
-            labels.append(" ".join(job))
-    planned = plan_jobs(configs, labels, jobs, on_job=lambda k, n: say("checking", k, n))
+    with ticking(planning_reporter()) as say:  # a line every 5 s, even inside one job
+        composed: dict[tuple[str, ...], RunConfig] = {}
+        for index, job in enumerate(overrides):
+            say("composing", index, len(overrides))
+            try:
+                rc = (compose_or_reuse(config, job, composed) if jobs is not None
+                      else run_config_of(config))
+                configs.append(rc)
+                labels.append(rc.label)
+            except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
+                configs.append(exc if isinstance(exc, DPArenaError) else config_problem(exc))
+                labels.append(" ".join(job))
+        planned = plan_jobs(configs, labels, jobs,
+                            on_job=lambda k, n: say("checking", k, n, labels[k]))
     problems = planned.problems()
     if problems:
         report_problems(problems, len(overrides))
@@ -313,19 +316,59 @@ PLANNING_EVERY_S = 5.0
 
 
 def planning_reporter(every_s: float = PLANNING_EVERY_S, stream: Any = None):
-    """``say(step, k, n)``: a ``planning: checking job k of n (12s)`` line on stderr when
-    planning has run ``every_s`` seconds since the last line (silent for quick plans)."""
-    began = last = time.monotonic()
+    """``say(step, k, n, what="")``: a ``planning: checking job k of n: WHAT (12s)`` line on
+    stderr when planning has run ``every_s`` seconds since the last line (silent for quick
+    plans). ``say.tick()`` says the step in progress again (after ``every_s``, then at doubling
+    intervals up to 6 x ``every_s``): :func:`ticking` calls it from a thread, so one job whose
+    check takes long (a wide table: ``aim_quick``'s notes on 110 columns took minutes) still
+    shows the plan is alive."""
+    began = time.monotonic()
+    state: dict[str, Any] = {"last": began, "step": "", "wait": every_s}
+    lock = threading.Lock()
 
-    def say(step: str, k: int, n: int) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= every_s:
-            print(f"planning: {step} job {k + 1} of {n} ({now - began:.0f}s)",
-                  file=stream or sys.stderr, flush=True)
-            last = now
+    def line(now: float) -> None:
+        print(f"planning: {state['step']} ({now - began:.0f}s)", file=stream or sys.stderr,
+              flush=True)
+        state["last"] = now
 
+    def say(step: str, k: int, n: int, what: str = "") -> None:
+        with lock:
+            state["step"] = f"{step} job {k + 1} of {n}{f': {what}' if what else ''}"
+            state["wait"] = every_s
+            now = time.monotonic()
+            if now - state["last"] >= every_s:
+                line(now)
+
+    def tick() -> None:
+        """The same step again: after every_s, then twice as long each time (at most 6 x
+        every_s), so a step of minutes says so in a few lines."""
+        with lock:
+            now = time.monotonic()
+            if state["step"] and now - state["last"] >= state["wait"]:
+                line(now)
+                state["wait"] = min(2 * state["wait"], 6 * every_s)
+
+    say.tick = tick  # type: ignore[attr-defined]
     return say
+
+
+@contextmanager
+def ticking(say: Any, period_s: float = 1.0) -> Iterator[Any]:
+    """``say`` (:func:`planning_reporter`) with a daemon thread calling ``say.tick()`` every
+    ``period_s`` while the block runs; stopped and joined when it ends."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(period_s):
+            say.tick()
+
+    thread = threading.Thread(target=run, name="dp-arena-planning", daemon=True)
+    thread.start()
+    try:
+        yield say
+    finally:
+        stop.set()
+        thread.join()
 
 
 def report_problems(problems: dict[str, list[JobPlan]], n_jobs: int) -> None:
