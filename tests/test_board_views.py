@@ -40,6 +40,13 @@ NOISE = [0.0, 0.01, -0.01]
 REAL = 0.91
 
 
+@pytest.fixture(autouse=True)
+def terminal_of_120_columns(monkeypatch):
+    """The terminal board takes the width the terminal reports: 120 here, whatever runs
+    the tests."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 def utility(score: float, t: int) -> dict:
     return {"ml_efficacy/score": score + NOISE[t], "ml_efficacy/real_score": REAL,
             "ml_efficacy/gap": REAL - score - NOISE[t], "propensity/pmse_ratio": 1 / score,

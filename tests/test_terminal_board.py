@@ -15,6 +15,15 @@ from harness.report.terminal import board_format, fit_columns, render_terminal
 from tests.test_leaderboard import NEW_TAGS, frame, run
 
 NOISE = [0.0, 1.0, -1.0]
+
+
+@pytest.fixture(autouse=True)
+def terminal_of_120_columns(monkeypatch):
+    """The terminal board takes the width the terminal reports: 120 here, whatever runs
+    the tests."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 LONG = "marginals=<list of 45 #1f2e>,rounds=24,iters=100,max_model_size=80,tol=1e-07,degree=3"
 
 

@@ -1,7 +1,8 @@
 """``dp-arena-board``: the leaderboard of an MLflow experiment (any tracking URI: the local
-SQLite file or a shared ``mlflow server``). Prints plain text within 120 columns on a terminal
-(:mod:`harness.report.terminal`), Markdown when stdout is a pipe or a file; writes Markdown, CSV, a self-contained HTML
-page and PNG plots (score vs epsilon with CI bands, score-vs-runtime Pareto front)."""
+SQLite file or a shared ``mlflow server``). Prints plain text within the terminal's width (80
+columns included; :mod:`harness.report.terminal`), Markdown when stdout is a pipe or a file;
+writes Markdown, CSV, a self-contained HTML page and PNG plots (score vs epsilon with CI bands,
+score-vs-runtime Pareto front), and says where, within the terminal's width."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         from harness.report.audits import attach_audits, load_audits
         from harness.report.leaderboard import build_leaderboard, load_runs
         from harness.report.render import render_markdown, write_outputs
-        from harness.report.terminal import board_format, render_terminal
+        from harness.report.terminal import board_format, files_lines, render_terminal
 
         experiment = args.experiment or latest_experiment(args.tracking_uri)
         runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
@@ -48,12 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),
                               load_audits(experiment, args.tracking_uri))
         paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
-        if board_format() == "text":  # a terminal: plain text within 120 columns
+        if board_format() == "text":  # a terminal: plain text within its width
             print(render_terminal(board, f"Leaderboard: {experiment}",
                                   files=str(Path(args.out) / "leaderboard.md")))
         else:
             print(render_markdown(board, title=f"Leaderboard: {experiment}"))
-        print(f"\nwritten: {', '.join(str(p) for p in paths)}")
+        print("\n" + "\n".join(files_lines(args.out, [Path(p).name for p in paths])))
     except DPArenaError as exc:
         print(f"dp-arena-board: error: {exc}", file=sys.stderr)
         return 2

@@ -200,15 +200,31 @@ def shorten(text: object, width: int) -> str:
     return flat if len(flat) <= width else flat[:width - 1] + "…"
 
 
+def has_settings(board: pd.DataFrame) -> bool:
+    """Whether some row of ``board`` has hyperparameters other than the defaults (``-``);
+    else the tables leave the column out."""
+    if "hyperparameters" not in board:
+        return False
+    return not board["hyperparameters"].fillna("-").astype(str).isin(["-", ""]).all()
+
+
+def is_tuned(board: pd.DataFrame) -> bool:
+    """Whether some row of ``board`` was tuned (else the tables leave the tuning column out:
+    it would read ``-`` on every row)."""
+    return "tuning" in board and bool(board["tuning"].fillna("").astype(str).ne("").any())
+
+
 # ----- table views --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Column:
     """One shown column: its header, the cell text of a row, whether it is a number
-    (right-aligned) and whether long text may wrap in HTML."""
+    (right-aligned), whether long text may wrap in HTML, and whether it is the row's label
+    (the mechanism: in HTML it wraps at spaces and stays in view when a wide table scrolls)."""
     header: str
     cell: Callable[[pd.Series], str]
     numeric: bool = True
     wrap: bool = False
+    label: bool = False
 
 
 def cell_of(col: str, fmt: Callable[[object], str]) -> Callable[[pd.Series], str]:

@@ -32,7 +32,12 @@ a rank and are marked tied (``2=``).
 epsilon on the board with the same dataset, unit, delta and metric settings) of the score; its
 interval comes from the per-trial means across epsilons (trials paired by index), and the same
 significance rule ranks it within the pool. A setting missing an epsilon is incomplete,
-unranked.
+unranked. The overall table carries no epsilon spent (a mean over epsilons is no spend; each
+epsilon's table has its own).
+
+**Order.** Within a pool, ranked rows in rank order (best mean first within a rank, so a
+``1=`` row never sorts below a ``2`` row) and each unranked row before the first ranked row
+it scores better than (:func:`rank_order`).
 
 **Schemas, utility and risk.** A row carries its runs' distinct keyed schema digests
 (``schema_digests``, from tag ``schema_digest``) and their ``schema_quality``, from which
@@ -199,6 +204,23 @@ def metrics_not_applicable(runs: pd.DataFrame) -> dict[str, str]:
         reasons = sorted(set(runs[col].dropna().astype(str)) - {""})
         if reasons:
             out[col[len(METRIC_NA_PREFIX):]] = "; ".join(reasons)
+    return out
+
+
+def inapplicable_everywhere(board: pd.DataFrame) -> dict[str, str]:
+    """Metric family -> why it did not apply, for the families that applied to no row of
+    ``board`` with a finished run (e.g. ``challenge`` and ``frequent_patterns`` on tabular
+    data): their columns say only ``n/a``, so the tables leave them out and one line names
+    them. Rows without a finished run (failed, n/a) neither show nor hide a column."""
+    finished = board[pd.to_numeric(board.get("n", pd.Series(0, index=board.index)),
+                                   errors="coerce").fillna(0) > 0]
+    if finished.empty:
+        return {}
+    out = {}
+    for col in (c for c in finished.columns if c.startswith(METRIC_NA_PREFIX)):
+        reasons = finished[col].fillna("").astype(str)
+        if (reasons != "").all():
+            out[col[len(METRIC_NA_PREFIX):]] = "; ".join(sorted(set(reasons)))
     return out
 
 
@@ -402,13 +424,40 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
 
 
 def sort_pools(frame: pd.DataFrame, first: list[str], higher: bool) -> pd.DataFrame:
-    """Rows by ``first``, then pool (delta numerically, smallest first), then best mean."""
-    delta = pd.to_numeric(frame["delta"], errors="coerce")
-    order = [*first, "dataset_id", "privacy_unit", "_delta", "metric_setting", "mean"]
-    return (frame.assign(_delta=delta)
-            .sort_values(order, ascending=[True] * (len(order) - 1) + [not higher],
-                         na_position="last")
-            .drop(columns="_delta").reset_index(drop=True))
+    """Rows by ``first``, then pool (delta numerically, smallest first), then within a pool
+    in ``rank_order``: ranked rows by rank (a ``1=`` row never below a ``2`` row), the unranked
+    rows (references, set-apart rows) placed among them by their mean."""
+    pool = [*first, "dataset_id", "privacy_unit", "_delta", "metric_setting"]
+    keyed = frame.assign(_delta=pd.to_numeric(frame["delta"], errors="coerce"))
+    keyed = keyed.sort_values(pool, na_position="last", kind="stable")
+    order = [i for _key, part in keyed.groupby(pool, sort=False, dropna=False)
+             for i in rank_order(part, higher)]
+    return keyed.loc[order].drop(columns="_delta").reset_index(drop=True)
+
+
+def rank_order(part: pd.DataFrame, higher: bool) -> list[Any]:
+    """The index of one pool's rows in display order: the ranked rows by (rank, best mean);
+    each unranked row with a mean goes before the first ranked row it scores better than
+    (a merge, so the ranked rows keep their rank order); rows without a mean last."""
+    has_rank = part["rank"].notna() if "rank" in part else pd.Series(False, index=part.index)
+    ranked = part[has_rank].sort_values(["rank", "mean"], ascending=[True, not higher],
+                                        na_position="last", kind="stable")
+    others = part[~has_rank].sort_values("mean", ascending=not higher, na_position="last",
+                                         kind="stable")
+    loose = others[others["mean"].notna()]
+    order: list[Any] = []
+    r, o = list(ranked.index), list(loose.index)
+    while r or o:
+        take_other = bool(o) and (not r or pd.isna(part.at[r[0], "mean"])
+                                  or better_than(part.at[o[0], "mean"], part.at[r[0], "mean"],
+                                                 higher))
+        order.append(o.pop(0) if take_other else r.pop(0))
+    return order + list(others.index[others["mean"].isna()])
+
+
+def better_than(a: float, b: float, higher: bool) -> bool:
+    """Whether the score ``a`` is strictly better than ``b``."""
+    return a > b if higher else a < b
 
 
 def failure_summary(reasons: Iterable[str]) -> str:
@@ -514,7 +563,8 @@ def overall_board(board: pd.DataFrame) -> pd.DataFrame:
             if trial_means:
                 _m, row["std"], row["ci95"] = mean_ci(np.array(list(trial_means.values())))
                 row["n"] = len(trial_means)
-        for col in ("epsilon_spent", "seconds", "peak_memory_mb"):
+        # not epsilon_spent: a mean of the spends at epsilon 1 and 10 is no spend at all
+        for col in ("seconds", "peak_memory_mb"):
             if col in part:
                 row[col] = float(part[col].mean())
         rows.append(row)
@@ -587,7 +637,7 @@ class NotApplicableRow:
     reason: str = ""
 
     @classmethod
-    def of(cls, record: "NotApplicableRow | Mapping[str, Any]") -> "NotApplicableRow":
+    def of(cls, record: NotApplicableRow | Mapping[str, Any]) -> NotApplicableRow:
         """A row from itself or from a mapping with the same keys (missing ones defaulted)."""
         if isinstance(record, NotApplicableRow):
             return record

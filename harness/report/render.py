@@ -42,6 +42,8 @@ from harness.report.cells import (
     fmt_epsilon,
     fmt_number,
     fmt_seconds,
+    has_settings,
+    is_tuned,
     markdown_table,
     md_escape,
     overall_status,
@@ -51,10 +53,12 @@ from harness.report.cells import (
     status_text,
     text_cell,
 )
+from harness.report.headline import headline_lines, not_applied_line
 from harness.report.leaderboard import (
     ALPHA,
     MARK_LEGEND,
     METRIC_NA_PREFIX,
+    inapplicable_everywhere,
     is_not_applicable,
     lower_is_better,
     metrics_not_applicable,
@@ -82,24 +86,30 @@ CSV_FORMULA_INSIDE = re.compile(r"([,;|\t\r\n])(?=[=+\-@\t\r])")
 # ----- legends and columns ------------------------------------------------------------------
 def shown_scores(board: pd.DataFrame, ranked_by: str) -> list[str]:
     """Columns for the Markdown table: the parts of the ranking score (for the challenge:
-    its three components), then every other metric family's headline score."""
+    its three components), then every other metric family's headline score, except the
+    families that applied to no row (``inapplicable_everywhere``: a column of ``n/a`` only;
+    :func:`harness.report.headline.not_applied_line` names them)."""
     from metrics import METRICS, metric_class
 
     family = ranked_by.split("/")[0]
+    hidden = set(inapplicable_everywhere(board[~is_not_applicable(board)])) - {family}
     parts = [c for c in board.columns if c.startswith(f"{family}/") and c != ranked_by
              and family == "challenge"]
     headlines = []
     for name in METRICS:
-        col = f"{name}/{metric_class(name).headline}" if name != family else None
+        col = f"{name}/{metric_class(name).headline}" if name not in (family, *hidden) else None
         if col and (col in board.columns or METRIC_NA_PREFIX + name in board.columns):
             headlines.append(col)
     return parts + headlines
 
 
 def metric_na_legend(board: pd.DataFrame) -> list[str]:
-    """One line per metric that did not apply to some rows: ``metric: reason``."""
+    """One line per metric that did not apply to some rows (not to all: those columns are
+    left out, see ``not_applied_line``): ``metric: reason``."""
+    hidden = inapplicable_everywhere(board[~is_not_applicable(board)])
     return [f"{metric}: {reason}"
-            for metric, reason in sorted(metrics_not_applicable(board).items())]
+            for metric, reason in sorted(metrics_not_applicable(board).items())
+            if metric not in hidden]
 
 
 # ----- CSV cells ----------------------------------------------------------------------------------
@@ -152,22 +162,26 @@ def audit_cell(r: pd.Series) -> str:
 
 
 def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Column]:
-    """The columns of an epsilon's table (``overall=False``) or of the overall table; ``full``
-    (HTML) adds std, the epsilons list and the synthetic row count."""
+    """The columns of an epsilon's table (``overall=False``) or of the overall table
+    (hyperparameters and tuning only when some row has them; no
+    epsilon spent: a mean over epsilons is no spend; the status names the epsilons of an
+    incomplete row); ``full`` (HTML) adds the std and the synthetic row count to an epsilon's
+    table."""
     key = board.attrs.get("metric", "score")
     scored = board[~is_not_applicable(board)]
     varying = varying_columns(scored, key)
     decimals = column_decimals(scored["mean"]) if "mean" in scored else 1
     score = (lambda col: cell_of(col, lambda x: fmt_number(x, decimals)))
-    cols = [Column("rank", rank_text, False), Column("mechanism", row_label, False),
-            Column("hyperparameters", text_cell("hyperparameters"), False, wrap=True),
-            Column("tuning", lambda r: str(r.get("tuning") or "-"), False),
+    cols = [Column("rank", rank_text, False), Column("mechanism", row_label, False, label=True),
+            *([Column("hyperparameters", text_cell("hyperparameters"), False, wrap=True)]
+              if has_settings(board) else []),
+            *([Column("tuning", lambda r: str(r.get("tuning") or "-"), False)]
+              if is_tuned(board) else []),
             *[Column(head, text_cell(c), False) for c, head in varying],
             Column("mean" if overall else key, score("mean")), Column("± CI", score("ci95")),
-            *([Column("std", score("std"))] if full else []), Column("n", cell_of("n", fmt_count))]
-    if overall:
-        cols += [Column("epsilons", text_cell("epsilons"), False)] if full else []
-    else:
+            *([Column("std", score("std"))] if full and not overall else []),
+            Column("n", cell_of("n", fmt_count))]
+    if not overall:
         for extra in shown_scores(board, key):
             d = column_decimals(scored[extra]) if extra in scored else 3
             cols.append(Column(extra, score_cell(extra, d)))
@@ -235,6 +249,9 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
               "marks a statistical tie. *Italic* rows are reference points (`ref`), "
               "non-private (`n/p`, e.g. oracle tuning), not applicable (`n/a`) or marked "
               "unranked: shown, never ranked."), ""]
+    findings = board_findings(board)
+    if findings:
+        lines += [*[f"- {md_escape(text)}" for text in findings], ""]
     legend = md_legend(board)
     if legend:
         lines += ["Marks:", "", *legend, ""]
@@ -254,6 +271,14 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     if not gap.empty:
         lines += render_gap(gap)
     return "\n".join(lines)
+
+
+def board_findings(board: pd.DataFrame) -> list[str]:
+    """The sentences above every format's tables: the winner per epsilon, the reference
+    lines, the single-trial note (:func:`harness.report.headline.headline_lines`, settings in
+    full) and the scores that applied to no row."""
+    gone = not_applied_line(board, reasons=True)
+    return headline_lines(board, label_width=200) + ([gone] if gone else [])
 
 
 def overall_table(board: pd.DataFrame) -> pd.DataFrame:
@@ -309,13 +334,20 @@ def render_gap(gap: pd.DataFrame) -> list[str]:
 # ----- HTML ---------------------------------------------------------------------------------
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table.board{border-collapse:collapse;margin-bottom:2em;font-size:14px}
-table.board td,table.board th{padding:4px 8px;border-bottom:1px solid #ddd;text-align:right}
+ul.findings{background:#f6f8fa;border-left:4px solid #06c;padding:.6em 1em .6em 2em}
+ul.findings li{margin:.2em 0;overflow-wrap:anywhere}
+p.more{margin:.2em 0;color:#06c;font-size:13px}
+table.board{border-collapse:collapse;margin-bottom:2em;font-size:13px}
+table.board td,table.board th{padding:3px 6px;border-bottom:1px solid #ddd;text-align:right}
 table.board td.t{text-align:left;white-space:nowrap}
-table.board td.wrap{white-space:normal;min-width:12em;max-width:32em;overflow-wrap:anywhere}
+table.board td.wrap{white-space:normal;min-width:9em;max-width:28em;overflow-wrap:anywhere}
+table.board td.label{white-space:normal;min-width:7em;max-width:14em}
 div.scroll{overflow-x:auto;max-width:100%}
-table.board th{cursor:pointer;background:#f4f4f4;user-select:none;max-width:9em}
-table.board th:after{content:" \\2195";color:#aaa}
+table.board th{cursor:pointer;background:#f4f4f4;user-select:none;max-width:8em}
+table.board th:after{content:"\\2195";color:#aaa;font-size:.75em;margin-left:1px}
+table.board .pin{position:sticky;z-index:1}
+td.pin{background:#fff}
+td.pin-last,th.pin-last{box-shadow:3px 0 3px -2px rgba(0,0,0,.25)}
 td.reference{color:#666;font-style:italic;background:#f7f7f7}
 td.non-private{color:#8a4b00;font-style:italic;background:#fff6e8}
 td.failed{color:#b00020}
@@ -325,6 +357,8 @@ td.violation{color:#fff;background:#b00020;font-weight:bold}
 td.tie{color:#06c;font-weight:bold}
 img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
 """
+#: Sorting by a header click; a table wider than its box scrolls sideways with its columns up
+#: to the mechanism pinned (``.pin``) and a line above it saying so (``p.more``).
 _JS = """
 document.querySelectorAll('table.board').forEach(function(t){
   t.querySelectorAll('th').forEach(function(th,i){
@@ -343,6 +377,34 @@ document.querySelectorAll('table.board').forEach(function(t){
     });
   });
 });
+document.querySelectorAll('div.scroll').forEach(function(box){
+  var t=box.querySelector('table.board');
+  if(!t||!t.rows.length) return;
+  var heads=Array.from(t.rows[0].cells);
+  var last=heads.findIndex(function(h){return /^mechanism/.test(h.textContent.trim())});
+  var note=document.createElement('p');
+  note.className='more';
+  note.textContent='\\u2194 wider than the window: scroll the table sideways'
+    +(last>=0?' (the mechanism column stays in view)':'');
+  box.parentNode.insertBefore(note,box);
+  function layout(){
+    var wide=box.scrollWidth>box.clientWidth+1, left=0;
+    note.hidden=!wide;
+    for(var i=0;i<=last;i++){
+      var w=heads[i].getBoundingClientRect().width;
+      Array.from(t.rows).forEach(function(r){
+        var c=r.cells[i];
+        if(!c) return;
+        c.classList.toggle('pin',wide);
+        c.classList.toggle('pin-last',wide&&i===last);
+        c.style.left=wide?left+'px':'';
+      });
+      left+=w;
+    }
+  }
+  layout();
+  window.addEventListener('resize',layout);
+});
 """
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css }}</style></head>
@@ -352,6 +414,7 @@ of the same dataset, unit, delta and metric settings significantly better (paire
 <b style="color:#06c">2=</b> marks a tie; grey italic rows are references, orange rows
 non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
 apply); click a header to sort.</p>
+{% if findings %}<ul class="findings">{% for text in findings %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if notes %}<p><b>Notes:</b></p>
 <ul>{% for text in notes %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if marks %}<p>Marks (in the status column; blue italic rows are unranked):</p>
@@ -400,6 +463,7 @@ def html_table(view: pd.DataFrame, columns: list[Column], classes: list[list[str
     frame.columns = [breakable(h) for h in frame.columns]
     td = pd.DataFrame([[" ".join([*klass, *([] if c.numeric else ["t"]),
                                   *(["wrap"] if c.wrap else []),
+                                  *(["label"] if c.label else []),
                                   *(["tie"] if j == 0 and tie and tie[i] else [])])
                         for j, c in enumerate(columns)] for i, klass in enumerate(classes)],
                       index=frame.index, columns=frame.columns, dtype=object)
@@ -448,6 +512,7 @@ def render_html(board: pd.DataFrame, title: str, plots: list[Path] | None = None
     page = Environment(autoescape=True).from_string(_PAGE)
     return page.render(
         title=title, key=board.attrs.get("metric", ""), css=Markup(_CSS), js=Markup(_JS),
+        findings=board_findings(board),
         marks=[(m, text) for m, text in MARK_LEGEND if m in marks],
         audit=audit_legend(board) if has_audit(board) else "",
         metrics_na=metric_na_legend(board), notes=schema_notes(board),

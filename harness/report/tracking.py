@@ -22,10 +22,11 @@ import random
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from harness import __version__
 from harness.errors import DPArenaError
@@ -42,7 +43,7 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
 
-def client_for(uri: str | None = None, must_exist: bool = False) -> "RetryingClient":
+def client_for(uri: str | None = None, must_exist: bool = False) -> RetryingClient:
     """An MLflow client (retrying on SQLite lock contention); with ``must_exist`` a missing
     local SQLite store is an error rather than silently created empty."""
     quiet_mlflow_logs()
@@ -56,7 +57,7 @@ def client_for(uri: str | None = None, must_exist: bool = False) -> "RetryingCli
 
 
 @lru_cache(maxsize=8)
-def _cached_client(resolved: str, pid: int) -> "RetryingClient":
+def _cached_client(resolved: str, pid: int) -> RetryingClient:
     """One client per store and process (a forked child never reuses its parent's). For a
     local SQLite store the first use in each process runs under a file lock, so parallel
     workers never race to create the tables, and turns on write-ahead logging."""
@@ -116,7 +117,7 @@ def retry(call: Callable[[], Any], attempts: int = 12, base_delay: float = 0.05)
     for attempt in range(attempts):
         try:
             return call()
-        except Exception as exc:  # noqa: BLE001 - re-raised unless transient
+        except Exception as exc:
             if attempt == attempts - 1 or not is_transient(exc):
                 raise
             time.sleep(min(2.0, base_delay * 2**attempt) * (0.5 + random.random()))

@@ -30,13 +30,19 @@ from harness.report.cells import (
     column_decimals,
     fmt_count,
     fmt_number,
+    has_settings,
     markdown_table,
     md_escape,
     metric_na_reason,
     set_apart,
     text_cell,
 )
-from harness.report.leaderboard import is_not_applicable, row_label, varying_columns
+from harness.report.leaderboard import (
+    inapplicable_everywhere,
+    is_not_applicable,
+    row_label,
+    varying_columns,
+)
 from harness.report.risk import BOUND_PREFIX, beats_bound, claimed_budget
 from harness.report.scores import (
     COPY_HELDOUT,
@@ -127,23 +133,28 @@ def copy_cell(sep: str = " / ") -> Callable[[pd.Series], str]:
 
 def view_identity(board: pd.DataFrame, key: str, compact: bool) -> list[Column]:
     """The first columns of a view: mechanism, hyperparameters (``compact``: headed
-    ``settings``) and the varying columns."""
+    ``settings``; only when some row has them) and the varying columns."""
     scored = board[~is_not_applicable(board)]
-    return [Column("mechanism", row_label, False),
-            Column("settings" if compact else "hyperparameters", text_cell("hyperparameters"),
-                   False, wrap=True),
+    return [Column("mechanism", row_label, False, label=True),
+            *([Column("settings" if compact else "hyperparameters",
+                      text_cell("hyperparameters"), False, wrap=True)]
+              if has_settings(board) else []),
             *[Column(head, text_cell(c), False) for c, head in varying_columns(scored, key)
               if c != "metric_setting"]]
 
 
 def utility_columns(board: pd.DataFrame, compact: bool = False) -> list[Column]:
-    """Columns of a utility table (``compact``: for a terminal)."""
+    """Columns of a utility table (``compact``: for a terminal); no ML efficacy column when
+    it applied to no row (all ``n/a``)."""
     key = board.attrs.get("metric", "score")
     present = [c for c in (ML_GAP, PMSE_RATIO, RANGE_ERROR) if has_any(board, [c])]
+    inapplicable = inapplicable_everywhere(board[~is_not_applicable(board)])
+    ml = [] if ML_SCORE.split("/")[0] in inapplicable else [
+        Column(ML_SCORE, view_value(ML_SCORE, key, 3))]
     decimals = {c: column_decimals([metric_value(r, c, key) for _, r in board.iterrows()])
                 for c in present}
     return [*view_identity(board, key, compact),
-            Column(ML_SCORE, view_value(ML_SCORE, key, 3)), Column("n", cell_of("n", fmt_count)),
+            *ml, Column("n", cell_of("n", fmt_count)),
             *[Column(c, view_value(c, key, decimals[c], ci=False)) for c in present]]
 
 

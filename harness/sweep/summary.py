@@ -90,10 +90,10 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     """This sweep's leaderboard on stdout, and its files under ``<sweep>/leaderboard``;
     returns the files written. ``not_applicable``: the sweep's n/a outcomes, shown as rows;
     ``parent``: the sweep's parent run, which gets the headline and the board as a table."""
+    from harness.report import terminal
     from harness.report.audits import attach_audits, load_audits
     from harness.report.leaderboard import build_leaderboard, load_runs, with_not_applicable
     from harness.report.render import render_markdown, write_outputs
-    from harness.report.terminal import board_format, render_terminal
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
     if runs.empty:
@@ -105,17 +105,21 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
         log_parent_headline(tracking_uri, parent, board)
     print()
     title = f"Leaderboard: {experiment} (this sweep)"
-    if board_format() == "text":  # a terminal: plain text within 120 columns
-        print(render_terminal(board, title, files=str(Path(sweep) / "leaderboard" /
-                                                      "leaderboard.md")))
+    if terminal.board_format() == "text":  # a terminal: plain text within its width
+        print(terminal.render_terminal(board, title, files=str(Path(sweep) / "leaderboard"
+                                                               / "leaderboard.md")))
     else:
         print(render_markdown(board, title=title))
-    print(f"\nwritten to {Path(sweep) / 'leaderboard'}: {', '.join(Path(p).name for p in out)}")
+    # every line within the terminal's width (harness.report.terminal.files_lines)
+    print("\n" + "\n".join(terminal.files_lines(Path(sweep) / "leaderboard",
+                                                [Path(p).name for p in out])))
     uri = without_credentials(tracking_uri or "")
     browse = ("mlflow ui --backend-store-uri sqlite:///mlflow.db" if not uri
               or uri.startswith("sqlite:") else uri)
-    print(f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
-          f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}\nbrowse: {browse}")
+    board_command = (f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
+                     f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}")
+    print("\n".join(terminal.wrap_lines([board_command, f"browse: {browse}"],
+                                        terminal.terminal_width())))
     return [Path(p) for p in out]
 
 
