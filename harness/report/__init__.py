@@ -16,7 +16,7 @@
 - :mod:`~harness.report.views`: the utility view and the risk view tables and their legends;
 - :mod:`~harness.report.render`: Markdown (escaped), CSV (formula cells neutralised), HTML and
   :func:`~harness.report.render.write_outputs`;
-- :mod:`~harness.report.terminal`: the board as plain text within 120 columns;
+- :mod:`~harness.report.terminal`: the board as plain text within the terminal's width;
 - :mod:`~harness.report.plots`: score vs epsilon, the Pareto plot and ML efficacy vs epsilon;
 - :mod:`~harness.report.audits`: audit results attached to the board's rows;
 - :mod:`~harness.report.headline`: a sweep's headline table logged on its parent run.

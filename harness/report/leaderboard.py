@@ -49,7 +49,10 @@ mark ``MARK_BEATS_BOUND`` where the attack beats it (:func:`harness.report.risk.
 empirical risk, not a DP guarantee).
 
 **Output.** Columns that tell rows apart (dataset, data id, unit, delta, noise, metric
-settings) are shown in Markdown/HTML only when they vary on the board; the CSV has them all.
+settings) are shown in Markdown/HTML only when they vary on the board, and a metric family
+that applied to no row with a finished run (:func:`inapplicable_everywhere`: challenge and
+frequent patterns on tabular data) has no column, only one line naming it; the CSV has them
+all.
 Every Markdown cell is escaped (``md_escape``); every CSV text cell that a spreadsheet could
 read as a formula is prefixed with ``'`` (``csv_safe``, OWASP CSV-injection guidance); every
 HTML cell is escaped by pandas Styler (``escape="html"``) and the page by jinja2 autoescaping.

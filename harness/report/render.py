@@ -5,18 +5,23 @@ autoescaping), and :func:`write_outputs`, which writes them with the plots. Stat
 :mod:`harness.report.leaderboard`, cell text and table views in :mod:`harness.report.cells`.
 
 - **columns** (:func:`board_columns`): the columns of an epsilon's table or of the overall
-  table, each a ``Column`` spec read into a view (``board_view``), plus each row's kind
+  table (no epsilon spent in it; hyperparameters and tuning only when some row has them), each a ``Column`` spec read into a view (``board_view``), plus each row's kind
   (:func:`row_classes`: ranked, set apart, failed, n/a, audit violation). Not-applicable rows
   (``status == "n/a"``) close their epsilon's table with their reason (:func:`ordered`); an
   audit column (``eps_lb``, ``audit_verdict``) is shown only when some row was audited, and a
   violation is marked in the row's status; the schema's spend and the total only when some
   row spent budget on its schema;
-- **Markdown** (:func:`render_markdown`): the legend of the marks, the notes about schemas
-  (:func:`harness.report.schema_notes.schema_notes`), the overall table when there are several
-  epsilons, one table per epsilon, the utility and risk views
+- **findings** (:func:`board_findings`): the sentences the terminal board opens with (winner
+  per epsilon, public data or the floor beating the DP rows, single trials; from
+  :mod:`harness.report.headline`) and the scores that applied to no row (whose columns are
+  left out), above the tables of the Markdown and the HTML page;
+- **Markdown** (:func:`render_markdown`): the findings, the legend of the marks, the notes
+  about schemas (:func:`harness.report.schema_notes.schema_notes`), the overall table when
+  there are several epsilons, one table per epsilon, the utility and risk views
   (:func:`harness.report.views.render_views_markdown`) and the tuning-mode comparison;
-- **HTML** (:func:`render_html`): the same tables, sortable, with the legends and the plots
-  embedded;
+- **HTML** (:func:`render_html`): the findings and the same tables, sortable, with the
+  legends and the plots embedded; each table in a box that scrolls sideways when wider than
+  the window (a line above it says so, and the columns up to the mechanism stay in view);
 - **files** (:func:`write_outputs`): the Markdown, the CSVs (every column, formula cells
   neutralised by :func:`csv_safe`), the HTML page and the plots.
 """
@@ -414,7 +419,8 @@ of the same dataset, unit, delta and metric settings significantly better (paire
 <b style="color:#06c">2=</b> marks a tie; grey italic rows are references, orange rows
 non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
 apply); click a header to sort.</p>
-{% if findings %}<ul class="findings">{% for text in findings %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
+{% if findings %}<ul class="findings">
+{% for text in findings %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if notes %}<p><b>Notes:</b></p>
 <ul>{% for text in notes %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if marks %}<p>Marks (in the status column; blue italic rows are unranked):</p>
