@@ -124,3 +124,18 @@ def test_the_api_runs_the_issue_table_at_the_command_lines_default_delta(trackin
                         delta=2.5e-5, metrics="kmarginal", name="default_delta",
                         progress=False)
     assert leftovers("default_delta") == []
+
+
+def test_the_api_refuses_a_one_column_table_under_kmarginal_k2_before_any_run(no_store,
+                                                                             tmp_path):
+    one = frame(300)[["colour"]]
+    schema = Schema((SCHEMA["colour"],))
+    with pytest.raises(DPArenaError) as exc:
+        run_competition(one, schema, mechanisms=["independent"], epsilons=[1.0], trials=1,
+                        metrics="kmarginal", name="one_column", progress=False)
+    text = str(exc.value)
+    assert text.count("metrics.kmarginal.k=2 scores 2-way marginals, but dataset 'one_column' "
+                      "has 1 attribute") == 1, text
+    assert "fix: set metrics.kmarginal.k=1" in text
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
+    assert leftovers("one_column") == []

@@ -103,6 +103,8 @@ def test_readme_example_runs_as_a_plain_script(tracking_uri, tmp_path):
     ({"mechanisms": ["independent"], "delta": 0.5},
      "at or above 1/(number of persons"),
     ({"mechanisms": ["archetype"]}, "no mechanism applies to this data"),
+    ({"mechanisms": ["independent"], "tracking_uri": "foo://bar"},
+     "MLflow cannot store runs at a foo:// address"),
 ])
 def test_bad_input_is_one_error_before_anything_starts(no_store, tmp_path, kwargs, words):
     with pytest.raises(DPArenaError) as exc:
