@@ -99,12 +99,14 @@ def test_mechanisms_that_do_not_apply_are_na_rows_and_the_sweep_succeeds(tmp_pat
     na = board[board["status"].astype(str).str.startswith("n/a")]
     assert sorted(na["mechanism"]) == ["archetype", "prefix_tree"]
     assert len(runs_of(tmp_path)) == 1  # n/a jobs start no MLflow run
-    # metrics that do not apply to adult (taxi-only challenge, sequences-only patterns) are
-    # n/a cells with the reason, not blanks
+    # metrics that do not apply to adult (taxi-only challenge, sequences-only patterns) keep
+    # their reason in the CSV; the Markdown leaves their all-n/a columns out and names them in
+    # one line with the reason (issue 44)
     scored = board[board["mechanism"] == "independent"].iloc[0]
     assert "taxi" in scored["na:challenge"] and "sequence" in scored["na:frequent_patterns"]
     text = next((tmp_path / "multirun").glob("*/*/leaderboard/leaderboard.md")).read_text()
-    assert "- n/a in a score column, challenge: " in text
+    assert "- scores not shown, as they apply to no row here: challenge" in text
+    assert "n/a in a score column, challenge" not in text and "| challenge/" not in text
 
 
 @pytest.mark.slow
