@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 from harness.report.cells import column_decimals, first_line, fmt_seconds, md_escape
+from harness.report.marks import MARK_DOMAIN_FROM_DATA, MARK_READS_UNKNOWN, MARK_ROWS_FROM_DATA
 from harness.report.leaderboard import (
+    MARK_DECLARED,
     MARK_LARGE_DELTA,
     MARK_PRIVATE_TABLES,
     MARK_REPLAYABLE,
@@ -334,6 +336,26 @@ def test_replayable_and_large_delta_rows_are_labelled_and_never_ranked(tmp_path)
     assert "marked" in td_classes(page) and "Marks" in page
     for mark in (MARK_REPLAYABLE, MARK_LARGE_DELTA, MARK_PRIVATE_TABLES):
         assert f"<li><b>{mark.replace('>', '&gt;')}</b>" in page
+
+
+def test_what_a_contestant_reads_from_the_data_marks_its_row():
+    """claim.reads_from_data (loaded as ``claim_reads``) marks the row on every format; a row
+    that declares nothing, or ``none``, carries no such mark."""
+    rows = []
+    for t, e in enumerate(NOISE[:3]):
+        rows += [tagged("lib", t, 900 + e, accounting="declared", claim_reads="domain,row_count"),
+                 tagged("bins", t, 800 + e, accounting="declared", claim_reads="bins"),
+                 tagged("vague", t, 700 + e, accounting="declared", claim_reads="unknown"),
+                 tagged("ours", t, 600 + e, claim_reads="none"), tagged("plain", t, 500 + e)]
+    board = build_leaderboard(frame(rows)).set_index("mechanism")
+    marks = {m: set(board.loc[m, "marks"].split("; ")) - {""} for m in board.index}
+    assert marks["lib"] == {MARK_DECLARED, MARK_DOMAIN_FROM_DATA, MARK_ROWS_FROM_DATA}
+    assert marks["bins"] == {MARK_DECLARED, MARK_DOMAIN_FROM_DATA}
+    assert marks["vague"] == {MARK_DECLARED, MARK_READS_UNKNOWN}
+    assert marks["ours"] == marks["plain"] == set()
+    text = render_markdown(build_leaderboard(frame(rows)))
+    for mark in (MARK_DOMAIN_FROM_DATA, MARK_ROWS_FROM_DATA, MARK_READS_UNKNOWN):
+        assert f"- {md_escape(mark)}:" in text  # the legend explains each
 
 
 def test_overall_pools_only_the_same_dataset_unit_and_delta():

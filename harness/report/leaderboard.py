@@ -71,7 +71,17 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import DPArenaError
-from harness.report.risk import BOUND_LEGEND, MARK_BEATS_BOUND, with_risk_bounds
+from harness.report.marks import (  # noqa: F401 - the marks' names are read from here too
+    CLAIM_READS_TAG,
+    MARK_DECLARED,
+    MARK_LARGE_DELTA,
+    MARK_LEGEND,
+    MARK_PRIVATE_TABLES,
+    MARK_REPLAYABLE,
+    MARK_SCHEMA_PRIVATE,
+    group_marks,
+)
+from harness.report.risk import with_risk_bounds
 from harness.report.scores import CI_METRICS, CI_PREFIX
 from harness.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
 
@@ -94,26 +104,6 @@ METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<nam
 #: (The noise mode needs no column: replayable rows carry a mark.)
 VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("privacy_unit", "unit"),
            ("delta", "delta"), ("metric_setting", "metric settings"), ("sampler", "sampler"))
-MARK_REPLAYABLE = "replayable (not DP to key holders)"
-MARK_LARGE_DELTA = "large delta (delta >= 1/n allowed)"
-MARK_PRIVATE_TABLES = "private tables logged"
-MARK_SCHEMA_PRIVATE = "schema from private data (not DP)"
-MARK_DECLARED = "budget declared by the contestant, not checked by the ledger"
-MARK_LEGEND = (
-    (MARK_REPLAYABLE, ("noise derived from the local secret key: reproducible, but not a DP "
-                       "release to anyone who holds the key; never ranked")),
-    (MARK_LARGE_DELTA, ("run with delta >= 1/(number of persons) by explicit opt-in: a weak "
-                        "guarantee; never ranked")),
-    (MARK_PRIVATE_TABLES, ("the run logged tables computed on the private data (opt-in); its "
-                           "synthetic data is still ranked")),
-    (MARK_SCHEMA_PRIVATE, ("the schema's values and ranges were read from the private file "
-                           "(dp-arena-schema --from-private): the release is not DP as a "
-                           "whole (epsilon_total = inf)")),
-    (MARK_DECLARED, ("an external contestant run in its own environment "
-                     "(accounting=declared): the ledger records the budget it was given as one "
-                     "charge and cannot see its noise; the audit column measures it like any "
-                     "row")),
-    (MARK_BEATS_BOUND, BOUND_LEGEND))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 #: A metric whose name contains one of these ranks lower-is-better: errors (``rel_error``,
 #: ``relative_error``, ``rmse``, ``count_query/mre_size_<k>``), distances, resources; ``ml_efficacy/gap`` (real minus
@@ -176,6 +166,7 @@ def run_row(r) -> dict[str, Any]:
         "tuning_chosen": tags.get("tuning_chosen", ""),
         "schema_source": tags.get("schema_source", ""),
         "accounting": tags.get("accounting", "ledger"),
+        "claim_reads": tags.get(CLAIM_READS_TAG, ""),
         **{col: tags.get(col, default) for col, default in TAG_DEFAULTS
            if col not in ("tuning", "private", "reference", "failure_reason", "tuning_chosen")},
         **{METRIC_KEY_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
@@ -366,13 +357,6 @@ def significance_ranks(values: list[dict[int, float] | None], higher_better: boo
     return ranks, tied
 
 
-def row_marks(noise: str, large_delta: str, private_tables: str) -> list[str]:
-    """The labels a row carries (see ``MARK_LEGEND``)."""
-    return [mark for mark, on in ((MARK_REPLAYABLE, noise == "replayable"),
-                                  (MARK_LARGE_DELTA, large_delta == "true"),
-                                  (MARK_PRIVATE_TABLES, private_tables == "true")) if on]
-
-
 def rankable(kind: str, noise: str, large_delta: str) -> bool:
     """Only DP rows with secret noise and an ordinary delta are ranked."""
     return kind == "dp" and noise != "replayable" and large_delta != "true"
@@ -485,12 +469,7 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
     kind = row_kind(group["reference"].iloc[0], group["private"].iloc[0], ident["tuning"])
     row: dict[str, Any] = {
         **ident, "kind": kind,
-        "marks": "; ".join(row_marks(ident["noise"], ident["large_delta"],
-                                     ident["private_tables"])
-                           + ([MARK_SCHEMA_PRIVATE] if "schema_source" in group
-                              and (group["schema_source"] == "private").any() else [])
-                           + ([MARK_DECLARED] if "accounting" in group
-                              and (group["accounting"] == "declared").any() else [])),
+        "marks": "; ".join(group_marks(group, ident)),
         "ranked": rankable(kind, ident["noise"], ident["large_delta"]),
         "reference": group["reference"].iloc[0],
         "chosen": "; ".join(sorted(set(group["tuning_chosen"]) - {""})),
