@@ -18,7 +18,8 @@ Protocol (version 1; the contestant's side is :mod:`mechanisms.contestants.proto
    the folder. Its environment is an allow-list
    (:func:`mechanisms.contestants.allowed_environment`: ``PATH``, ``HOME``, locale, time zone,
    thread limits) plus the protocol's own (``TMPDIR``, ``PYTHONNOUSERSITE=1``,
-   ``MPLBACKEND=Agg``): no ``DP_ARENA_SECRET_FILE``, ``DP_ARENA_DATA`` or other ``DP_ARENA_*``,
+   ``MPLBACKEND=Agg``, and ``PYTHONPATH`` = the folder of the protocol helper, so a script can
+   ``from protocol import ...`` with no argument): no ``DP_ARENA_SECRET_FILE``, ``DP_ARENA_DATA`` or other ``DP_ARENA_*``,
    no ``MLFLOW_*`` (tracking URI, credentials), no cloud keys. (It runs as the same user: the
    environment no longer points at the secret file or the store, but files the user can read
    stay readable; see ``docs/contestants.md``.) Its output goes to a file in the folder, shown
@@ -93,6 +94,7 @@ from harness.redact import HIDDEN, scrubbed
 from .base import Mechanism, assign_ids, finish, require_delta
 from .contestants import ENVS, adapter_path, allowed_environment, env_python, manifest
 from .contestants.claims import SHIPPED, Adapter, Claim, claim_from_config
+from .contestants import protocol as protocol_module
 from .contestants.protocol import SAMPLING
 from .row_count import row_bounds
 
@@ -311,11 +313,15 @@ def write_inputs(folder: Path, mech: External, data: Dataset, budget: Budget,
 
 
 # ----- the command --------------------------------------------------------------------------
+#: The folder of the contestant-side helper (``protocol.py``), on the command's ``PYTHONPATH``.
+PROTOCOL_DIR = Path(protocol_module.__file__).resolve().parent
+
 def contestant_env(folder: Path) -> dict[str, str]:
     """The command's environment (module docstring, step 3): the allow-list of this one, and
     the protocol's ``TMPDIR`` inside the private folder."""
     return allowed_environment(os.environ, {"TMPDIR": str(folder / "tmp"),
-                                            "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg"})
+                                            "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg",
+                                            "PYTHONPATH": str(PROTOCOL_DIR)})
 
 
 def run_command(command: list[str], folder: Path, name: str, public: Iterable[str] = (),

@@ -24,7 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, sys.argv[2])  # the protocol module's folder (mechanisms/contestants)
+if len(sys.argv) > 2:  # an explicit protocol folder; else the protocol's PYTHONPATH has it
+    sys.path.insert(0, sys.argv[2])
 import numpy as np
 from protocol import (
     bounded_rows,
@@ -46,6 +47,7 @@ def run(task: dict) -> None:
             "names": sorted(os.environ), "secret_file": secret,
             "secret_readable": bool(secret) and os.access(secret, os.R_OK),
             "tracking_uri": os.environ.get("MLFLOW_TRACKING_URI"),
+            "pythonpath": os.environ.get("PYTHONPATH"),
             "threads": {k: v for k, v in os.environ.items() if k.endswith("_THREADS")}}))
     if options.get("probe"):
         modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in folder.iterdir()}

@@ -29,10 +29,10 @@ from mechanisms.contestants.claims import (
     Claim,
     claim_from_config,
 )
-from mechanisms.external import report_tags, scrubbed_line
+from mechanisms.external import PROTOCOL_DIR, report_tags, scrubbed_line
 from tests.test_external import DOUBLE, fit, leftovers, record_data
 
-PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND"}
+PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND", "PYTHONPATH"}
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +78,7 @@ def test_a_contestant_cannot_read_the_secret_file_or_tracking_uri_from_its_envir
     monkeypatch.setenv("DP_ARENA_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("DP_ARENA_SOMETHING_NEW", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "harness-path"))
     probe = tmp_path / "env.json"
     mech, data = double(env_probe=str(probe)), record_data()
     limits = Limits(time_limit_s=120, memory_limit_mb=None, threads=1, isolate=True)
@@ -89,6 +90,7 @@ def test_a_contestant_cannot_read_the_secret_file_or_tracking_uri_from_its_envir
     assert set(seen["names"]) <= set(KEPT_VARIABLES) | PROTOCOL_VARIABLES, seen["names"]
     assert {"PATH", "TMPDIR"} <= set(seen["names"])
     assert seen["threads"]["OMP_NUM_THREADS"] == "1"
+    assert seen["pythonpath"] == str(PROTOCOL_DIR)  # the protocol's, not the harness's
     assert leftovers(private_tmp) == []
 
 

@@ -100,6 +100,14 @@ def binary_data(columns: int = 9, n: int = 1500) -> Dataset:
     return Dataset("bin", schema, frame, None, unit="record")
 
 
+def test_readmes_command_needs_no_args_the_protocol_helper_is_on_the_path():
+    """README's example passes only the script: the child finds ``protocol`` by PYTHONPATH."""
+    mech = make_mechanism("external", {"script": DOUBLE})
+    synthetic, ledger = fit(mech, record_data())
+    assert len(synthetic) > 0 and list(synthetic.columns) == ["a", "b", "c"]
+    assert ledger.spent()[0] == pytest.approx(BUDGET.epsilon)
+
+
 # ----- the declared charge ---------------------------------------------------------------------
 def test_a_declared_charge_composes_by_basic_composition_by_hand():
     ledger = Ledger(Budget(1.0, 1e-5), "gdp")
