@@ -40,6 +40,7 @@ Everything here is post-processing of noisy measurements.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -173,6 +174,10 @@ class FittedModel:
     total: float
     tree: JunctionTree
     beliefs: dict[Clique, np.ndarray]
+    iterations: int = 0  # mirror-descent steps taken (accepted or not) by the fit
+    step: float | None = None  # the step size the fit ended with (a warm start's first)
+    loss: float = math.nan  # the loss of the returned potentials
+    block_losses: tuple[float, ...] = ()  # the loss at the end of each block of steps
 
     @property
     def cliques(self) -> list[Clique]:
@@ -289,16 +294,36 @@ def unit_norm_lipschitz(domain: dict[str, int], measurements: Sequence) -> float
                          [m.sigma for m in measurements])
 
 
+def stalled(block_losses: Sequence[float], tol: float, patience: int) -> bool:
+    """The stopping rule: true when each of the last ``patience`` blocks lowered the loss by
+    at most ``tol`` relative to the loss (``prev - now <= tol * max(|now|, 1)``; ``mbi``
+    2.0's ``tol`` / ``patience``). ``block_losses`` are the losses at the end of each block
+    (the first block is never compared with the starting loss, as in ``mbi``). The loss is a function of the noisy measurements and the model
+    only, so stopping on it is post-processing: it reads no private value."""
+    if patience < 1 or len(block_losses) <= patience:
+        return False
+    tail = block_losses[-patience - 1:]
+    return all(prev - now <= tol * max(abs(now), 1.0) for prev, now in itertools.pairwise(tail))
+
+
 def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, total: float,
                    warm_start: FittedModel | None = None, tol: float | None = None,
-                   patience: int = 2, lipschitz_constant: float | None = None) -> FittedModel:
+                   patience: int = 2, lipschitz_constant: float | None = None,
+                   window: int = CALLBACK_EVERY, warm_step: bool = False) -> FittedModel:
     """Fit a model to ``measurements`` with ``total`` records: at most ``iters`` mirror-descent
     steps (see the module docstring). A measurement has ``clique``, ``y``, ``sigma`` and
     ``query``: ``None`` (identity), per-cell weights, or a structured query (``structured``
     true: ``type(query).batch_loss(items, marginals)`` returns the loss of all such
     ``(query, y, sigma)`` items and its gradient per marginal it reads, as
     :class:`mechanisms.adaptive_grid.GridQuery` does). ``lipschitz_constant`` replaces
-    ``mbi``'s metadata bound (it only sets the first step size)."""
+    ``mbi``'s metadata bound (it only sets the first step size).
+
+    Stopping: with ``tol`` the fit ends once :func:`stalled` holds for the losses at the
+    end of each block of ``window`` steps (at most ``iters`` steps in any case; ``tol=None``
+    runs all of them). ``warm_step``: a warm-started fit begins with the step size the warm
+    start ended with (the Armijo search halves it if it is too long for the new
+    measurements) instead of ``2 / (L N)``. Both rules read only the loss, a function of the
+    released (noisy) measurements: post-processing, no privacy cost."""
     _, clique_utils, _ = _mbi()
     cliques = [tuple(m.clique) for m in measurements]
     maximal = [tuple(c) for c in clique_utils.maximal_subset(cliques)]
@@ -337,11 +362,22 @@ def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, t
              else {cl: np.zeros([domain[a] for a in cl]) for cl in maximal})
 
     def node_potentials(pot: dict[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
-        """Each node's log potential: a new array (calibration updates it in place)."""
-        psi = {n: np.zeros(tree.shape[n]) for n in tree.nodes}
+        """Each node's log potential over the node's full shape (a clique's own table,
+        transposed, when it is the only one placed there and spans the node: calibration
+        reads these and never writes to them)."""
+        psi: dict[Clique, np.ndarray] = {}
         for cl, table in pot.items():
             node, (perm, shape) = placement[cl]
-            psi[node] += np.transpose(table, perm).reshape(shape)
+            arr = np.transpose(table, perm).reshape(shape)
+            if node in psi:
+                psi[node] = psi[node] + arr
+            elif shape == tree.shape[node]:
+                psi[node] = arr
+            else:
+                psi[node] = arr + np.zeros(tree.shape[node])
+        for n in tree.nodes:
+            if n not in psi:
+                psi[n] = np.zeros(tree.shape[n])
         return psi
 
     def evaluate(pot: dict[Clique, np.ndarray]):
@@ -380,11 +416,15 @@ def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, t
             domain, [reader_list[i].clique for i, *_ in plain], maximal,
             [sigma for _, _, sigma, _ in plain], [w for *_, w in plain])
     alpha = 2.0 / (lipschitz_constant * total)
+    if warm_step and warm_start is not None and warm_start.step is not None:
+        alpha = warm_start.step
     beliefs, margs, grads, loss = evaluate(theta)
     grad = clique_gradient(grads)
-    prev, stalls = math.inf, 0
-    for _ in range(math.ceil(iters / CALLBACK_EVERY)):
-        for _ in range(CALLBACK_EVERY):
+    history: list[float] = []
+    steps = 0
+    while steps < iters:
+        for _ in range(min(window, iters - steps)):
+            steps += 1
             cand = {cl: theta[cl] - alpha * grad[cl] for cl in maximal}
             beliefs2, margs2, grads2, loss2 = evaluate(cand)
             descent = sum(float(g @ (a - b)) for g, a, b in zip(grads, margs, margs2)
@@ -395,9 +435,8 @@ def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, t
                 alpha *= 1.01
             else:
                 alpha *= 0.5
-        if tol is not None:
-            stalls = stalls + 1 if prev - loss <= tol * max(abs(loss), 1.0) else 0
-            prev = loss
-            if stalls >= patience:
-                break
-    return FittedModel(dict(domain), theta, float(total), tree, beliefs)
+        history.append(loss)
+        if tol is not None and stalled(history, tol, patience):
+            break
+    return FittedModel(dict(domain), theta, float(total), tree, beliefs, steps, alpha,
+                       float(loss), tuple(history))

@@ -37,8 +37,14 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, largest_fitting
 
-from .base import (  # noqa: F401 - pgm.require_delta for callers
-    bounded_private, contribution_bound, require_delta)
+from .base import bounded_private, contribution_bound, require_delta  # noqa: F401 - pgm.require_delta for callers
+from .cliques import (  # noqa: F401 - pgm.*
+    downward_closure,
+    kruskal_forest,
+    model_size_mb,
+    sized_pairs,
+    smallest_pairs_forest,
+)
 from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
     LinearMeasurement,
     WeightedQuery,
@@ -49,13 +55,6 @@ from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
 )
 from .mirror_descent import mirror_descent, unit_norm_lipschitz
 from .pgm_marginals import TreeMarginals, sample_codes  # noqa: F401 - pgm.*
-from .cliques import (  # noqa: F401 - pgm.*
-    downward_closure,
-    kruskal_forest,
-    model_size_mb,
-    sized_pairs,
-    smallest_pairs_forest,
-)
 
 Clique = tuple[str, ...]
 
@@ -122,14 +121,18 @@ class Measurement:
 
 # ----- estimation -------------------------------------------------------------------------
 def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters: int,
-             total: float, warm_start=None, tol: float | None = None):
+             total: float, warm_start=None, tol: float | None = None, patience: int = 2,
+             warm_step: bool = False):
     """Mirror descent fit of a graphical model to ``measurements`` with ``total`` records
     (:func:`mechanisms.mirror_descent.mirror_descent`: NumPy, ``mbi``'s algorithm step for
     step, no compilation; returns a :class:`~mechanisms.mirror_descent.FittedModel`).
     ``iters`` is the most iterations; with ``tol`` the fit stops early once the loss improves
-    by at most ``tol`` (relative) over two consecutive blocks of 50 iterations (``mbi``'s
-    early stopping): a warm-started refit that has converged stops after 100 iterations
-    instead of running all ``iters``.
+    by at most ``tol`` (relative) over ``patience`` consecutive blocks of 50 iterations
+    (``mbi``'s early stopping, :func:`~mechanisms.mirror_descent.stalled`): a warm-started
+    refit that has converged stops after ``50 (patience + 1)`` iterations instead of running
+    all ``iters``. ``warm_step``: a warm-started fit starts from the step size its warm start
+    ended with. The rule reads only the loss, a function of the noisy measurements: it is
+    post-processing and spends nothing.
 
     With structured queries (adaptive grid) the first step size comes from
     :func:`~mechanisms.mirror_descent.unit_norm_lipschitz` instead of ``mbi``'s metadata bound
@@ -139,7 +142,8 @@ def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters:
                           "set mechanism.iters to a positive integer")
     structured = any(m.structured for m in measurements)
     return mirror_descent(domain, measurements, int(iters), float(max(total, 1.0)),
-                          warm_start=warm_start, tol=tol,
+                          warm_start=warm_start, tol=tol, patience=int(patience),
+                          warm_step=warm_step,
                           lipschitz_constant=(unit_norm_lipschitz(domain, measurements)
                                               if structured else None))
 
