@@ -33,7 +33,9 @@ from pathlib import Path
 ENVS: dict[str, tuple[str, ...]] = {
     # mbi 1.1's synthetic_data needs pandas, which opendp[mbi] does not bring
     "opendp": ("opendp[mbi]==0.16.0", "pandas==2.3.3"),
-    "smartnoise": ("smartnoise-synth==1.0.8",),
+    # opacus (dpctgan, patectgan) needs torch: pinned to 2.13.0, a CPU build (an unpinned
+    # torch resolves to a CUDA build of several GB)
+    "smartnoise": ("smartnoise-synth==1.0.8", "torch==2.13.0"),
 }
 #: The file an installed environment holds (its pins and ``pip freeze``); written last.
 MANIFEST = "dp-arena-env.json"
