@@ -25,10 +25,7 @@ run that holds out otherwise is refused (:func:`harness.data.datasets.check_prop
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,12 +33,11 @@ from typing import Any
 import pandas as pd
 
 from harness.cli.exits import run_or_explain
-from harness.data.conform import proposal_block
 from harness.data.datasets import read_csv_file
 from harness.data.hints import merged, parse_flow, parse_weight, read_hints_file
 from harness.data.holdout import checked_fraction, checked_seed, holdout_record, split_holdout
-from harness.data.propose import ColumnReport, Proposal, ProposalSettings, propose
-from harness.data.schema import Schema
+from harness.data.proposal_file import write_proposal
+from harness.data.propose import ProposalSettings, propose
 from harness.errors import ConfigError, DPArenaError
 
 NO_SOURCE = ("a schema proposal needs a source, and reading the private file is never silent",
@@ -125,62 +121,6 @@ def selected(df: pd.DataFrame, args: argparse.Namespace, what: str,
         raise ConfigError(f"{what}: columns {unknown} not in its header",
                           f"use names from: {[str(c) for c in df.columns][:30]}")
     return (df[keep] if keep else df).drop(columns=drop)
-
-
-def column_entry(report: ColumnReport, schema: Schema) -> dict[str, Any]:
-    """A column's line in ``proposal.columns``: where it came from, its spend, its codes and
-    (public sample or DP proposal only: a from-private schema's shares are exact private
-    statistics) the share of values it keeps and its largest code's share."""
-    entry: dict[str, Any] = {"from": report.origin}
-    if report.origin == "dp":
-        entry.update(epsilon=report.epsilon, delta=report.delta)
-    if report.name in schema.names:
-        entry["codes"] = schema[report.name].present_size
-    if report.origin in ("dp", "public"):
-        for key, share in (("keeps", report.kept_share), ("largest", report.largest_share)):
-            if share is not None:
-                entry[key] = round(float(share), 3)
-    return entry
-
-
-def write_proposal(proposal: Proposal, out: Path,
-                   holdout: dict[str, Any] | None = None) -> list[Path]:
-    """Write the schema (with its ``proposal`` block, and ``holdout``: the split the proposal
-    was made on) and, for DP, the ledger, atomically: both files appear, or neither."""
-    ledger_path = out.with_name(out.stem + ".ledger.json")
-    params = proposal.schema.to_parameters()
-    params["proposal"] = proposal_block(proposal.source, proposal.spent(),
-                                        ledger_path.name if proposal.ledger else None)
-    if holdout:
-        params["proposal"]["holdout"] = holdout
-    if proposal.dropped:
-        params["proposal"]["dropped"] = list(proposal.dropped)
-    if proposal.columns:  # where each column came from, its DP spend and what it keeps
-        params["proposal"]["columns"] = {c.name: column_entry(c, proposal.schema)
-                                         for c in proposal.columns}
-    files = {out: json.dumps(params, indent=1)}
-    if proposal.ledger is not None:
-        files[ledger_path] = json.dumps(proposal.ledger, indent=1, default=str)
-    if proposal.source == "private":  # marks that survive deleting the block (before writing)
-        from harness.data.provenance import register_from_private
-
-        register_from_private(proposal.schema)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staged = []
-        for path, text in files.items():
-            fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{path.name}.")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            staged.append((Path(tmp), path))
-        for tmp, path in staged:
-            os.replace(tmp, path)
-    except OSError as exc:
-        for tmp, _ in locals().get("staged", []):
-            tmp.unlink(missing_ok=True)
-        raise DPArenaError(f"cannot write {out} ({exc.strerror or exc})",
-                           "pass an --out path in a folder you can write to") from None
-    return list(files)
 
 
 def run(args: argparse.Namespace) -> None:
