@@ -36,7 +36,33 @@ ENVS: dict[str, tuple[str, ...]] = {
     # opacus (dpctgan, patectgan) needs torch: pinned to 2.13.0, a CPU build (an unpinned
     # torch resolves to a CUDA build of several GB)
     "smartnoise": ("smartnoise-synth==1.0.8", "torch==2.13.0"),
+    # DataSynthesizer 0.1.13 pins nothing: its dependencies pinned as resolved beside numpy 2;
+    # opendp for the adapter's noisy row count (datasynthesizer_privbayes.py)
+    "datasynthesizer": ("DataSynthesizer==0.1.13", "numpy==2.4.6", "pandas==2.3.3",
+                        "scikit-learn==1.9.1", "scipy==1.17.1", "matplotlib==3.11.2",
+                        "seaborn==0.13.2", "opendp==0.16.0"),
+    # dpmm 0.1.9 pins numpy 1.26.4, pandas 2.1.0, scikit-learn 1.5.0, opendp 0.12.1 and
+    # Python >= 3.10, < 3.12 (see PYTHONS); the rest pinned as resolved
+    "dpmm": ("dpmm==0.1.9", "scipy==1.17.1", "networkx==2.8.8", "tqdm==4.70.1"),
 }
+#: Environment name -> the Python versions it builds on, [low, high) as (major, minor) (from
+#: the package's ``Requires-Python``); an environment not listed builds on any.
+PYTHONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {"dpmm": ((3, 10), (3, 12))}
+
+
+def platform_problem(name: str, version: tuple[int, ...] | None = None) -> str | None:
+    """Why the environment ``name`` cannot be built with this interpreter (``version``:
+    default ``sys.version_info``), or ``None``: its :data:`PYTHONS` range."""
+    import sys
+
+    if name not in PYTHONS:
+        return None
+    (low, high), got = PYTHONS[name], tuple((version or sys.version_info)[:2])
+    if low <= got < high:
+        return None
+    return (f"the environment {name!r} needs Python >= {low[0]}.{low[1]} and < "
+            f"{high[0]}.{high[1]} (its package's Requires-Python); this interpreter is "
+            f"{got[0]}.{got[1]}")
 #: The file an installed environment holds (its pins and ``pip freeze``); written last.
 MANIFEST = "dp-arena-env.json"
 ADAPTER_DIR = Path(__file__).resolve().parent
