@@ -33,6 +33,7 @@ import venv
 from pathlib import Path
 
 from harness.cli.exits import EXIT_INVALID
+from harness.errors import ConfigError
 from mechanisms.contestants import (
     ENVS,
     MANIFEST,
@@ -40,6 +41,7 @@ from mechanisms.contestants import (
     env_dir,
     env_python,
     manifest,
+    platform_problem,
 )
 from mechanisms.contestants.claims import SHIPPED
 
@@ -51,6 +53,11 @@ KEY_PACKAGES = ("opendp", "mbi", "private-pgm", "smartnoise-synth", "smartnoise-
 def build(name: str, force: bool = False, echo=print) -> Path:
     """Build the environment ``name`` (see the module docstring); returns its folder."""
     target = env_dir(name)
+    problem = platform_problem(name)
+    if problem:
+        raise ConfigError(f"cannot build {name}: {problem}",
+                          "run dp-arena-contestants from a dp-arena installed with a Python "
+                          "in that range (e.g. a Python 3.11 venv)")
     if manifest(name) is not None and not force:
         echo(f"{name}: already installed in {target} (--force rebuilds it)")
         return target
@@ -124,6 +131,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"{exc.returncode}); nothing was installed\n  fix: check the network or "
                   "the package index (pip's output above), then run the command again",
                   file=sys.stderr)
+            sys.exit(EXIT_INVALID)
+        except ConfigError as exc:
+            print(f"dp-arena-contestants: {exc}", file=sys.stderr)
             sys.exit(EXIT_INVALID)
 
 
