@@ -162,4 +162,22 @@ SHIPPED: dict[str, Adapter] = {
                           ("null_rows_dropped", "rho_shaved_permille")),
     "smartnoise_aim": Adapter("smartnoise_aim", "smartnoise", _SMARTNOISE_AIM),
     "smartnoise_mst": Adapter("smartnoise_mst", "smartnoise", _SMARTNOISE_MST),
+    # DataSynthesizer 0.1.13 and dpmm 0.1.9 (datasynthesizer_privbayes.py, dpmm_common.py)
+    "datasynthesizer_privbayes": Adapter("datasynthesizer_privbayes", "datasynthesizer", Claim(
+        guarantee="pure", accountant="basic composition (DataSynthesizer's own: exponential "
+        "mechanism epsilon/2, Laplace epsilon/2; the adapter's row count 1%)",
+        reads_from_data=("row_count",), budget_checked=False, budget_path="adapter",
+        note="domain given (domain file and public rows holding every code); output row "
+             "count noisy; the library calibrates its noise to the exact private row count"),
+        ("public_rows_added",)),
+    **{f"dpmm_{n}": Adapter(f"dpmm_{n}", "dpmm", Claim(
+        guarantee="approximate", accountant="zcdp (dpmm's cdp_rho, its own rho arithmetic)",
+        reads_from_data=(), budget_checked=False, budget_path="adapter",
+        note="domain given as sizes; row count: the model's noisy total")) for n in ("mst", "aim")},
+    "dpmm_privbayes": Adapter("dpmm_privbayes", "dpmm", Claim(
+        guarantee="approximate", accountant="basic composition (dpmm's own: exponential "
+        "mechanism epsilon/2, Gaussian zcdp at cdp_rho(epsilon/2, delta))",
+        reads_from_data=("row_count",), budget_checked=False, budget_path="adapter",
+        note="domain given as sizes; output row count: the model's noisy total; its "
+             "structure search calibrates to the exact private row count")),
 }
