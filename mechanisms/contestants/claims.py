@@ -162,6 +162,31 @@ SHIPPED: dict[str, Adapter] = {
                           ("null_rows_dropped", "rho_shaved_permille")),
     "smartnoise_aim": Adapter("smartnoise_aim", "smartnoise", _SMARTNOISE_AIM),
     "smartnoise_mst": Adapter("smartnoise_mst", "smartnoise", _SMARTNOISE_MST),
+    # smartnoise-synth 1.0.8's GANs and MWEM (smartnoise_common.py: fit_and_write_pure_split);
+    # the GANs' "domain": smartnoise's DataSampler reads each column's exact category
+    # frequencies (more than the domain; no finer name in READS yet)
+    "smartnoise_dpctgan": Adapter("smartnoise_dpctgan", "smartnoise", Claim(
+        guarantee="approximate", accountant="rdp (opacus 0.14 PrivacyEngine at the given delta; "
+        "the adapter's row count 1% by basic composition)",
+        reads_from_data=("domain", "row_count"), budget_checked=False, budget_path="adapter",
+        note="the library draws its conditional vectors (training and sampling) from each "
+             "column's exact category frequencies, sets its sampling rate from the exact row "
+             "count, and checks the budget only before each epoch (the last can overshoot); "
+             "output row count noisy")),
+    "smartnoise_patectgan": Adapter("smartnoise_patectgan", "smartnoise", Claim(
+        guarantee="approximate", accountant="PATE moments accountant (smartnoise's own, "
+        "Laplace votes; the adapter's row count 1% by basic composition)",
+        reads_from_data=("domain", "row_count"), budget_checked=False, budget_path="adapter",
+        note="the library trains on conditional vectors from exact category frequencies, "
+             "samples them from private rows, sizes its teachers by the exact row count, and "
+             "its teachers are one shared discriminator; output row count noisy")),
+    "smartnoise_mwem": Adapter("smartnoise_mwem", "smartnoise", Claim(
+        guarantee="pure", accountant="basic composition (smartnoise's own epsilon split over "
+        "histograms and iterations; the adapter's row count 1%)",
+        reads_from_data=(), budget_checked=False, budget_path="adapter",
+        note="the adapter sizes the histograms from the schema and starts them and the "
+             "row-count defaults from its noisy count (smartnoise reads the observed code "
+             "range and the exact count)")),
     # DataSynthesizer 0.1.13 and dpmm 0.1.9 (datasynthesizer_privbayes.py, dpmm_common.py)
     "datasynthesizer_privbayes": Adapter("datasynthesizer_privbayes", "datasynthesizer", Claim(
         guarantee="pure", accountant="basic composition (DataSynthesizer's own: exponential "
