@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from harness.cli.notebook import (
+from harness.data.schema import Column, Schema
+from harness.errors import ConfigError, DPArenaError
+from harness.run.config import RunConfig
+from harness.sweep.dataframe import (
     compose_jobs,
     private_base,
     run_competition,
     text_in_number_columns,
 )
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError, DPArenaError
-from harness.run.config import RunConfig
 from harness.sweep.plan import plan_jobs
 
 SCHEMA = Schema((Column("colour", "categorical", "str", values=("green", "red")),

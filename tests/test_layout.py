@@ -18,7 +18,8 @@ FLOORS: dict[str, int] = {
     "harness.report": 3,
     "harness.run": 4,
     "harness.audit": 5, "harness.sweep": 5,
-    "harness.cli": 6,
+    "harness.api": 6,
+    "harness.cli": 7,
 }
 PACKAGES = ("harness", "mechanisms", "metrics")
 MAX_LINES = 700
@@ -106,7 +107,7 @@ def module_graph(paths: list[Path]) -> dict[str, set[str]]:
                     base = ".".join(parts + ([node.module] if node.module else []))
                 found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in names else base
                              for a in node.names)
-        graph[name] = {m for m in map(lambda t: known_prefix(t, names), found)
+        graph[name] = {m for m in (known_prefix(t, names) for t in found)
                        if m and m != name}
     return graph
 

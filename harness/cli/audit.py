@@ -36,7 +36,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-import harness.cli.schemas  # noqa: F401 - registers the config schemas with Hydra (also in workers)
+from harness.audit import config_store  # noqa: F401 - registers the config schemas with Hydra (also in workers)
 from harness.cli.compose import refuse_bad_command
 from harness.data.datasets import PROJECT_ROOT
 from harness.errors import DPArenaError

@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
     try:
         from harness.report.audits import attach_audits, load_audits
+        from harness.report.experiments import latest_experiment
         from harness.report.leaderboard import build_leaderboard, load_runs
         from harness.report.render import render_markdown, write_outputs
         from harness.report.terminal import board_format, files_lines, render_terminal
@@ -59,17 +60,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dp-arena-board: error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def latest_experiment(tracking_uri: str | None) -> str:
-    from harness.report.tracking import client_for
-
-    client = client_for(tracking_uri, must_exist=True)
-    exps = [e for e in client.search_experiments() if e.name.startswith("dp-arena/")]
-    if not exps:
-        raise DPArenaError(f"no dp-arena experiments in {client.tracking_uri}",
-                           "run dp-arena first, or pass --tracking-uri / --experiment")
-    return max(exps, key=lambda e: e.creation_time or 0).name
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-import harness.cli.schemas  # noqa: F401 - registers the schemas and resolvers (also in workers)
 from harness.cli.compose import first_job_command, refuse_bad_command
 from harness.resources import config_dir
+from harness.run import config_store  # noqa: F401 - registers the schema and resolvers (also in workers)
 
 CONF_DIR = str(config_dir())
 

@@ -10,7 +10,8 @@
   MSNBC clickstreams);
 - your own table: :mod:`~harness.data.infer` (value classes and column types),
   :mod:`~harness.data.hints` (public facts, free of budget), :mod:`~harness.data.propose`
-  (schema proposals: public sample, DP, private opt-in) with its DP releases in
+  (schema proposals: public sample, DP, private opt-in; written by
+  :mod:`~harness.data.proposal_file`) with its DP releases in
   :mod:`~harness.data.dp_type` and :mod:`~harness.data.dp_numbers` (on
   :mod:`~harness.data.tree_histogram`; exact ranges for public data:
   :mod:`~harness.data.exact_numbers`),

@@ -19,6 +19,8 @@
 - :mod:`~harness.report.terminal`: the board as plain text within the terminal's width;
 - :mod:`~harness.report.plots`: score vs epsilon, the Pareto plot and ML efficacy vs epsilon;
 - :mod:`~harness.report.audits`: audit results attached to the board's rows;
+- :mod:`~harness.report.experiments`: an experiment's board read back (the latest
+  ``dp-arena/*`` experiment, ``read_board``; ``dp-arena-board`` and :mod:`harness.api`);
 - :mod:`~harness.report.headline`: a sweep's headline table logged on its parent run.
 
 May import: :mod:`metrics`, :mod:`harness.data`, :mod:`harness.privacy` and the ground floor;

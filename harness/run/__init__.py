@@ -2,6 +2,8 @@
 
 - :mod:`~harness.run.settings`: the typed schema of the config (one dataclass per group and the
   root), which Hydra and :mod:`~harness.run.config` check against;
+- :mod:`~harness.run.config_store`: that schema and the config's resolvers, registered with
+  Hydra (``dp_arena_schema``, ``${dp_arena_sweep:...}``, ``${dp_arena_swept:...}``);
 - :mod:`~harness.run.config`: a run's config in one shape (the typed settings, converted
   once, and what a sweep adds); the experiment; the components; labels;
 - :mod:`~harness.run.content`: what a run computes, described once, and every key derived

@@ -1,0 +1,193 @@
+"""The front door (harness/api.py, issue 42 item 2): one import gives what a notebook, a script
+or a plugin needs; the package root re-exports it without importing it; the old addresses
+still work; what the Python API used to borrow from the command line lives on lower floors
+(writing a proposal in harness.data, reading a board in harness.report, each room's Hydra
+schema registered by that room)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+import harness
+from harness import api
+from harness.audit.entry import audit_config
+from harness.data.proposal_file import write_proposal
+from harness.data.propose import ProposalSettings, propose
+from harness.data.schema import Schema
+from harness.errors import ConfigError, DPArenaError
+from harness.report.experiments import latest_experiment, read_board
+
+#: What issue 42 asks the front door to hold (the audit under a name that is not the
+#: ``harness.audit`` package's).
+ASKED = {"run_competition", "read_board", "propose", "ProposalSettings", "audit_mechanism",
+         "Mechanism", "Metric", "Releaser", "Budget", "Ledger", "DPArenaError", "ConfigError",
+         "SchemaError"}
+
+
+def run_python(code: str) -> str:
+    """``code`` in a fresh interpreter (nothing imported yet); its stdout."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"colour": rng.choice(["red", "green"], n),
+                         "amount": rng.gamma(2, 10, n).round(1)})
+
+
+def test_the_front_door_holds_what_the_issue_asks_for():
+    assert ASKED <= set(api.__all__)
+    assert len(api.__all__) == len(set(api.__all__))
+    missing = [name for name in api.__all__ if not hasattr(api, name)]
+    assert not missing
+    from harness.privacy.release import Releaser
+    from mechanisms.base import Mechanism
+    from metrics.base import Metric
+
+    assert (api.Mechanism, api.Metric, api.Releaser) == (Mechanism, Metric, Releaser)
+    assert issubclass(api.ConfigError, api.DPArenaError)
+    assert issubclass(api.SchemaError, api.DPArenaError)
+
+
+def test_the_package_root_reexports_the_front_door_as_the_same_objects():
+    assert set(harness.__all__) - {"__version__"} == set(api.__all__)
+    different = [name for name in api.__all__ if getattr(harness, name) is not getattr(api, name)]
+    assert not different
+    assert set(api.__all__) <= set(dir(harness))
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        harness.not_a_name  # noqa: B018
+
+
+def test_import_harness_loads_nothing_until_a_front_door_name_is_used():
+    """``import harness`` stays cheap: no submodule and no heavy library is imported until a
+    front-door name is read; reading one imports harness.api (and gives its object)."""
+    out = run_python(
+        "import sys, harness\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('harness.', 'mechanisms', "
+        "'metrics', 'pandas', 'hydra', 'mlflow'))))\n"
+        "r = harness.Releaser\n"
+        "import harness.api\n"
+        "print('harness.api' in sys.modules, r is harness.api.Releaser)\n")
+    first, second = out.splitlines()
+    assert first == "[]"
+    assert second == "True True"
+
+
+def test_the_old_addresses_are_the_same_objects():
+    """README's ``from harness.cli.notebook import read_board, run_competition`` and the
+    command line's modules keep working: they re-export the lower floors' objects."""
+    import harness.cli.schema as schema_cli
+    from harness.cli import notebook, schemas
+
+    assert notebook.run_competition is api.run_competition
+    assert notebook.read_board is api.read_board
+    assert schema_cli.write_proposal is api.write_proposal
+    assert set(schemas.SCHEMAS) == {"dp_arena_schema", "dp_arena_audit_schema"}
+    assert notebook.__all__ and all(hasattr(notebook, n) for n in notebook.__all__)
+
+
+def test_each_room_registers_its_own_schema_and_the_run_config_composes_without_the_cli():
+    out = run_python(
+        "import sys\n"
+        "from hydra.core.config_store import ConfigStore\n"
+        "from omegaconf import OmegaConf\n"
+        "import harness.run.config_store\n"
+        "names = lambda: sorted(k for k in ConfigStore.instance().repo if 'dp_arena' in k)\n"
+        "print(names(), OmegaConf.has_resolver('dp_arena_sweep'))\n"
+        "from harness.sweep.dataframe import compose_jobs\n"
+        "rc, = compose_jobs([['mechanism=independent', 'privacy.epsilon=2.0']])\n"
+        "print(type(rc).__name__, rc.budget.epsilon)\n"
+        "import harness.audit.config_store\n"
+        "print(names())\n"
+        "print(sorted(m for m in sys.modules if m.startswith('harness.cli')))\n")
+    lines = out.splitlines()
+    assert lines[0] == "['dp_arena_schema.yaml'] True"
+    assert lines[1] == "RunConfig 2.0"
+    assert lines[2] == "['dp_arena_audit_schema.yaml', 'dp_arena_schema.yaml']"
+    assert lines[3] == "[]"
+
+
+def test_the_audits_config_is_the_commands_config_with_the_overrides():
+    cfg = audit_config(["audit.runs=20", "privacy.epsilon=2", "mechanism=independent"])
+    assert cfg["audit"]["runs"] == 20
+    assert cfg["privacy"]["epsilon"] == 2.0
+    assert cfg["mechanism"]["name"] == "independent"
+    assert "hydra" not in cfg
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["mechanism=nope"], ["mechanism/nope", "choose from", "independent"]),
+    (["audit.runs=abc"], ["audit.runs", "integer"]),
+    ("mechanism=independent", ["list of key=value"]),
+])
+def test_a_bad_audit_override_is_one_config_error_before_any_run(overrides, words):
+    with pytest.raises(ConfigError) as err:
+        api.audit_mechanism(overrides, echo=lambda line: pytest.fail(f"audit started: {line}"))
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_a_dp_proposal_round_trips_through_its_two_files(tmp_path):
+    proposal = propose(table(), ProposalSettings("dp", epsilon=1.0, delta=1e-6, bins=5))
+    written = write_proposal(proposal, tmp_path / "parameters.json")
+    assert written == [tmp_path / "parameters.json", tmp_path / "parameters.ledger.json"]
+    params = json.loads(written[0].read_text())
+    block = params["proposal"]
+    assert block["source"] == "dp"
+    assert (block["epsilon_spent"], block["delta_spent"]) == proposal.spent()
+    assert block["ledger"] == "parameters.ledger.json"
+    assert set(block["columns"]) == set(proposal.schema.names)
+    assert all(block["columns"][c]["from"] == "dp" for c in proposal.schema.names)
+    assert Schema.load(written[0]) == proposal.schema
+    assert json.loads(written[1].read_text()) == \
+        json.loads(json.dumps(proposal.ledger, default=str))
+
+
+def test_a_public_proposal_writes_one_file_and_no_ledger(tmp_path):
+    proposal = propose(table(seed=1), ProposalSettings("public", bins=5))
+    written = write_proposal(proposal, tmp_path / "schema.json", holdout={"fraction": 0.2})
+    assert written == [tmp_path / "schema.json"]
+    block = json.loads(written[0].read_text())["proposal"]
+    assert block["source"] == "public" and "ledger" not in block
+    assert block["holdout"] == {"fraction": 0.2}
+    assert Schema.load(written[0]) == proposal.schema
+
+
+def test_a_proposal_that_cannot_be_written_leaves_nothing(tmp_path):
+    (tmp_path / "a_file").write_text("not a folder")
+    proposal = propose(table(), ProposalSettings("dp", epsilon=1.0, bins=5))
+    with pytest.raises(DPArenaError, match="cannot write"):
+        write_proposal(proposal, tmp_path / "a_file" / "parameters.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_the_latest_experiment_is_the_newest_dp_arena_one(tracking_uri):
+    client = MlflowClient(tracking_uri)
+    with pytest.raises(DPArenaError, match="no dp-arena experiments"):
+        latest_experiment(tracking_uri)
+    for name in ("dp-arena/older", "dp-arena/newer", "someone-else"):
+        client.create_experiment(name)
+        time.sleep(0.01)  # creation times are in milliseconds: keep them apart
+    assert latest_experiment(tracking_uri) == "dp-arena/newer"
+    with pytest.raises(DPArenaError, match="has no dp-arena runs"):
+        read_board(tracking_uri=tracking_uri)
+
+
+def test_reading_a_board_checks_alpha_before_touching_a_store(no_store, tmp_path):
+    with pytest.raises(ConfigError, match="alpha must be in"):
+        api.read_board("dp-arena/x", tracking_uri=no_store, alpha=1.5)
+    assert not (tmp_path / "mlflow.db").exists()
+    with pytest.raises(DPArenaError):  # a store that does not exist is not created
+        latest_experiment(no_store)
+    assert not (tmp_path / "mlflow.db").exists()
