@@ -22,7 +22,20 @@ Association slopes (the report's "least-squares slopes between category indicato
     (1: associations kept at full strength; 0: lost, e.g. P drawn independently of X), both
     weighted by ``s_u (1 - s_u)``, ``s_u`` the real share of ``a = u``: the variance of the
     regressor, to which a slope's precision is proportional, so that categories of a handful
-    of rows (whose real slopes are mostly sampling noise) do not dominate.
+    of rows (whose real slopes are mostly sampling noise) do not dominate. This is the
+    report's panel (c) (section 6: "the least squares slope between attributes and levels
+    within SD (y-axis) and ... within AD (x-axis)"), not a logistic regression.
+    ``assoc_slope_rmse`` is the weighted root mean square of (synthetic - real) slope: the
+    distance of the panel's points from its reference line y = x.
+Panel (c) per attribute (:func:`slope_breakdown`)
+    The same three numbers over the cells of one attribute ``a`` (all private attributes
+    paired with it): ``assoc_slope_corr_<a>``, ``assoc_slope_fit_<a>``,
+    ``assoc_slope_rmse_<a>``, and over the (Sex, Race, ``a``) cells ``assoc3_slope_*_<a>``;
+    table ``duke_assoc_slopes_by_attribute`` and figure ``duke_assoc_slopes`` (panel (c):
+    real slope on x, synthetic on y, one colour per attribute, the line y = x, and the
+    per-attribute RMSE as bars). The report's claim "Improvements in slope are observed for
+    Agency and Occupation" (Figure 4, Method 1 vs 2) is a comparison of two runs' rows of this
+    table: :func:`slope_improvement` (lower RMSE and a fit nearer 1 is an improvement).
 Logistic regression
     ``1[binary_target = positive_value]`` (default: sex, its second value) is regressed on
     one-hot indicators of every other attribute (``logreg_predictors``; default the predictors
@@ -34,6 +47,20 @@ Logistic regression
     excluded); table ``duke_logreg_coefficients`` and figure ``duke_logreg_coefficients``.
     A constant label gives all-zero coefficients ("no association"), and a correlation with a
     constant vector counts as 0.
+Logistic-regression models as the report's Figures 10-14 (:func:`logreg_model_table`)
+    The report fits, on the authentic and on the synthetic data, "logistic regression models
+    ... with proportion female as the response" with a few predictors each (Figures 10-11:
+    Agency alone; 12-13: Agency and Occupation; 14: Occupation alone) and compares the
+    coefficients. ``logreg_models`` names such models (``{name: [predictor, ...]}``; default:
+    one model per predictor alone). Each is fitted like the model above (same target, same
+    reference and pooling rule, same ``C``); table ``duke_logreg_models`` (model, term, real,
+    synthetic; the intercept included: in a one-predictor model it is the reference
+    category's log odds), figure ``duke_logreg_models`` (one panel per model: coefficient per
+    term, authentic and synthetic side by side), scores ``logreg_<model>_coef_rmse`` and
+    ``logreg_<model>_coef_corr`` over all of the model's terms, intercept included. With
+    ``C`` large the coefficients are the maximum-likelihood ones: for one predictor, the
+    intercept is the log odds of the target in the reference category and each coefficient
+    the log odds ratio of its category against the reference.
 (Sex, Race, attribute) categories (the report's panels (a) and (b))
     With two or more private attributes, their combinations are one attribute (``sex*race``,
     codes in mixed radix) and the joint proportions and association slopes above are also
@@ -61,6 +88,7 @@ Label accuracy (controlled evaluation only)
 Tables and figures hold aggregates only (proportions, slopes, coefficients), but aggregates of
 the private table: ``duke_joint_proportions`` (exact real joint proportions, many of them
 single-person cells), ``duke_private_combinations`` (likewise, finer), ``duke_logreg_coefficients``,
+``duke_logreg_models``, ``duke_assoc_slopes_by_attribute`` (real slopes),
 ``duke_label_agreement_<p>`` and every figure are private: they are logged only when the run
 opts in to private outputs. No output is public (``public_outputs`` is empty).
 """
@@ -78,8 +106,8 @@ from matplotlib.figure import Figure
 from scipy import sparse
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
 from harness.data.schema import Schema
+from harness.errors import ConfigError
 
 from .base import Metric, MetricResult
 
@@ -216,15 +244,71 @@ def private_combination_table(real: pd.DataFrame, synth: pd.DataFrame, private: 
 
 
 def slope_scores(table: pd.DataFrame) -> dict[str, float]:
-    """Weighted correlation and LS fit of synthetic vs real association slopes over the cells
-    where both exist (weights: the ``weight`` column)."""
+    """Weighted correlation, LS fit and RMSE of synthetic vs real association slopes over the
+    cells where both exist (weights: the ``weight`` column)."""
     ok = (np.isfinite(table["real_slope"]) & np.isfinite(table["synthetic_slope"])
           & (table["weight"] > 0))
     if not ok.any():
-        return {"assoc_slope_corr": 0.0, "assoc_slope_fit": 0.0}
+        return {"assoc_slope_corr": 0.0, "assoc_slope_fit": 0.0, "assoc_slope_rmse": 0.0}
     r, s = table.loc[ok, "real_slope"].to_numpy(), table.loc[ok, "synthetic_slope"].to_numpy()
     w = table.loc[ok, "weight"].to_numpy()
-    return {"assoc_slope_corr": pearson(r, s, w), "assoc_slope_fit": ls_slope(r, s, w)}
+    return {"assoc_slope_corr": pearson(r, s, w), "assoc_slope_fit": ls_slope(r, s, w),
+            "assoc_slope_rmse": weighted_rmse(r, s, w)}
+
+
+def weighted_rmse(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> float:
+    """Weighted root mean square of ``y - x`` (weights normalised to sum 1); 0 for no cells."""
+    x, y, w = (np.asarray(v, float) for v in (x, y, weights))
+    if len(x) == 0 or w.sum() <= 0:
+        return 0.0
+    return float(np.sqrt((w / w.sum()) @ ((y - x) ** 2)))
+
+
+def slope_breakdown(table: pd.DataFrame) -> pd.DataFrame:
+    """Panel (c) per attribute of a :func:`pair_table`: for each ``attribute``, over its cells
+    where both slopes exist and the weight is positive, the number of cells and the weighted
+    correlation, LS fit and RMSE of synthetic vs real slopes (the weights of
+    :func:`slope_scores`). Attributes keep their order of appearance."""
+    rows = []
+    for attr, part in table.groupby("attribute", sort=False):
+        ok = (np.isfinite(part["real_slope"]) & np.isfinite(part["synthetic_slope"])
+              & (part["weight"] > 0))
+        r = part.loc[ok, "real_slope"].to_numpy()
+        s = part.loc[ok, "synthetic_slope"].to_numpy()
+        w = part.loc[ok, "weight"].to_numpy()
+        rows.append({"attribute": attr, "cells": int(ok.sum()),
+                     "slope_corr": pearson(r, s, w) if len(r) else 0.0,
+                     "slope_fit": ls_slope(r, s, w) if len(r) else 0.0,
+                     "slope_rmse": weighted_rmse(r, s, w)})
+    return pd.DataFrame(rows, columns=["attribute", "cells", "slope_corr", "slope_fit",
+                                       "slope_rmse"])
+
+
+def slope_improvement(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """Per attribute present in both :func:`slope_breakdown` tables: the change in RMSE
+    (``after - before``; negative: the points moved towards y = x), in distance of the fit
+    from 1, and whether both say ``after`` is better (``improved``). This is how to check the
+    report's "Improvements in slope are observed for Agency and Occupation" between a Method 1
+    and a Method 2 run."""
+    b = before.set_index("attribute")
+    a = after.set_index("attribute")
+    common = [x for x in b.index if x in a.index]
+    d_rmse = a.loc[common, "slope_rmse"] - b.loc[common, "slope_rmse"]
+    d_fit = (a.loc[common, "slope_fit"] - 1).abs() - (b.loc[common, "slope_fit"] - 1).abs()
+    return pd.DataFrame({"attribute": common, "rmse_change": d_rmse.to_numpy(),
+                         "fit_gap_change": d_fit.to_numpy(),
+                         "improved": ((d_rmse < 0) & (d_fit < 0)).to_numpy()})
+
+
+def breakdown_scores(breakdown: pd.DataFrame, prefix: str = "assoc") -> dict[str, float]:
+    """``<prefix>_slope_{corr,fit,rmse}_<attribute>`` for every row of a breakdown."""
+    out = {}
+    for row in breakdown.itertuples(index=False):
+        key = safe_key(row.attribute)
+        out[f"{prefix}_slope_corr_{key}"] = float(row.slope_corr)
+        out[f"{prefix}_slope_fit_{key}"] = float(row.slope_fit)
+        out[f"{prefix}_slope_rmse_{key}"] = float(row.slope_rmse)
+    return out
 
 
 # ----- logistic regression ----------------------------------------------------------------
@@ -264,9 +348,110 @@ def logreg_coefficients(design: sparse.spmatrix, y: np.ndarray, C: float = 1.0,
         mean = float(y.mean()) if len(y) else 0.5
         mean = min(max(mean, 1e-9), 1 - 1e-9)
         return float(np.clip(math.log(mean / (1 - mean)), -20, 20)), np.zeros(design.shape[1])
+    if design.shape[1] <= AGGREGATE_MAX_COLUMNS:
+        rows, y_rows, counts = aggregated_rows(design, y)
+        return newton_logreg(rows, y_rows, counts, C, max_iter)
     model = LogisticRegression(C=C, max_iter=max_iter)
     model.fit(design, y)
     return float(model.intercept_[0]), model.coef_[0].copy()
+
+
+#: Designs with at most this many indicator columns are fitted on their distinct rows by
+#: :func:`newton_logreg` (scikit-learn's fixed cost, ~0.15 s a fit, dominates small models).
+AGGREGATE_MAX_COLUMNS = 64  # one bit each in a uint64 row key
+
+
+def newton_logreg(rows: np.ndarray, y: np.ndarray, counts: np.ndarray, C: float = 1.0,
+                  max_iter: int = 100, tol: float = 1e-10) -> tuple[float, np.ndarray]:
+    """(intercept, coefficients) minimising scikit-learn's L2 logistic objective
+    ``C * sum_i counts_i * logloss_i + |b|^2 / 2`` (intercept not penalised) by Newton's
+    method with step halving; the objective is strictly convex in ``b``, so this is the
+    same optimum ``LogisticRegression(C=C)`` reaches on the expanded rows."""
+    X = np.column_stack([np.ones(len(rows)), np.asarray(rows, float)])
+    w = np.asarray(counts, float) * C
+    yv = np.asarray(y, float)
+    ridge = np.ones(X.shape[1])
+    ridge[0] = 0.0
+
+    def objective(beta: np.ndarray) -> float:
+        z = X @ beta
+        return float(w @ (np.logaddexp(0.0, z) - yv * z) + 0.5 * ridge @ (beta * beta))
+
+    beta = np.zeros(X.shape[1])
+    value = objective(beta)
+    for _ in range(max(max_iter, 1)):
+        prob = 1.0 / (1.0 + np.exp(-(X @ beta)))
+        grad = X.T @ (w * (prob - yv)) + ridge * beta
+        hess = (X.T * (w * prob * (1 - prob))) @ X + np.diag(ridge) + 1e-12 * np.eye(len(beta))
+        step = np.linalg.solve(hess, grad)
+        t = 1.0
+        while t > 1e-8:
+            trial = beta - t * step
+            new_value = objective(trial)
+            if new_value <= value:
+                break
+            t /= 2
+        else:
+            break
+        beta, done = trial, value - new_value <= tol * max(1.0, abs(value))
+        value = new_value
+        if done and float(np.abs(t * step).max()) < 1e-8 + 1e-6:
+            break
+    return float(beta[0]), beta[1:].copy()
+
+
+def aggregated_rows(design: sparse.spmatrix, y: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (design row, label) pairs and how many rows each stands for. A logistic
+    regression's penalised log-likelihood is a sum over rows, so fitting these with the
+    counts as sample weights minimises the same objective as fitting every row (and costs
+    a handful of rows for a model with one or two categorical predictors)."""
+    csr = sparse.csr_matrix(design)
+    k = csr.shape[1]
+    if k > AGGREGATE_MAX_COLUMNS:
+        raise ValueError(f"aggregated_rows packs at most {AGGREGATE_MAX_COLUMNS} columns")
+    csr.sum_duplicates()
+    row_of = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+    bits = np.left_shift(np.uint64(1), csr.indices.astype(np.uint64))
+    keys = np.zeros(csr.shape[0], dtype=np.uint64)
+    np.add.at(keys, row_of[csr.data != 0], bits[csr.data != 0])  # distinct columns: sum = or
+    labels = np.asarray(y, dtype=np.uint64) & np.uint64(1)
+    pairs, counts = np.unique(np.column_stack([keys, labels]), axis=0, return_counts=True)
+    rows = ((pairs[:, :1] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)).astype(float)
+    return rows, pairs[:, 1].astype(int), counts.astype(float)
+
+
+def logreg_model_table(real: pd.DataFrame, synth: pd.DataFrame, models: dict[str, list[str]],
+                       target: str, positive: int, domain: dict[str, int], min_count: int,
+                       C: float = 1.0, max_iter: int = 1000) -> pd.DataFrame:
+    """The report's Figures 10-14: for every named model, the logistic regression of
+    ``1[target = positive]`` on its predictors' indicators (:func:`design_categories`, built on
+    the real table) fitted on the real and on the synthetic table (encoded codes); one row per
+    term (``(intercept)`` first) with columns ``model``, ``term``, ``real``, ``synthetic``."""
+    y_real = real[target].to_numpy() == positive
+    y_synth = synth[target].to_numpy() == positive
+    parts = []
+    for name, columns in models.items():
+        categories = design_categories(real, list(columns), domain, min_count)
+        b0_r, b_r = logreg_coefficients(one_hot(real, categories), y_real, C, max_iter)
+        b0_s, b_s = logreg_coefficients(one_hot(synth, categories), y_synth, C, max_iter)
+        parts.append(pd.DataFrame({
+            "model": name, "term": ["(intercept)", *[f"{c}={v}" for c, v in categories]],
+            "real": [b0_r, *b_r], "synthetic": [b0_s, *b_s]}))
+    if not parts:
+        return pd.DataFrame(columns=["model", "term", "real", "synthetic"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def logreg_model_scores(table: pd.DataFrame) -> dict[str, float]:
+    """``logreg_<model>_coef_rmse`` and ``logreg_<model>_coef_corr`` over each model's terms
+    (intercept included) of a :func:`logreg_model_table`."""
+    out = {}
+    for name, part in table.groupby("model", sort=False):
+        key = safe_key(name)
+        out[f"logreg_{key}_coef_rmse"] = rmse(part["real"], part["synthetic"])
+        out[f"logreg_{key}_coef_corr"] = pearson(part["real"], part["synthetic"])
+    return out
 
 
 # ----- controlled evaluation --------------------------------------------------------------
@@ -377,6 +562,53 @@ def coefficient_figure(coefs: pd.DataFrame, target: str, corr: float) -> Figure:
     return fig
 
 
+def slope_figure(table: pd.DataFrame, breakdown: pd.DataFrame, corr: float) -> Figure:
+    """Panel (c): real (x) vs synthetic (y) association slopes, one colour per attribute, with
+    the line y = x; beside it the weighted RMSE per attribute (:func:`slope_breakdown`)."""
+    fig = Figure(figsize=(11, 5))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    for attr, part in table.groupby("attribute", sort=False):
+        left.scatter(part["real_slope"], part["synthetic_slope"], s=8, alpha=0.6,
+                     label=str(attr))
+    left.plot([-1, 1], [-1, 1], color="black", linewidth=0.8, label="y = x")
+    left.set_xlim(-1, 1), left.set_ylim(-1, 1)
+    left.set_xlabel("slope in the real data (AD)"), left.set_ylabel("slope in the synthetic data")
+    left.set_title(f"(c) Least-squares slopes of level indicators (corr {corr:.3f})")
+    left.legend(fontsize=7, ncol=2)
+    y = np.arange(len(breakdown))
+    right.barh(y, breakdown["slope_rmse"])
+    right.set_yticks(y, [str(a) for a in breakdown["attribute"]], fontsize=7)
+    right.invert_yaxis()
+    right.set_xlabel("weighted RMSE of synthetic - real slope")
+    right.set_title("per attribute (lower: nearer y = x)")
+    return fig
+
+
+def logreg_models_figure(table: pd.DataFrame, target: str) -> Figure:
+    """Figures 10-14: one panel per model, its coefficients per term, real and synthetic side
+    by side."""
+    models = list(dict.fromkeys(table["model"]))
+    cols = min(3, max(len(models), 1))
+    rows = max(math.ceil(len(models) / cols), 1)
+    fig = Figure(figsize=(5 * cols, 3.5 * rows))
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax, name in zip(axes, models):
+        part = table[table["model"] == name]
+        x = np.arange(len(part))
+        ax.bar(x - 0.2, part["real"], width=0.4, label="real (AD)")
+        ax.bar(x + 0.2, part["synthetic"], width=0.4, label="synthetic")
+        ax.axhline(0, color="grey", linewidth=0.5)
+        ax.set_xticks(x, list(part["term"]), rotation=90, fontsize=5)
+        ax.set_title(f"{target}: {name}", fontsize=8)
+    for ax in axes[len(models):]:
+        ax.set_visible(False)
+    if models:
+        axes[0].legend(fontsize=7)
+        axes[0].set_ylabel("coefficient (log odds)")
+    fig.suptitle(f"Logistic regression coefficients of {target}, real vs synthetic")
+    return fig
+
+
 # ----- the metric -------------------------------------------------------------------------
 @dataclass
 class DukeUtility(Metric):
@@ -385,6 +617,7 @@ class DukeUtility(Metric):
     binary_target: str = "sex"
     positive_value: Any = None
     logreg_predictors: list[str] | None = None
+    logreg_models: dict[str, list[str]] | None = None
     min_category_count: int = 30
     C: float = 1.0
     max_iter: int = 1000
@@ -426,6 +659,7 @@ class DukeUtility(Metric):
             raise ConfigError(f"metrics.duke_utility.logreg_predictors: {bad} (must be "
                               f"attributes other than {self.binary_target!r})",
                               "leave logreg_predictors=null")
+        self.models(schema, predictors)
         col = schema[self.binary_target]
         if col.kind != "categorical":
             raise ConfigError(f"metrics.duke_utility.binary_target {self.binary_target!r} must "
@@ -443,6 +677,22 @@ class DukeUtility(Metric):
                               f"use one of {values}")
         return private, predictors, lr, values.index(self.positive_value)
 
+    def models(self, schema: Schema, predictors: list[str]) -> dict[str, list[str]]:
+        """The Figures 10-14 models: ``logreg_models``, or one per predictor alone."""
+        if self.logreg_models is None:
+            return {a: [a] for a in predictors}
+        models = {str(k): [v] if isinstance(v, str) else list(v)
+                  for k, v in dict(self.logreg_models).items()}
+        attrs = schema.attributes
+        bad = {k: v for k, v in models.items()
+               if not v or any(a not in attrs or a == self.binary_target for a in v)}
+        if bad:
+            raise ConfigError(f"metrics.duke_utility.logreg_models: {bad} (each model needs one "
+                              f"or more attributes other than {self.binary_target!r} of {attrs})",
+                              "write e.g. logreg_models={agency: [agency], agency_occupation: "
+                              "[agency, occupation]}, or null for one model per predictor")
+        return models
+
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
         schema = data.schema
         private, predictors, lr_cols, positive = self.check(schema)
@@ -456,6 +706,8 @@ class DukeUtility(Metric):
             part = cells[cells["private"] == p]
             scores[f"joint_prop_corr_{safe_key(p)}"] = pearson(part["real"], part["synthetic"])
         scores.update(slope_scores(cells))
+        breakdown = slope_breakdown(cells).assign(cells_of="pairs")
+        scores.update(breakdown_scores(breakdown))
         scores.update(level_correlation_scores(cells))
         combos = private_combination_table(real, synth, private, predictors, domain) \
             if len(private) > 1 else None
@@ -464,6 +716,9 @@ class DukeUtility(Metric):
             scores.update({k.replace("assoc_", "assoc3_"): v
                            for k, v in slope_scores(combos).items()})
             scores.update(level_correlation_scores(combos, "level3"))
+            breakdown3 = slope_breakdown(combos).assign(cells_of="*".join(private))
+            scores.update(breakdown_scores(breakdown3, "assoc3"))
+            breakdown = pd.concat([breakdown, breakdown3], ignore_index=True)
 
         categories = design_categories(real, lr_cols, domain, self.min_category_count)
         y_real = (real[self.binary_target].to_numpy() == positive)
@@ -478,7 +733,13 @@ class DukeUtility(Metric):
         scores["logreg_coef_corr"] = pearson(b_r, b_s)
         scores["logreg_coef_rmse"] = rmse(b_r, b_s) if len(b_r) else 0.0
 
-        tables = {"duke_joint_proportions": cells, "duke_logreg_coefficients": coefs}
+        models = logreg_model_table(real, synth, self.models(schema, predictors),
+                                    self.binary_target, positive, domain,
+                                    self.min_category_count, self.C, self.max_iter)
+        scores.update(logreg_model_scores(models))
+
+        tables = {"duke_joint_proportions": cells, "duke_logreg_coefficients": coefs,
+                  "duke_logreg_models": models, "duke_assoc_slopes_by_attribute": breakdown}
         if combos is not None:
             tables["duke_private_combinations"] = combos
         if same_predictor_rows(data.private.reset_index(drop=True),
@@ -498,6 +759,10 @@ class DukeUtility(Metric):
                     coefs.iloc[1:], self.binary_target, scores["logreg_coef_corr"]),
                 "duke_level_correlations": level_correlation_figure(
                     cells, scores["level_corr_corr"]),
+                "duke_assoc_slopes": slope_figure(
+                    cells, breakdown[breakdown["cells_of"] == "pairs"],
+                    scores["assoc_slope_corr"]),
+                "duke_logreg_models": logreg_models_figure(models, self.binary_target),
             }
             if combos is not None:
                 figures["duke_joint_histograms"] = joint_histogram_figure(combos, self.hist_cells)

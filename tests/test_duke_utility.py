@@ -11,9 +11,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from harness.data.datasets import Dataset, load_shared_dataset
+from harness.data.schema import Column, Schema
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
-from harness.data.schema import Column, Schema
 from harness.privacy.release import Releaser
 from mechanisms import make_mechanism
 from metrics import make_metric
@@ -193,7 +193,8 @@ def test_constant_synthetic_label_scores_zero_correlation():
 def test_figures_are_pngs(tmp_path):
     result = DukeUtility(min_category_count=1).score(tiny_dataset(), SYNTH)
     assert set(result.figures) == {"duke_joint_proportions", "duke_logreg_coefficients",
-                                   "duke_level_correlations", "duke_joint_histograms"}
+                                   "duke_level_correlations", "duke_joint_histograms",
+                                   "duke_assoc_slopes", "duke_logreg_models"}
     for name, fig in result.figures.items():
         assert isinstance(fig, Figure)
         fig.savefig(tmp_path / f"{name}.png")
@@ -275,4 +276,5 @@ def test_rdt_run_logs_duke_scores_and_png_figures(tmp_path, tracking_uri):
     assert metrics["epsilon_spent"] == pytest.approx(1.0)
     plots = {a.path for a in client.list_artifacts(out.run_id, "plots")}
     assert plots == {"plots/duke_joint_proportions.png", "plots/duke_logreg_coefficients.png",
-                     "plots/duke_level_correlations.png", "plots/duke_joint_histograms.png"}
+                     "plots/duke_level_correlations.png", "plots/duke_joint_histograms.png",
+                     "plots/duke_assoc_slopes.png", "plots/duke_logreg_models.png"}
