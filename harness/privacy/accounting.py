@@ -26,7 +26,8 @@ Accountants
     Rogers 2021); rho adds up and converts to (eps, delta) with Canonne, Kamath & Steinke's
     (2020) bound (:func:`zcdp_epsilon`; the private-pgm reference, smartnoise-synth and OpenDP
     use it too), never above Bun & Steinke's ``eps = rho + 2 sqrt(rho ln(1/delta))`` (which
-    the Sprint 3 adaptive-grid write-up used): at epsilon 1, delta 1e-9 it allows rho 0.01497
+    the Sprint 3 adaptive-grid write-up's printed sigmas come from; its text derives the noise
+    by Gaussian DP, 003_*.txt lines 78 and 82): at epsilon 1, delta 1e-9 it allows rho 0.01497
     instead of 0.01178 (noise 11% smaller).
 ``zcdp_bs``
     The ``zcdp`` composition (the same rho for every charge), converted with Bun & Steinke's
