@@ -45,19 +45,26 @@ def mechanism_class(name: str) -> type[Mechanism]:
     return load_registered(MECHANISMS, name, "mechanism")
 
 
-def hyperparameter_label(name: str, params: dict[str, Any], preset: str = "") -> str:
+def changed_settings(name: str, params: dict[str, Any], preset: str = "") -> str:
     """``k=5,C=150``: the settings that differ from the shipped option of the mechanism
-    (``mechanism=NAME``, or the preset ``mechanism=NAME_PRESET``, shown as ``[preset]``), as
-    Hydra composes it (:func:`shipped_settings`); "-" if none. Long values are abbreviated (``marginals=<list of 45 #1f2e>``),
-    so a label stays short. Used to group runs on the leaderboard and to name them; every
-    setting is logged to MLflow regardless."""
+    (``mechanism=NAME``, or the preset ``mechanism=NAME_PRESET``), as Hydra composes it
+    (:func:`shipped_settings`); "-" if none. Long values are abbreviated
+    (``marginals=<list of 45 #1f2e>``), so a label stays short; every setting is logged to
+    MLflow regardless. The run's label is built from it by
+    :func:`harness.report.record.setting_label`."""
     baseline = shipped_settings(f"{name}_{preset}" if preset else name)
     if baseline is None:
         baseline = dataclass_defaults(name)
     changed = {k: v for k, v in params.items() if k not in baseline or baseline[k] != v}
-    text = ",".join(f"{k}={short_value(v)}" for k, v in sorted(changed.items()))
+    return ",".join(f"{k}={short_value(v)}" for k, v in sorted(changed.items())) or "-"
+
+
+def hyperparameter_label(name: str, params: dict[str, Any], preset: str = "") -> str:
+    """``[preset],k=5``: the preset (when given) and :func:`changed_settings`; "-" if
+    neither. (A run's full label, with its accountant: :func:`harness.report.record.setting_label`.)"""
+    text = changed_settings(name, params, preset)
     lead = f"[{preset}]" if preset else ""
-    return f"{lead}{',' if lead and text else ''}{text}" or "-"
+    return ",".join(p for p in (lead, "" if text == "-" else text) if p) or "-"
 
 
 def dataclass_defaults(name: str) -> dict[str, Any]:
@@ -93,7 +100,7 @@ def shipped_settings(option: str) -> dict[str, Any] | None:
     return {k: v for k, v in copy.deepcopy(composed).items() if k != "name"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def composed_option(group: str, option: str) -> dict[str, Any] | None:
     """The node ``group`` of the config Hydra composes from ``+GROUP=OPTION`` alone (no
     primary config), as plain containers; ``None`` when the option does not exist. Cached:
@@ -137,5 +144,12 @@ def make_mechanism(name: str, params: dict[str, Any] | None,
     return build_dataclass(mechanism_class(name), params or {}, where)
 
 
-__all__ = ["Mechanism", "MECHANISMS", "mechanism_class", "make_mechanism", "hyperparameter_label",
-           "mechanism_conf"]
+__all__ = [
+    "MECHANISMS",
+    "Mechanism",
+    "changed_settings",
+    "hyperparameter_label",
+    "make_mechanism",
+    "mechanism_class",
+    "mechanism_conf",
+]

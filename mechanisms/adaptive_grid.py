@@ -110,7 +110,8 @@ threshold tests, the
 model fit, the row count (least-squares scale of the model fitted to all noisy measurements,
 times the public data's rows-per-weight ratio when bounding removes mass), sampling,
 decoding, the derived time columns and the person ids (given the noisy person count) are
-post-processing of noisy answers and public data: they spend no budget.
+post-processing of noisy answers and public data: they spend no budget. The mechanism keeps
+nothing of a run: its diagnostics travel with the output (``DIAGNOSTICS_FILE``).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ from harness.privacy.accounting import Budget, gaussian_sigma
 from harness.privacy.release import Releaser
 
 from . import pgm
-from .base import Mechanism, assign_ids
+from .base import Mechanism, assign_ids, with_output_facts
 from .person_ids import (
     ids_from_public_groups,
     ids_from_public_profiles,
@@ -156,6 +157,10 @@ TAXI_REPEATED: tuple[str, str] = (PICKUP, DROPOFF)
 TAXI_EXTRA_COPIES = 7
 #: Person-id policies (see :mod:`mechanisms.person_ids`).
 ID_POLICIES: tuple[str, ...] = ("public_profiles", "public_sizes", "public_groups")
+#: The run's diagnostics (carried by the output, logged as this artifact): measurements, sigma,
+#: C, the public clipping ratio; the noisy one-way total, row count and person count
+#: (post-processing of releases); seconds per stage (like the run's ``seconds``).
+DIAGNOSTICS_FILE = "adaptive_grid/diagnostics.json"
 
 
 # ----- the adaptive query matrix ----------------------------------------------------------
@@ -420,8 +425,6 @@ class AdaptiveGrid(Mechanism):
     max_model_mb: float = 80.0
     auto_model_mb: float = 4.0
     name: ClassVar[str] = "adaptive_grid"
-    #: last run's diagnostics (cliques, sigma, row counts); not a hyperparameter
-    info: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "C": [Interval(float, 0, closed="neither"), None, Satisfies(
@@ -542,39 +545,36 @@ class AdaptiveGrid(Mechanism):
         weights = None
         if data.unit == "user":
             weights = pgm.contribution_weights(data.private, str(data.id_column), C)
-        clock = {"start": time.time()}
+        marks = [("start", time.time())]
         measurements = self.measure(codes, model_domain, cliques, weights, C, sigma, release)
         people = None
         if self.counts_persons(data):
             people = noisy_person_count(
                 data, self.person_count_sigma(budget, release.accountant), release)
         release.done()
-        clock["measure"] = time.time()
+        marks.append(("measure", time.time()))
         measurements = fold_measurements(measurements)
         total = pgm.initial_total(measurements, model_domain)
         model = pgm.estimate(model_domain, measurements, self.iters, total)
-        clock["estimate"] = time.time()
+        marks.append(("estimate", time.time()))
         tree = pgm.TreeMarginals(model)
         n_rows, std = (pgm.fitted_total_and_std(model, measurements, tree)
                        if self.row_count == "fitted"
                        else (total, pgm.initial_total_std(measurements, model_domain)))
-        clock["total"] = time.time()
+        marks.append(("total", time.time()))
         ratio = 1.0
         if data.unit == "user" and self.clip_correction:
             ratio = pgm.public_clip_ratio(
                 data, lambda df: pgm.contribution_weights(df, str(data.id_column), C))
         n_rows = bounded_row_count(n_rows * ratio, data, budget.epsilon, std=std * ratio)
-        self.info = {"measurements": len(cliques), "sigma": sigma, "C": C,
-                     "one_way_total": total, "rows": n_rows, "clip_ratio": ratio,
-                     "noisy_persons": people}
         synth = pgm.sample_codes(model, n_rows, rng, model_attrs, tree)
-        clock["sample"] = time.time()
+        marks.append(("sample", time.time()))
         out = self.finish(data, synth, derived, people, rng)
-        clock["finish"] = time.time()
-        names = list(clock)
-        self.info["seconds"] = {b: round(clock[b] - clock[a], 2)
-                                for a, b in itertools.pairwise(names)}
-        return out
+        marks.append(("finish", time.time()))
+        diagnostics = {"measurements": len(cliques), "sigma": sigma, "C": C,
+                       "one_way_total": total, "rows": n_rows, "clip_ratio": ratio,
+                       "noisy_persons": people, "seconds": stage_seconds(marks)}
+        return with_output_facts(out, files={DIAGNOSTICS_FILE: diagnostics})
 
     def measure(self, codes: pd.DataFrame, domain: dict[str, int],
                 cliques: list[tuple[str, ...]], weights: np.ndarray | None, C: float,
@@ -659,6 +659,11 @@ class AdaptiveGrid(Mechanism):
 
 
 # ----- generic marginals from public data ---------------------------------------------------
+def stage_seconds(marks: list[tuple[str, float]]) -> dict[str, float]:
+    """Seconds per stage from ``(stage, time it ended)`` marks (the first one: the start)."""
+    return {b: round(tb - ta, 2) for (_, ta), (b, tb) in itertools.pairwise(marks)}
+
+
 def chow_liu_pairs(public_codes: pd.DataFrame, domain: dict[str, int],
                    max_cells: int | None = None) -> list[tuple[str, str]]:
     """Edges of the maximum spanning tree of pairwise mutual information on *public* data,

@@ -7,6 +7,10 @@ declared in ``parameter_constraints`` and checked when it is built. The runner c
 ``release`` (:class:`harness.privacy.release.Releaser`: it charges the run's ledger and draws the
 noise in one call), and the mechanism calls ``release.done()`` after its last noisy release.
 ``rng`` is for post-processing only (clipping order, sampling from a released model, ids).
+
+A mechanism keeps no state of a run: public facts about a run (what a wrapper chose, a
+mechanism's diagnostics) travel with its output table (:func:`with_output_facts`; the runner
+reads them with :func:`output_facts` and logs them as tags and artifact files).
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ class Mechanism(ABC):
     def output_tags(self) -> dict[str, str]:
         """Public facts about the last ``fit_sample``'s output to tag the run with (e.g. how
         many rows an external contestant emitted outside the schema and were dropped); called
-        after ``fit_sample`` in the same process. Default: none."""
+        after ``fit_sample`` in the same process. Default: none. Prefer returning them with
+        the output (:func:`with_output_facts`), which keeps the mechanism free of run state."""
         return {}
 
     def output_files(self) -> dict[str, Any]:
@@ -91,17 +96,34 @@ class Mechanism(ABC):
         fingerprint, with what they import); a wrapper adds the wrapped mechanism's."""
         return (type(self).__module__,)
 
-    def settings_label(self, configured: str) -> str:
-        """How the board names this mechanism's settings: ``configured``, the settings that
-        differ from the shipped option (:func:`mechanisms.hyperparameter_label`); a wrapper
-        may name its own (a search names its grid)."""
-        return configured
-
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What this mechanism will trim or cap on ``data`` because of its settings (e.g.
         marginals over a memory cap), from public facts only (the schema). A sweep says each
         note once before it starts, instead of every run repeating it."""
         return ()
+
+
+#: The key of ``DataFrame.attrs`` under which an output table carries its run's facts.
+OUTPUT_FACTS = "dp_arena.output_facts"
+
+
+def with_output_facts(table: pd.DataFrame, tags: dict[str, str] | None = None,
+                      files: dict[str, Any] | None = None) -> pd.DataFrame:
+    """``table`` (a mechanism's output) carrying public facts about the run that made it:
+    ``tags`` for the run's MLflow tags, ``files`` (artifact path -> JSON-able object) for its
+    artifacts; added to any the table already carries. Only public or DP-released facts."""
+    facts = table.attrs.setdefault(OUTPUT_FACTS, {"tags": {}, "files": {}})
+    facts["tags"].update(tags or {})
+    facts["files"].update(files or {})
+    return table
+
+
+def output_facts(table: pd.DataFrame) -> tuple[dict[str, str], dict[str, Any]]:
+    """The ``(tags, files)`` an output table carries (:func:`with_output_facts`), taken off
+    the table (so later copies do not carry them); none for anything but a table."""
+    attrs = getattr(table, "attrs", None)
+    facts = (attrs.pop(OUTPUT_FACTS, None) if isinstance(attrs, dict) else None) or {}
+    return dict(facts.get("tags", {})), dict(facts.get("files", {}))
 
 
 def contribution_bound(data: Dataset, max_contrib: int | None) -> int:

@@ -17,12 +17,14 @@ from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
 from mechanisms.adaptive_grid import (
+    DIAGNOSTICS_FILE,
     TAXI_OUTER,
     AdaptiveGrid,
     GridQuery,
     chow_liu_pairs,
     fold_measurements,
 )
+from mechanisms.base import output_facts
 from tests.seeding import seeded
 
 DELTA = 2.5e-5
@@ -31,6 +33,12 @@ DELTA = 2.5e-5
 @pytest.fixture(scope="module")
 def taxi() -> Dataset:
     return load_taxi_sim(n_private=3000, n_public=3000, seed=1)
+
+
+def diagnostics(out: pd.DataFrame) -> dict:
+    """The run's diagnostics its output carries (the mechanism keeps none of them)."""
+    _, files = output_facts(out.copy())  # a copy: the table keeps them for the next reader
+    return files[DIAGNOSTICS_FILE]
 
 
 def run(data, params, budget, accountant="gdp", seed=0):
@@ -161,8 +169,8 @@ def test_weights_bound_each_taxis_contribution_by_C(taxi):
 @pytest.mark.parametrize("share", [0.0, 0.01, 0.2])
 def test_ledger_spends_exactly_the_budget_and_recomputes_independently(taxi, accountant, share):
     budget = Budget(1.0, DELTA)
-    mech, ledger, _ = run(taxi, {"C": 25, "iters": 10, "person_count_share": share}, budget,
-                          accountant)
+    mech, ledger, out = run(taxi, {"C": 25, "iters": 10, "person_count_share": share}, budget,
+                            accountant)
     assert ledger.spent()[0] == pytest.approx(1.0, abs=1e-9)
     charges = [c for c in ledger.charges if c.name != "person count"]
     counts = [c for c in ledger.charges if c.name == "person count"]
@@ -171,7 +179,10 @@ def test_ledger_spends_exactly_the_budget_and_recomputes_independently(taxi, acc
     assert {c.sensitivity for c in charges} == {25.0}
     sigma = charges[0].scale
     assert {c.scale for c in charges} == {sigma}
-    assert mech.info["sigma"] == sigma
+    assert diagnostics(out)["sigma"] == sigma
+    # the mechanism keeps nothing of the run: it is as it was built
+    assert vars(mech) == vars(make_mechanism("adaptive_grid", {"C": 25, "iters": 10,
+                                                               "person_count_share": share}))
     if accountant == "zcdp":  # rho by hand, converted by autodp (Canonne-Kamath-Steinke)
         from autodp.converter import rdp_to_approxdp
 
@@ -196,14 +207,14 @@ def test_person_count_is_measured_only_where_ids_use_it(taxi, small_dataset):
         _, ledger, _ = run(taxi, {"iters": 5, **params}, budget)
         assert len(ledger.charges) == 66 and ledger.spent()[0] == pytest.approx(10.0, abs=1e-9)
     small_dataset.unit = "record"  # every row is its own person: nothing to count
-    mech, ledger, _ = run(small_dataset, {"iters": 5}, Budget(1.0, 1e-6))
+    _, ledger, out = run(small_dataset, {"iters": 5}, Budget(1.0, 1e-6))
     assert "person count" not in [c.name for c in ledger.charges]
-    assert mech.info["noisy_persons"] is None
+    assert diagnostics(out)["noisy_persons"] is None
 
 
 def test_default_ids_give_the_noisy_number_of_taxis(taxi):
-    mech, ledger, out = run(taxi, {"iters": 10}, Budget(10.0, DELTA))
-    noisy = mech.info["noisy_persons"]
+    _, ledger, out = run(taxi, {"iters": 10}, Budget(10.0, DELTA))
+    noisy = diagnostics(out)["noisy_persons"]
     true = taxi.private["taxi_id"].nunique()
     sigma = next(c.scale for c in ledger.charges if c.name == "person count")
     assert abs(noisy - true) < 6 * sigma
@@ -232,7 +243,7 @@ def test_row_count_comes_from_noisy_measurements(taxi):
     assert len(sizes) == 4  # noise, not len(private)
     assert all(abs(n - len(taxi.private)) < 0.35 * len(taxi.private) for n in sizes)
     for mech, _, out in runs[1::2]:  # one_way: noisy 1-way totals x public clipping ratio
-        info = mech.info
+        info = diagnostics(out)
         assert len(out) == round(info["one_way_total"] * info["clip_ratio"])
 
 

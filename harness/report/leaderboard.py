@@ -81,6 +81,7 @@ from harness.report.marks import (  # noqa: F401 - the marks' names are read fro
     MARK_SCHEMA_PRIVATE,
     group_marks,
 )
+from harness.report.record import RunRecord
 from harness.report.risk import with_risk_bounds
 from harness.report.scores import CI_METRICS, CI_PREFIX
 from harness.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
@@ -154,25 +155,20 @@ def load_runs(experiment: str, tracking_uri: str | None = None, sweep: str | Non
 
 
 def run_row(r) -> dict[str, Any]:
-    """The leaderboard's view of one MLflow run."""
+    """The leaderboard's view of one MLflow run: its record read back from its tags
+    (:meth:`harness.report.record.RunRecord.from_tags`, older runs' missing tags as their
+    defaults), what became of it (status, failure reason, metrics that did not apply) and its
+    numbers."""
     tags = r.data.tags
+    record = RunRecord.from_tags(tags)
     return {
         "run_id": r.info.run_id, "status": r.info.status, "start_time": r.info.start_time,
-        "mechanism": tags["mechanism"], "hyperparameters": tags.get("hyperparameters", "-"),
-        "tuning": tags.get("tuning", ""), "private": tags.get("private", "true"),
-        "epsilon": float(tags.get("epsilon", "nan")), "trial": int(tags.get("trial", 0)),
-        "reference": tags.get("reference", ""), "run_key": tags.get("run_key", r.info.run_id),
+        **record.board_fields(),
+        "run_key": record.run_key or r.info.run_id,
         "failure_reason": tags.get("failure_reason", ""),
-        "tuning_chosen": tags.get("tuning_chosen", ""),
-        "schema_source": tags.get("schema_source", ""),
-        "accounting": tags.get("accounting", "ledger"),
         "claim_reads": tags.get(CLAIM_READS_TAG, ""),
-        **{col: tags.get(col, default) for col, default in TAG_DEFAULTS
-           if col not in ("tuning", "private", "reference", "failure_reason", "tuning_chosen")},
-        **{METRIC_KEY_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
-           if k.startswith("metric_key/")},
-        **{METRIC_SETTINGS_PREFIX + k.split("/", 1)[1]: v for k, v in tags.items()
-           if k.startswith("metric_settings/")},
+        **{METRIC_KEY_PREFIX + name: key for name, key in record.metric_keys},
+        **{METRIC_SETTINGS_PREFIX + name: text for name, text in record.metric_settings},
         **{METRIC_NA_PREFIX + k[len(METRIC_NA_TAG):]: v for k, v in tags.items()
            if k.startswith(METRIC_NA_TAG)},
         **{k: (math.inf if v > INF_THRESHOLD else v) for k, v in r.data.metrics.items()},

@@ -11,7 +11,12 @@
 - :func:`build_components`: the mechanism and metric objects (unknown names or settings are
   refused by their dataclasses), after importing ``plugins``; under ``tuning.mode=dp_select``
   the mechanism is wrapped by the selector (:class:`harness.run.dp_select.DPSelect`);
-- :func:`run_label`: a run's readable name.
+- :func:`label_settings`: what a run's label says about its settings (those that differ from
+  the mechanism option, or a selector's grid); with the preset and the accountant it makes
+  the run's one label (:func:`harness.report.record.setting_label`, :attr:`RunConfig.setting`)
+  and name (:attr:`RunConfig.label`, as :class:`harness.report.record.RunRecord` names it);
+- :func:`tuning_of`: a config's ``tuning`` group as the typed :class:`Tuning` (what a sweep
+  asks of a config before converting it whole: is it a search?).
 
 The sweep checks every job with these before any job starts (:mod:`harness.sweep.plan`); the
 runner checks again in the worker, so a single run is refused the same way.
@@ -30,11 +35,13 @@ from typing import Any
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.params import config_problem, refuse_unknown_keys, structured
-from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Budget, check_accountant
+from harness.privacy.accounting import Budget, check_accountant
 from harness.privacy.noise import check_noise_mode
 from harness.privacy.release import accountant_for, check_sampler
-from harness.run.settings import RunSettings
-from mechanisms import Mechanism, hyperparameter_label, make_mechanism
+from harness.report.record import run_name, setting_label
+from harness.run.settings import RunSettings, Tuning
+from harness.run.tuning import parse_space, space_label
+from mechanisms import Mechanism, changed_settings, make_mechanism
 from metrics import Metric, make_metric
 
 #: Keys a config dict may carry beside the settings (what a sweep adds to a job).
@@ -73,7 +80,7 @@ def refuse_added_keys(cfg: Any, schema: type, where: str = "") -> None:
     keys to a typed config, and ``OmegaConf.to_object`` drops them silently. Open mappings
     (``dataset``, ``mechanism``, ``metrics``) are checked by their own loaders."""
     fields = {f.name: f for f in dataclasses.fields(schema)}
-    refuse_unknown_keys(dict.fromkeys(k for k in cfg.keys() if where or k not in RUNTIME_KEYS),
+    refuse_unknown_keys(dict.fromkeys(k for k in cfg if where or k not in RUNTIME_KEYS),
                         fields, where)
     hints = typing.get_type_hints(schema)
     for name in fields:
@@ -184,10 +191,17 @@ class RunConfig:
         return self.settings.tracking.experiment or ""
 
     @property
+    def setting(self) -> str:
+        """The run's setting label (:func:`harness.report.record.setting_label`): the tag
+        ``hyperparameters``, the board's and the n/a rows' column."""
+        return setting_label(label_settings(self), label_preset(self.preset, self.accountant),
+                             self.accountant)
+
+    @property
     def label(self) -> str:
-        """The run's name (:func:`run_label`), unique within a sweep."""
-        return run_label(self.mechanism, self.mechanism_params, self.preset, self.accountant,
-                         self.settings.privacy.epsilon, self.trial, self.tuning.stage_label)
+        """The run's name (:func:`harness.report.record.run_name`), unique within a sweep."""
+        return run_name(self.mechanism, self.setting, self.settings.privacy.epsilon,
+                        self.trial, self.tuning.stage_label)
 
     def replaced(self, **changes: Any) -> RunConfig:
         """This config with root settings replaced (``trial=2``,
@@ -263,18 +277,47 @@ def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
     return mechanism, metrics
 
 
+def label_settings(rc: RunConfig) -> str:
+    """What the label says about a run's settings: under ``tuning.mode=dp_select`` the grid
+    the selector chooses from (``select k∈{2,4}``), else the settings that differ from the
+    mechanism option (:func:`mechanisms.changed_settings`); "-" for none."""
+    if rc.tuning.selects:
+        return space_label(parse_space(rc.tuning.space))
+    return changed_settings(rc.mechanism, rc.mechanism_params,
+                            label_preset(rc.preset, rc.accountant))
+
+
 def run_label(mechanism: str, params: dict[str, Any], preset: str, accountant: str | None,
-              epsilon: Any, trial: Any, tuning: str = "") -> str:
-    """A run's readable, unique name: mechanism, the settings that differ from its shipped
-    config (abbreviated), the accountant when not the default, epsilon, trial and the tuning
-    stage, e.g. ``aim[quick](rounds=8) zcdp eps=1 trial=2``."""
-    preset = label_preset(preset, accountant)
-    lead = f"[{preset}]" if preset else ""
-    rest = hyperparameter_label(mechanism, params, preset).removeprefix(lead).lstrip(",")
-    settings = lead + (f"({rest})" if rest and rest != "-" else "")
-    acc = f" {accountant}" if accountant and accountant != DEFAULT_ACCOUNTANT else ""
-    eps = f"{epsilon:g}" if isinstance(epsilon, (int, float)) else str(epsilon)
-    return f"{mechanism}{settings}{acc} eps={eps} trial={trial}{tuning}"
+              epsilon: float, trial: int, tuning: str = "") -> str:
+    """An untuned (or searched) run's name from its parts, as :attr:`RunConfig.label` names
+    it: ``aim accountant=zcdp,[quick],rounds=8 eps=1 trial=2``."""
+    shown = label_preset(preset, accountant)
+    return run_name(mechanism, setting_label(changed_settings(mechanism, params, shown), shown,
+                                             accountant), epsilon, trial, tuning)
+
+
+def tuning_of(cfg: Any) -> Tuning:
+    """The ``tuning`` group of ``cfg`` (Hydra's composed config, a config dict, a
+    :class:`RunConfig` or :class:`RunSettings`) as the typed :class:`Tuning`; the defaults
+    when the config has none. Raises one :class:`ConfigError` for a group the schema refuses."""
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(cfg, RunConfig):
+        return cfg.tuning
+    if isinstance(cfg, RunSettings):
+        return cfg.tuning
+    node = cfg.get("tuning") if hasattr(cfg, "get") else None
+    if node is None:
+        return Tuning()
+    if isinstance(node, DictConfig):
+        if OmegaConf.get_type(node) is Tuning:
+            try:
+                return OmegaConf.to_object(node)  # type: ignore[return-value]
+            except OmegaConfBaseException as exc:
+                raise config_problem(exc) from None
+        node = OmegaConf.to_container(node, resolve=True)
+    return structured(Tuning, dict(node), "tuning")
 
 
 def label_preset(preset: str, accountant: str | None) -> str:

@@ -30,7 +30,7 @@ the budget on the chosen setting. The privacy argument:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,9 +48,14 @@ from harness.privacy.accounting import (
 )
 from harness.privacy.release import NumpySampler, Releaser
 from harness.run.settings import Tuning
-from harness.run.tuning import candidates, parse_space, public_view, setting_label, space_label
+from harness.run.tuning import (
+    candidates,
+    parse_space,
+    public_view,
+    setting_label,
+)
 from mechanisms import Mechanism, make_mechanism
-from mechanisms.base import clip_contributions, contribution_bound
+from mechanisms.base import clip_contributions, contribution_bound, with_output_facts
 from metrics.kmarginal import choose_marginals, marginal_counts, marginal_tvd
 
 SELECT_MARGINALS = 30
@@ -90,7 +95,7 @@ def selection_utility(private_codes: pd.DataFrame, synthetic_codes: pd.DataFrame
     return 1000.0 * (1.0 - float(np.mean(tvs)))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Selection:
     """What dp_select decided (only public or DP-released facts)."""
 
@@ -107,8 +112,10 @@ class Selection:
 class DPSelect(Mechanism):
     """``mechanism`` with its setting chosen privately among ``space`` (module docstring).
     Build it with :meth:`around`. It reports the wrapped mechanism's name, privacy unit,
-    reference kind and accounting as its own; after ``fit_sample`` its tags and files say what
-    was chosen and why (public or DP-released facts only)."""
+    reference kind, accounting and declared claim as its own (each delegated explicitly);
+    it keeps nothing of a run: what was chosen and why (public or DP-released facts only)
+    travels with the output table (:func:`mechanisms.base.with_output_facts`) as the run's
+    tags and its ``tuning/dp_select.json``."""
 
     inner: Mechanism
     mechanism_name: str
@@ -117,8 +124,6 @@ class DPSelect(Mechanism):
     select_share: float = 0.1
     public_fraction: float = 0.5
     split_seed: int = 0
-    selection: Selection | None = field(default=None, repr=False)
-    chosen: Mechanism | None = field(default=None, repr=False)
 
     @classmethod
     def around(cls, name: str, base_params: dict[str, Any], tuning: Tuning) -> DPSelect:
@@ -132,7 +137,7 @@ class DPSelect(Mechanism):
         return cls(inner, name, dict(base_params), space, tuning.select_share,
                    tuning.public_fraction, tuning.split_seed)
 
-    # ----- the wrapped mechanism's facts ----------------------------------------------------
+    # ----- the wrapped mechanism's facts (every one delegated by name) ----------------------
     @property  # type: ignore[override]
     def name(self) -> str:  # type: ignore[override]
         return self.inner.name
@@ -153,11 +158,15 @@ class DPSelect(Mechanism):
     def filter_bound(self) -> bool:  # type: ignore[override]
         return self.inner.filter_bound
 
-    def __getattr__(self, attribute: str) -> Any:
-        """Settings of the mechanism that ran (the chosen one after ``fit_sample``)."""
-        if attribute.startswith("_") or attribute in ("inner", "chosen"):
-            raise AttributeError(attribute)
-        return getattr(self.chosen if self.chosen is not None else self.inner, attribute)
+    @property
+    def declared_claim(self) -> Any:
+        """The wrapped contestant's declared claim (``None`` for a mechanism of ours)."""
+        return getattr(self.inner, "declared_claim", None)
+
+    @property
+    def n_rows(self) -> Any:
+        """The wrapped mechanism's fixed row count, if it has one (``uniform``)."""
+        return getattr(self.inner, "n_rows", None)
 
     def check_applicable(self, data: Dataset) -> None:
         """The candidates run on the public view: no public part is a configuration error
@@ -166,44 +175,34 @@ class DPSelect(Mechanism):
             public_view(data, self.public_fraction, self.split_seed)  # raises the reason
         self.inner.check_applicable(data)
 
+    def check_settings(self, data: Dataset) -> None:
+        """Every candidate's settings against the schema, where the mechanism checks them
+        before a run (``rdt``'s); nothing otherwise."""
+        for setting in candidates(self.space):
+            candidate = make_mechanism(self.mechanism_name, {**self.base_params, **setting})
+            check = getattr(candidate, "check_settings", None)
+            if callable(check):
+                check(data)
+
     def notes(self, data: Dataset) -> tuple[str, ...]:
         return self.inner.notes(data)
 
     def source_modules(self) -> tuple[str, ...]:
         return (__name__, *self.inner.source_modules())
 
-    def settings_label(self, configured: str) -> str:
-        """``select k∈{2,4}``: the grid, not one setting."""
-        return space_label(self.space)
-
     # ----- the run --------------------------------------------------------------------------
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         """Choose (one exponential-mechanism release), then run the chosen setting with the
         budget left. ``rng`` is for post-processing: the candidates' runs on the public view,
-        clipping, and the chosen mechanism's own post-processing."""
-        self.selection = self.select(data, budget, release, rng)
-        self.chosen = make_mechanism(self.mechanism_name,
-                                     {**self.base_params, **self.selection.chosen})
-        return self.chosen.fit_sample(data, self.selection.final_budget, release, rng)
-
-    def output_tags(self) -> dict[str, str]:
-        chosen = self.chosen.output_tags() if self.chosen is not None else {}
-        if self.selection is None:
-            return chosen
-        return {"tuning_chosen": setting_label(self.selection.chosen),
-                "tuning_reason": self.selection.reason, **chosen}
-
-    def output_files(self) -> dict[str, Any]:
-        files = self.chosen.output_files() if self.chosen is not None else {}
-        s = self.selection
-        if s is None:
-            return files
-        return {"tuning/dp_select.json": {
-            "chosen": s.chosen, "candidates": s.candidates, "public_view_kmarginal2":
-            s.public_scores, "epsilon_select": s.eps_select, "sensitivity": s.sensitivity,
-            "final_budget": {"epsilon": s.final_budget.epsilon, "delta": s.final_budget.delta},
-            "reason": s.reason}, **files}
+        clipping, and the chosen mechanism's own post-processing. The output carries what was
+        chosen and why (:func:`selection_facts`) and the chosen mechanism's own facts."""
+        selection = self.select(data, budget, release, rng)
+        chosen = make_mechanism(self.mechanism_name, {**self.base_params, **selection.chosen})
+        out = chosen.fit_sample(data, selection.final_budget, release, rng)
+        tags, files = selection_facts(selection)
+        with_output_facts(out, chosen.output_tags(), chosen.output_files())
+        return with_output_facts(out, tags, files)
 
     def select(self, data: Dataset, budget: Budget, release: Releaser,
                rng: np.random.Generator) -> Selection:
@@ -251,3 +250,17 @@ class DPSelect(Mechanism):
                   f"({len(pairs)} pairs) to the private data; the chosen setting then ran with "
                   f"epsilon {final.epsilon:.4g}; raw utilities are not logged")
         return Selection(chosen, grid, public_scores, eps_select, sensitivity, final, reason)
+
+
+def selection_facts(selection: Selection) -> tuple[dict[str, str], dict[str, Any]]:
+    """The run's tags (``tuning_chosen``, ``tuning_reason``) and ``tuning/dp_select.json``
+    for a selection: public settings, public-view scores and DP-released choices only (the
+    raw utilities are functions of the private data and are left out)."""
+    s = selection
+    tags = {"tuning_chosen": setting_label(s.chosen), "tuning_reason": s.reason}
+    files = {"tuning/dp_select.json": {
+        "chosen": s.chosen, "candidates": s.candidates, "public_view_kmarginal2":
+        s.public_scores, "epsilon_select": s.eps_select, "sensitivity": s.sensitivity,
+        "final_budget": {"epsilon": s.final_budget.epsilon, "delta": s.final_budget.delta},
+        "reason": s.reason}}
+    return tags, files

@@ -47,29 +47,49 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.privacy.release import Releaser, make_sampler
-from mechanisms import Mechanism, hyperparameter_label
-from metrics import Metric, MetricResult
-from metrics.base import drawn
-
-from harness.data.conform import schema_digest, schema_numbers, schema_quality, schema_tags
+from harness.data.conform import schema_numbers
 from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError, SchemaError
-from harness.redact import command_without_credentials, scrubbed_reason
-from harness.run.config import (RunConfig, build_components, experiment_for, label_preset,
-                                parse_run_config)
-from harness.run.content import content_hash, run_key
-from harness.run.isolation import call_isolated
-from harness.run.references import metric_references
-from harness.run.preflight import check_data_size, check_run
-from harness.privacy.accounting import DEFAULT_ACCOUNTANT, Ledger
+from harness.privacy.accounting import Ledger
 from harness.privacy.noise import noise_rng
+from harness.privacy.release import Releaser, make_sampler
 from harness.privacy.secret import keyed_digest
+from harness.redact import command_without_credentials, scrubbed_reason
+from harness.report.record import RunRecord, setting_label
+from harness.report.tracking import (
+    METRIC_NA_TAG,
+    client_for,
+    code_version,
+    ensure_experiment,
+    find_finished_run,
+    find_interrupted_run,
+    flatten,
+    mark_killed,
+    source_fingerprint,
+    source_tags,
+)
+from harness.run.config import (
+    RunConfig,
+    build_components,
+    experiment_for,
+    parse_run_config,
+)
+from harness.run.content import run_key
+from harness.run.isolation import call_isolated
+from harness.run.preflight import check_data_size, check_run
+from harness.run.record import (  # noqa: F401 - settings_text, short_hash: read from here too
+    build_record,
+    dataset_id,
+    private_output_reason,
+    settings_text,
+    short_hash,
+)
+from harness.run.references import metric_references
 from harness.run.resources import ResourceMonitor
-from harness.report.tracking import (METRIC_NA_TAG, client_for, code_version,
-                                     ensure_experiment, find_finished_run,
-                                     find_interrupted_run, flatten, mark_killed,
-                                     source_fingerprint, source_tags)
+from mechanisms import Mechanism
+from mechanisms.base import output_facts
+from metrics import Metric, MetricResult
+from metrics.base import drawn
 
 STATUS_OK, STATUS_FAILED = "FINISHED", "FAILED"
 #: Modules every run executes besides its mechanism's and metrics' (code fingerprint roots).
@@ -137,9 +157,9 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
         interrupted = find_interrupted_run(client, exp_id, key)
         if interrupted is not None:
             redo = f"run {interrupted.info.run_id[:8]} was interrupted ({interrupted.info.status})"
-    tags = run_tags(rc, mechanism, data, fingerprint, key, code)
-    tags.update(lineage_tags(rc, experiment, checked.metrics_na))
-    run_id = client.create_run(exp_id, run_name=rc.label, tags=tags).info.run_id
+    record = run_record(rc, mechanism, data, fingerprint, key, code)
+    tags = {**record.to_tags(), **lineage_tags(rc, experiment, checked.metrics_na)}
+    run_id = client.create_run(exp_id, run_name=record.name, tags=tags).info.run_id
     if on_start is not None:
         on_start(RunStarted(run_id, experiment, client.tracking_uri))
     try:
@@ -147,7 +167,7 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
             log_params(client, run_id, rc)
             log_dataset_input(client, run_id, data, fingerprint, rc)
             computed = execute(rc, mechanism, checked.metrics, checked.view, client, run_id, key)
-    except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised
+    except Exception as exc:  # every failure is recorded, then re-raised
         message = failure_message(rc.mechanism, exc, tuple(data.schema.names))
         client.set_tag(run_id, "failure_reason", message[:5000])
         client.set_terminated(run_id, STATUS_FAILED)
@@ -182,7 +202,8 @@ def log_dataset_input(client, run_id: str, data: Dataset, fingerprint: str,
     from mlflow.data.code_dataset_source import CodeDatasetSource
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import DatasetInput, InputTag
-    from mlflow.types import ColSpec, Schema as MlflowSchema
+    from mlflow.types import ColSpec
+    from mlflow.types import Schema as MlflowSchema
 
     source = CodeDatasetSource({"dataset": json.dumps(rc.dataset, sort_keys=True, default=str)})
     meta = MetaDataset(source=source, name=data.name, digest=fingerprint,
@@ -220,7 +241,7 @@ def stop_signals_as_exit():
         yield
         return
 
-    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+    def stop(signum, frame):  # the signal handler's signature
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -287,8 +308,9 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     release = Releaser(ledger, make_sampler(rc.sampler, noise))
     with ResourceMonitor() as fit:
         synthetic = mechanism.fit_sample(training, rc.budget, release, rng)
-    extra_tags = mechanism.output_tags()
-    for path, record in mechanism.output_files().items():
+    tags, files = output_facts(synthetic)  # facts the output carries (mechanisms.base)
+    extra_tags = {**mechanism.output_tags(), **tags}
+    for path, record in {**mechanism.output_files(), **files}.items():
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         (out / path).write_text(json.dumps(json_safe(record), indent=1))
     synthetic = check_synthetic(synthetic, data, rc)
@@ -347,66 +369,22 @@ def spent_budget(mechanism: Mechanism, ledger: Ledger) -> tuple[float, float]:
 
 
 def accountant_label(accountant: str, hyper: str) -> str:
-    """The leaderboard's setting label: runs composed with another accountant than the
-    default (gdp) are a different setting, ``accountant=zcdp,<hyperparameters>``."""
-    if accountant == DEFAULT_ACCOUNTANT:
-        return hyper
-    return f"accountant={accountant}" + ("" if hyper == "-" else f",{hyper}")
+    """``hyper`` (a settings label) with the accountant in front when it is not the default:
+    :func:`harness.report.record.setting_label` (a run's own label: ``rc.setting``)."""
+    return setting_label(hyper, "", accountant)
 
 
 def run_tags(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str,
              key: str, code: str) -> dict[str, str]:
-    tuning = rc.tuning
-    private = mechanism.is_private and tuning.is_private
-    hyper = accountant_label(rc.accountant, mechanism.settings_label(hyperparameter_label(
-        rc.mechanism, rc.mechanism_params, label_preset(rc.preset, rc.accountant))))
-    tags = {
-        "mechanism": rc.mechanism,
-        "hyperparameters": hyper,
-        "epsilon": f"{rc.budget.epsilon:g}", "delta": f"{rc.budget.delta:g}",
-        "trial": str(rc.trial), "accountant": rc.accountant,
-        "privacy_unit": data.ledger_unit, "dataset": data.name,
-        "data_fingerprint": fingerprint, "code_version": code_version(), "code_hash": code,
-        "run_key": key,
-        "private": "true" if private else "false",
-        "reference": mechanism.reference or "",
-        "sweep": rc.sweep,
-        "tuning": tuning.label, "tuning_mode": tuning.mode, "tuning_stage": tuning.stage,
-        "data_view": tuning.view,
-        "competition": rc.competition,
-        "limits": rc.limits.describe(),
-        "dataset_id": dataset_id(rc.dataset, fingerprint),
-        "schema_digest": schema_digest(data.schema),  # a board notices mixed schemas
-        "metrics_key": short_hash(rc.metrics),
-        **{f"metric_key/{name}": short_hash(settings) for name, settings in rc.metrics.items()},
-        **{f"metric_settings/{name}": settings_text(settings)
-           for name, settings in rc.metrics.items()},
-        "noise": rc.noise,
-        "sampler": rc.sampler,
-        "private_tables": "true" if rc.log_private_tables else "false",
-        "accounting": mechanism.accounting,
-    }
-    if rc.noise == "replayable":
-        tags["noise_note"] = ("replayable noise derived from the local secret key: not a DP "
-                              "release to anyone who holds the key")
-    if rc.allow_large_delta:
-        tags["large_delta"] = "true"
-    if tuning.chosen:
-        tags["tuning_chosen"] = tuning.chosen
-    if tuning.reason:
-        tags["tuning_reason"] = tuning.reason[:5000]
-    if not tuning.is_private:
-        tags["non_private_note"] = "hyperparameters tuned on the private data (oracle mode)"
-    elif mechanism.reference == "floor" and private_output_reason(mechanism, data):
-        tags["non_private_note"] = "row count read from the private data (no public part)"
-    claim = getattr(mechanism, "declared_claim", None)  # contestants: what the row claims
-    if claim is not None:
-        tags.update(claim.tags())  # on failed runs too, not only with the output's tags
-    tags.update(schema_tags(data.schema_source))
-    quality = schema_quality(data.schema_source, data.load_report)
-    if quality:
-        tags["schema_quality"] = quality[:5000]
-    return tags
+    """The run's tags: its record's (:func:`harness.run.record.build_record`)."""
+    return run_record(rc, mechanism, data, fingerprint, key, code).to_tags()
+
+
+def run_record(rc: RunConfig, mechanism: Mechanism, data: Dataset, fingerprint: str,
+               key: str, code: str) -> RunRecord:
+    """The run's :class:`~harness.report.record.RunRecord`, with its provenance."""
+    return build_record(rc, mechanism, data, fingerprint=fingerprint, key=key, code=code,
+                        version=code_version())
 
 
 def data_fingerprint(data: Dataset) -> str:
@@ -414,26 +392,6 @@ def data_fingerprint(data: Dataset) -> str:
     (16 hex digits). Same data and key -> same fingerprint (resume works); without the key it
     cannot be linked to a candidate table."""
     return keyed_digest(data.content_digest(), "data-fingerprint")[:16]
-
-
-def settings_text(settings: dict[str, Any]) -> str:
-    """A metric's settings as a person writes them (``k=3,max_marginals=50``; ``defaults``),
-    for the board; the ``metric_key/<name>`` hash stays the identity."""
-    if not settings:
-        return "defaults"
-    return ",".join(f"{k}={json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}"
-                    for k, v in sorted(settings.items()))[:500]
-
-
-def short_hash(obj: Any) -> str:
-    """16 hex digits of SHA-256 over ``obj`` as canonical JSON (for public configuration only)."""
-    return content_hash(obj, 16)
-
-
-def dataset_id(dataset_cfg: dict[str, Any], fingerprint: str) -> str:
-    """What identifies a dataset on the board: its config and its keyed fingerprint (two CSVs of
-    the same name are two datasets)."""
-    return short_hash({"config": dataset_cfg, "fingerprint": fingerprint})
 
 
 def public_results(results: dict[str, MetricResult], metrics: dict[str, Metric],
@@ -486,18 +444,6 @@ def log_metrics(client, run_id: str, numbers: dict[str, float]) -> None:
     infinite = [_tag(k, "inf" if float(v) > 0 else "-inf") for k, v in numbers.items()
                 if math.isinf(float(v))]
     client.log_batch(run_id, metrics=items, tags=infinite)
-
-
-def private_output_reason(mechanism: Mechanism, data: Dataset) -> str:
-    """Why a reference mechanism's output is itself private ("" if it is not): ``resample``
-    releases private rows; ``uniform`` without a public part or ``n_rows`` emits exactly the
-    private row count. Such a table (and its row count) is logged only by opt-in."""
-    if mechanism.reference == "ceiling":
-        return "resample output is private rows"
-    if (mechanism.reference == "floor" and data.public is None
-            and not getattr(mechanism, "n_rows", None)):
-        return "uniform's row count is the private row count (no public part)"
-    return ""
 
 
 def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: pd.DataFrame,

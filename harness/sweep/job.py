@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.errors import DPArenaError
 from harness.redact import scrubbed_reason
-from harness.run.config import RunConfig, parse_run_config, preset_of
+from harness.run.config import RunConfig, parse_run_config, preset_of, tuning_of
 from harness.run.runner import RunStarted, run_one
 from harness.sweep.lines import (  # noqa: F401 - API
     RANKING_PREFERENCE,
@@ -99,8 +99,7 @@ def run_hydra_job(cfg: Any, hc: Any) -> Outcome | float:
                           message=entry.reason, row=entry.row, same_as=entry.same_as)
         write_outcome(out, outcome)
         return outcome
-    search = OmegaConf.select(cfg, "tuning.mode") in ("public", "oracle") and \
-        OmegaConf.select(cfg, "tuning.stage") == "search"
+    search = is_search(cfg)
     context = JobContext(
         sweep=hc.sweep.dir if multirun else "", parent_runs=plan.parents if plan else {},
         preset=preset_of(hc.runtime.choices.get("mechanism"),
@@ -157,6 +156,16 @@ def output_to(path: Path) -> Iterator[None]:
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
+
+
+def is_search(cfg: Any) -> bool:
+    """Whether a job is a search run of a tuning sweep, from its typed settings
+    (:attr:`harness.run.settings.Tuning.searches`); ``False`` for a config whose ``tuning``
+    group cannot be read (the run then refuses it, with the reason)."""
+    try:
+        return tuning_of(cfg).searches
+    except DPArenaError:
+        return False
 
 
 def swept_keys(overrides: list[str]) -> list[str]:

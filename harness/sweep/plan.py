@@ -62,8 +62,9 @@ from harness.run.config import (
 )
 from harness.run.content import job_key
 from harness.run.preflight import check_data_size, check_run, with_default_delta
+from harness.run.record import build_record
 from harness.sweep.records import JobPlan, SweepPlan
-from mechanisms import hyperparameter_label
+from mechanisms import Mechanism
 
 
 # ----- the jobs -------------------------------------------------------------------------------
@@ -178,7 +179,7 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
         if on_job is not None:
             on_job(index, len(configs))
         label = labels[index] if labels else f"job {index}"
-        rc = data = None
+        rc = data = mechanism = None
         try:
             if isinstance(cfg, BaseException):
                 raise cfg
@@ -195,7 +196,7 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
                 notes[delta_note] = 1
             checked = check_run(rc, mechanism, metrics, data)
         except NotApplicable as exc:
-            jobs.append(JobPlan(index, "n/a", label, exc.problem, row=na_row(rc, data),
+            jobs.append(JobPlan(index, "n/a", label, exc.problem, row=na_row(rc, mechanism, data),
                                 mechanism=rc.mechanism if rc else ""))
             continue
         except DPArenaError as exc:
@@ -254,14 +255,14 @@ def report_load(data: Dataset, reported: set[int], stream: Any = None) -> None:
             print(line, file=stream or sys.stderr, flush=True)
 
 
-def na_row(rc: RunConfig | None, data: Dataset | None) -> NotApplicableRow | None:
-    """How an n/a job appears on the board (public facts only)."""
+def na_row(rc: RunConfig | None, mechanism: Mechanism | None,
+           data: Dataset | None) -> NotApplicableRow | None:
+    """How an n/a job appears on the board: its run record's fields
+    (:meth:`~harness.report.record.RunRecord.not_applicable`: public facts only), so its label
+    is the one its run would carry."""
     if rc is None or data is None:
         return None
-    return NotApplicableRow(rc.mechanism, rc.budget.epsilon,
-                            hyperparameter_label(rc.mechanism, rc.mechanism_params),
-                            rc.budget.delta, data.name, rc.accountant, data.ledger_unit,
-                            rc.trial)
+    return NotApplicableRow.of(build_record(rc, mechanism, data).not_applicable())
 
 
 # ----- a Hydra sweep's plan -------------------------------------------------------------------

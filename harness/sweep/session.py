@@ -26,6 +26,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from harness.report.tracking import resolve_tracking_uri
+from harness.sweep.job import is_search
 from harness.sweep.launch_checks import (
     check_launcher,
     check_sweep_folder,
@@ -82,8 +83,7 @@ def close_sweep(config: DictConfig) -> None:
     failed, files, summary = True, [], ""
     try:
         outcomes = [outcome for _, outcome in read_outcomes(sweep_dir)]
-        searched = OmegaConf.select(config, "tuning.mode") in ("public", "oracle") and \
-            OmegaConf.select(config, "tuning.stage") == "search"
+        searched = is_search(config)  # the typed settings' Tuning.searches
         summary = print_summary(outcomes, sweep_dir, "tuning runs" if searched else "runs")
         scored = outcomes
         if searched:
