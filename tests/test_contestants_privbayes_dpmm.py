@@ -242,7 +242,7 @@ for name, extra in (("PrivBayes", {}), ("AIM", {"rounds": 4})):
                               n_jobs=1, compress=False, n_iters=50, **extra)
     model.check_fit(frame)
     model.fit(frame)
-    out[name] = dict(model.generator.model.domain.config)
+    out[name] = {k: int(v) for k, v in model.generator.model.domain.config.items()}
 print(json.dumps(out))
 """
 
