@@ -66,14 +66,20 @@ UTILITY_TITLE = "utility view"
 RISK_TITLE = "risk view: empirical risk, not a DP guarantee"
 #: After a TPR cell: the attack beats the row's bound at that FPR significantly.
 BEATS = "!"
-UTILITY_LEGEND = (
-    f"{ML_SCORE}: mean over models (fixed hyperparameters) trained on the synthetic table of "
-    "AUROC / macro-F1 / R^2 on held-out real rows (higher is better), ± its 95% CI over "
-    f"trials; the '{REAL_REFERENCE}' row is the same models trained on the real training "
-    f"rows ({ML_REAL}), once per dataset; {ML_GAP}: the gap to that reference as the metric "
-    f"logs it; {PMSE_RATIO}: propensity pMSE over its value when synthetic and real come from "
-    f"one distribution (1 = indistinguishable, lower is better); {RANGE_ERROR}: mean relative "
-    "error of random range queries (lower is better)")
+#: What each utility column means, in the order the columns come; the legend a board shows
+#: says only the parts whose column it shows (:func:`utility_legend`).
+UTILITY_PARTS = {
+    ML_SCORE: (f"{ML_SCORE}: mean over models (fixed hyperparameters) trained on the synthetic "
+               "table of AUROC / macro-F1 / R^2 on held-out real rows (higher is better), ± "
+               f"its 95% CI over trials; the '{REAL_REFERENCE}' row is the same models trained "
+               f"on the real training rows ({ML_REAL}), once per dataset"),
+    ML_GAP: f"{ML_GAP}: the gap to that reference as the metric logs it",
+    PMSE_RATIO: (f"{PMSE_RATIO}: propensity pMSE over its value when synthetic and real come "
+                 "from one distribution (1 = indistinguishable, lower is better)"),
+    RANGE_ERROR: f"{RANGE_ERROR}: mean relative error of random range queries (lower is better)",
+}
+#: The whole utility legend (every column shown).
+UTILITY_LEGEND = "; ".join(UTILITY_PARTS.values())
 RISK_LEGEND = (
     "membership inference from the synthetic table alone, held-out persons as non-members. "
     "AUC 0.5 = no signal; TPR at FPR with its 95% CI [lo, hi] (means over trials); copy "
@@ -256,11 +262,24 @@ def view_tables(board: pd.DataFrame, compact: bool = False) -> list[ViewTable]:
     return tables
 
 
+def utility_legend(board: pd.DataFrame) -> str:
+    """The utility view's legend for ``board``: the parts of :data:`UTILITY_PARTS` whose
+    column the view shows (no ML efficacy and no train-on-real sentence when ML efficacy
+    applied to no row; no gap sentence when no row logged the gap)."""
+    shown = {c.header for c in utility_columns(board)}
+    if ML_SCORE not in shown:
+        shown.discard(ML_GAP)  # "the gap to that reference" needs the reference
+    return "; ".join(text for col, text in UTILITY_PARTS.items() if col in shown)
+
+
 def view_legends(board: pd.DataFrame) -> list[tuple[str, str]]:
-    """(title, legend) of each view the board shows."""
-    return [(title, text) for title, metrics, text in (
-        (UTILITY_TITLE, UTILITY_METRICS, UTILITY_LEGEND),
-        (RISK_TITLE, RISK_METRICS, RISK_LEGEND)) if has_any(board, metrics)]
+    """(title, legend) of each view the board shows, each saying only what applies."""
+    out = []
+    if has_any(board, UTILITY_METRICS):
+        out.append((UTILITY_TITLE, utility_legend(board)))
+    if has_any(board, RISK_METRICS):
+        out.append((RISK_TITLE, RISK_LEGEND))
+    return out
 
 
 def render_views_markdown(board: pd.DataFrame) -> list[str]:

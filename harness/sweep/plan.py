@@ -328,7 +328,10 @@ def planning_reporter(every_s: float = PLANNING_EVERY_S, stream: Any = None):
     lock = threading.Lock()
 
     def line(now: float) -> None:
-        print(f"planning: {state['step']} ({now - began:.0f}s)", file=stream or sys.stderr,
+        from harness.report.terminal import terminal_width, wrap_lines
+
+        text = f"planning: {state['step']} ({now - began:.0f}s)"
+        print("\n".join(wrap_lines([text], terminal_width())), file=stream or sys.stderr,
               flush=True)
         state["last"] = now
 
@@ -385,22 +388,9 @@ def report_problems(problems: dict[str, list[JobPlan]], n_jobs: int) -> None:
 
 
 def announce(plan: SweepPlan) -> None:
-    """Say up front what will not run, and why."""
-    na, dup = plan.of("n/a"), plan.of("duplicate")
-    if plan.total is not None:
-        print(f"sweep: {plan.total} run{'s' if plan.total != 1 else ''}"
-              f"{f', {len(na)} n/a' if na else ''}"
-              f"{f', {len(dup)} identical to another job (run once)' if dup else ''}",
-              flush=True)
-    by_reason: dict[str, list[JobPlan]] = {}
-    for j in na:
-        by_reason.setdefault(f"{j.row.mechanism if j.row else j.mechanism}: {j.reason}",
-                             []).append(j)
-    for reason, group in by_reason.items():
-        print(f"  n/a  {reason}" + (f" ({len(group)} jobs)" if len(group) > 1 else ""),
-              flush=True)
-    for what, reason in sorted(plan.metrics_na.items()):
-        print(f"  n/a  metric {what}: {reason.split('; ')[0]}", flush=True)
-    for note, count in sorted(plan.notes.items()):
-        print(f"  note {note}" + (f" ({count} jobs)" if count > 1 else ""), flush=True)
+    """Say up front what will not run, and why, within the terminal's width
+    (:func:`harness.sweep.summary.announce_lines`)."""
+    from harness.sweep.summary import announce_lines
 
+    for line in announce_lines(plan):
+        print(line, flush=True)

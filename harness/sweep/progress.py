@@ -21,7 +21,16 @@ joblib, SLURM, Ray), shown by one writer in the launching process.
      time against their prior cost, once two mechanisms of different cost have finished)
      plus the prior cost times the largest seconds per unit above that overhead, so the ETA
      of an unseen mechanism errs long rather than short. Before any run finished, the elapsed
-     time of the runs in flight per unit of their prior.
+     time of the runs in flight per unit of their prior; else
+  4. a mechanism the table does not name (a contestant, a plugin) has no prior: no factor is
+     guessed for it (a fixed 20 x independent, times the largest seconds per unit, showed
+     3h15m on an interrupted 56-column sweep). It costs what this sweep measures:
+     :data:`UNSEEN_MARGIN` times the dearest run the sweep can price (finished means, and
+     the cost model's prices of the named mechanisms), so on a wide table, where every
+     mechanism is slower, its price grows with what the table's runs took, not with a
+     guess; with nothing priced yet, its runs in flight.
+  Any unseen group (steps 3 and 4) costs at least the longest elapsed time of its runs in
+  flight (a lower bound that grows while they run).
   A run in flight costs what is left of its estimate, and at least a quarter of its estimate
   (or of what it has run). The mean over all finished runs, which the fast mechanisms
   dominate because they finish first, is never used. The earlier rule priced a group with no
@@ -80,7 +89,9 @@ RELATIVE_COST = {"independent": 1.0, "uniform": 1.0, "public_only": 1.0, "resamp
 #: at epsilon 1, 13 at epsilon 10, so log10(13 / 4.5) = 0.46); the others' cost does not
 #: depend on epsilon.
 EPSILON_EXPONENT = {"adaptive_grid": 0.46}
-#: Relative cost of a mechanism the table does not name.
+#: Relative cost of a mechanism the table does not name, for :func:`prior_cost` only (the
+#: ETA does not use it: an unnamed mechanism is priced by what the sweep measures,
+#: :func:`expected_seconds`).
 DEFAULT_COST = 20.0
 #: A run in flight has at least this share of its expected (or elapsed) time left: runs of
 #: one mechanism vary, and a run near its mean may have a third of it to go.
@@ -155,6 +166,7 @@ def cost_model(runs: list[RunState], prior: Mapping[str, float]) -> CostModel | 
     largest over the mechanisms (so an unseen mechanism's ETA errs long rather than short).
     With no finished run: the runs in flight, a lower bound; else unknown."""
     finished: dict[str, list[tuple[float, float]]] = {}
+    runs = [r for r in runs if r.mechanism in prior]  # an unnamed mechanism has no prior
     for r in runs:
         if r.status in ("done", "failed"):
             finished.setdefault(r.mechanism, []).append(
@@ -178,23 +190,39 @@ def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE
                      ) -> dict[str, float] | None:
     """Each group's expected wall time per run (see the module docstring), keyed by
     :attr:`RunState.key`: the mean of its finished runs; else the mean of its mechanism's
-    finished runs, each scaled to the group's epsilon (:func:`epsilon_factor`); else the
-    calibrated prior times :data:`UNSEEN_MARGIN`."""
+    finished runs, each scaled to the group's epsilon (:func:`epsilon_factor`); else, for a
+    mechanism ``prior`` names, the calibrated prior times :data:`UNSEEN_MARGIN`; else (an
+    unnamed mechanism, or no named one measured) :data:`UNSEEN_MARGIN` times the dearest run
+    priced so far. An unseen
+    group costs at least the longest elapsed time of its runs in flight. ``None`` while some
+    group cannot be priced."""
     model = cost_model(runs, prior)
-    if model is None:
-        return None
     finished = [r for r in runs if r.status in ("done", "failed")]
-    out: dict[str, float] = {}
+    in_flight: dict[str, float] = {}
     for r in runs:
-        if r.key in out:
+        if r.status == "running":
+            in_flight[r.key] = max(in_flight.get(r.key, 0.0), r.seconds)
+    out: dict[str, float] = {}
+    unnamed: list[str] = []
+    for r in runs:
+        if r.key in out or r.key in unnamed:
             continue
         eps = run_epsilon(r.label)
         same_group = [f.seconds for f in finished if f.key == r.key]
         same_mechanism = [f.seconds * epsilon_factor(r.mechanism, run_epsilon(f.label), eps)
                           for f in finished if f.mechanism == r.mechanism]
-        out[r.key] = (statistics.fmean(same_group) if same_group
-                      else statistics.fmean(same_mechanism) if same_mechanism
-                      else UNSEEN_MARGIN * model.seconds(prior_cost(r.mechanism, prior, eps)))
+        if same_group or same_mechanism:
+            out[r.key] = statistics.fmean(same_group or same_mechanism)
+        elif r.mechanism in prior and model is not None:
+            out[r.key] = max(UNSEEN_MARGIN * model.seconds(prior_cost(r.mechanism, prior, eps)),
+                             in_flight.get(r.key, 0.0))
+        else:  # unnamed, or named with no measured mechanism to calibrate its prior by
+            unnamed.append(r.key)
+    dearest = max(out.values(), default=0.0)
+    for key in unnamed:
+        out[key] = max(UNSEEN_MARGIN * dearest, in_flight.get(key, 0.0))
+        if out[key] <= 0:
+            return None  # nothing measured anywhere yet
     return out
 
 

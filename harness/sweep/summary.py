@@ -1,5 +1,11 @@
-"""A sweep's end: the summary of its outcomes and this sweep's leaderboard.
+"""A sweep's own lines: what it will not run (before it starts), the summary of its outcomes
+and this sweep's leaderboard, every line within the width the terminal reports
+(:func:`harness.report.terminal.terminal_width`, :func:`harness.report.terminal.wrap_lines`:
+prose wrapped at spaces, continuation lines indented, a word longer than the width broken).
 
+- :func:`announce_lines`: the plan up front: the run count, each n/a reason once (with how
+  many jobs), the metrics that apply to no job, the notes (the default delta, a mechanism's
+  planning notes, warnings), each wrapped to the width;
 - :func:`print_summary`: runs finished, skipped because already finished, redone after an
   interruption, failed with each distinct reason once, n/a (n/a and duplicate jobs are not
   runs and are not counted);
@@ -11,6 +17,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +25,37 @@ from typing import Any
 
 from harness.redact import without_credentials
 from harness.report.leaderboard import NotApplicableRow
-from harness.sweep.records import Outcome
+from harness.report.terminal import relative, terminal_width, wrap_lines
+from harness.sweep.records import JobPlan, Outcome, SweepPlan
+
+
+def announce_lines(plan: SweepPlan, width: int | None = None) -> list[str]:
+    """What the sweep says up front (see the module docstring), each line at most ``width``
+    characters (default: :func:`terminal_width`); a continuation line is indented under its
+    item."""
+    width = width or terminal_width()
+    na, dup = plan.of("n/a"), plan.of("duplicate")
+    head = []
+    if plan.total is not None:
+        head.append(f"sweep: {plan.total} run{'s' if plan.total != 1 else ''}"
+                    f"{f', {len(na)} n/a' if na else ''}"
+                    f"{f', {len(dup)} identical to another job (run once)' if dup else ''}")
+    by_reason: dict[str, list[JobPlan]] = {}
+    for j in na:
+        by_reason.setdefault(f"{j.row.mechanism if j.row else j.mechanism}: {j.reason}",
+                             []).append(j)
+    items = [f"n/a  {reason}" + (f" ({len(group)} jobs)" if len(group) > 1 else "")
+             for reason, group in by_reason.items()]
+    items += [f"n/a  metric {what}: {reason.split('; ')[0]}"
+              for what, reason in sorted(plan.metrics_na.items())]
+    items += [f"note {note}" + (f" ({count} jobs)" if count > 1 else "")
+              for note, count in sorted(plan.notes.items())]
+    out = wrap_lines(head, width)
+    for item in items:
+        for k, text in enumerate(item.splitlines()):
+            out += textwrap.wrap(text, width, initial_indent="  " if k == 0 else "    ",
+                                 subsequent_indent="    ", break_on_hyphens=False)
+    return out
 
 
 def print_summary(outcomes: Sequence[Outcome], sweep_dir: Path, what: str = "runs") -> str:
@@ -36,8 +73,10 @@ def print_summary(outcomes: Sequence[Outcome], sweep_dir: Path, what: str = "run
         extra.append(f"{len(failed)} failed")
     if na:
         extra.append(f"{len(na)} n/a (mechanism does not apply to the data)")
-    lines = [f"\nsweep finished: {ok} of {len(runs)} {what} succeeded"
-             f"{', ' + ', '.join(extra) if extra else ''}  ({sweep_dir})"]
+    width = terminal_width()
+    lines = ["\n" + "\n".join(wrap_lines(
+        [(f"sweep finished: {ok} of {len(runs)} {what} succeeded"
+          f"{', ' + ', '.join(extra) if extra else ''}  ({relative(sweep_dir)})")], width))]
     print(lines[0], flush=True)
     by_reason: dict[str, list[Outcome]] = {}
     for o in failed:
@@ -48,8 +87,12 @@ def print_summary(outcomes: Sequence[Outcome], sweep_dir: Path, what: str = "run
         # before it started is explained here, once
         reason_lines = reason.splitlines()[:1] if all(o.run_id for o in group) \
             else reason.splitlines()
-        text = f"  failed: {group[0].label}{more}:\n" + "\n".join(
-            "    " + line for line in reason_lines)
+        text = "\n".join(
+            textwrap.wrap(f"failed: {group[0].label}{more}:", width, initial_indent="  ",
+                          subsequent_indent="    ", break_on_hyphens=False)
+            + [w for line in reason_lines for w in textwrap.wrap(
+                line, width, initial_indent="    ", subsequent_indent="      ",
+                break_on_hyphens=False)])
         print(text, file=sys.stderr, flush=True)
         lines.append(text)
     return "\n".join(lines) + "\n"
@@ -92,7 +135,11 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     ``parent``: the sweep's parent run, which gets the headline and the board as a table."""
     from harness.report import terminal
     from harness.report.audits import attach_audits, load_audits
-    from harness.report.leaderboard import build_leaderboard, load_runs, with_not_applicable
+    from harness.report.leaderboard import (
+        build_leaderboard,
+        load_runs,
+        with_not_applicable,
+    )
     from harness.report.render import render_markdown, write_outputs
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
