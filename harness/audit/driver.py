@@ -53,7 +53,6 @@ from harness.run.content import content_hash, mechanism_content
 from harness.run.preflight import check_run
 from harness.run.runner import (
     RunConfig,
-    accountant_label,
     build_components,
     code_fingerprint,
     data_fingerprint,
@@ -62,7 +61,6 @@ from harness.run.runner import (
     log_metrics,
     parse_run_config,
 )
-from mechanisms import hyperparameter_label
 
 from .bounds import Bound, attainable_eps_lb, lower_bound
 from .canary import Canary
@@ -247,8 +245,7 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
     code = code_fingerprint(rc, mechanism, {}) + source_fingerprint(AUDIT_MODULES)
     key = audit_key(rc, fingerprint, settings, code)
     folder = Path(settings.cache_dir) / key
-    hyper = accountant_label(rc.accountant, hyperparameter_label(rc.mechanism,
-                                                                 rc.mechanism_params))
+    hyper = rc.setting  # the run record's label: audits join the board's rows by it
     echo(f"audit: {rc.mechanism} ({hyper}) epsilon={rc.budget.epsilon:g} "
          f"delta={rc.budget.delta:g} on {data.name}: {settings.runs} runs per world, "
          f"view {settings.view}, neighbours {settings.neighbours}"
