@@ -21,6 +21,30 @@
   ``synthetic_data`` passes ``method="sample"``) or ``round`` (smartnoise's behaviour: mbi
   1.1.0's rounding, whose row-order correlation costs MST about 85 kmarginal points on adult
   at epsilon 1).
+
+The GANs and MWEM (``smartnoise_dpctgan.py``, ``smartnoise_patectgan.py``,
+``smartnoise_mwem.py``; :func:`fit_and_write_pure_split`):
+
+- **transformer**: as above, fitted on the schema's listing; the GANs get smartnoise's own
+  ``gan`` style (a ``LabelTransformer`` then a ``OneHotEncoder`` per column);
+- **budget**: basic composition, no zCDP: of epsilon, ``row_count_share`` (default 1%) goes to
+  the row count and the rest to ``Synthesizer.create(NAME, epsilon', delta)`` (MWEM: pure
+  epsilon, no delta; DP-CTGAN: opacus 0.14's RDP accountant at that delta; PATE-CTGAN: its
+  moments accountant at that delta); the two parts add up to (epsilon, delta);
+- **rows**: the number of private records plus OpenDP's discrete Laplace noise (``make_laplace``
+  on integers, sensitivity 1) at ``epsilon * row_count_share``, clipped to the public bounds;
+- **MWEM's domain and size** (:func:`schema_histograms`): smartnoise's MWEM sizes each
+  histogram from the *observed* minimum and maximum code of each column and starts from a
+  uniform histogram holding the *exact* number of rows; the adapter builds the histograms on the
+  schema's sizes (codes ``0..size-1``) and starts from the noisy row count, and fills MWEM's
+  data-dependent defaults (``iterations``: ``10 * ceil(log10 n)``, ``marginal_width``: 3 above
+  10,000 rows, else 2) from the noisy count too. Nothing else of the data is read outside
+  MWEM's own exponential and Laplace mechanisms.
+- **The GANs read the data outside their budget** (the adapter does not close it; declared in
+  their claims): smartnoise's ``DataSampler`` takes each column's exact category frequencies
+  from the private table to draw the conditional vectors the generator is trained and sampled
+  with (PATE-CTGAN's ``sample`` draws them from private rows directly); the number of private
+  rows sets opacus's sampling rate (DP-CTGAN) and the number of teachers (PATE-CTGAN).
 """
 
 from __future__ import annotations
@@ -38,13 +62,23 @@ from protocol import (
 )
 
 
-def domain_transformer(columns: list[str], domain: dict[str, int]):
+def domain_transformer(columns: list[str], domain: dict[str, int], style: str = "cube"):
+    """A ``TableTransformer`` fitted on every code ``0..size-1`` of each column (the schema),
+    never on the data: ``cube`` (smartnoise's style for MST, AIM, MWEM: a ``LabelTransformer``
+    per column) or ``gan`` (a ``LabelTransformer`` then a ``OneHotEncoder``)."""
     import pandas as pd
     from snsynth.transform import LabelTransformer, TableTransformer
 
     widest = max(domain.values())
     listing = pd.DataFrame({c: np.arange(widest) % domain[c] for c in columns})
-    transformer = TableTransformer([LabelTransformer(nullable=False) for _ in columns])
+    if style == "gan":
+        from snsynth.transform import ChainTransformer, OneHotEncoder
+
+        parts = [ChainTransformer([LabelTransformer(nullable=False), OneHotEncoder()])
+                 for _ in columns]
+    else:
+        parts = [LabelTransformer(nullable=False) for _ in columns]
+    transformer = TableTransformer(parts)
     transformer.fit(listing, epsilon=0.0)
     return transformer
 
@@ -125,3 +159,105 @@ class DrawsWith:
 
     def synthetic_data(self, rows=None):
         return self.model.synthetic_data(rows=rows, method=self.method)
+
+
+# ----- the GANs and MWEM: an epsilon split by basic composition ------------------------------
+def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
+    """(epsilon for the synthesizer, epsilon for the row count): ``share`` of ``epsilon`` for
+    the count, the rest for the synthesizer; they add up to ``epsilon`` (basic composition)."""
+    if not 0 < share < 1:
+        raise ValueError(f"row_count_share must be between 0 and 1 (got {share!r})")
+    count = epsilon * share
+    return epsilon - count, count
+
+
+def laplace_row_count(records: int, epsilon: float) -> int:
+    """``records`` plus OpenDP's discrete Laplace noise calibrated to epsilon-DP at
+    sensitivity 1 (one record added or removed)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    scale = (1 / epsilon) * (1 + 1e-9)  # a hair wider: the map must not exceed epsilon
+    measurement = dp.m.make_laplace(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale)
+    if not measurement.map(1) <= epsilon:
+        raise ValueError("the row count's noise does not fit its budget")
+    return int(measurement(int(records)))
+
+
+def mwem_defaults(options: dict, rows: float) -> dict:
+    """MWEM's data-dependent defaults, filled from the noisy row count ``rows`` (smartnoise
+    computes them from the exact one): ``iterations`` ``10 * ceil(log10 rows)``,
+    ``marginal_width`` 3 above 10,000 rows, else 2. Given options win."""
+    rows = max(float(rows), 10.0)
+    given = {k: v for k, v in options.items() if v is not None}
+    return {"iterations": math.ceil(math.log10(rows)) * 10,
+            "marginal_width": 3 if rows > 10_000 else 2, **given}
+
+
+def schema_histograms(synth, sizes: list[int], total: float):
+    """Replace smartnoise MWEM's ``_histogram_from_data_attributes`` (bins from the observed
+    minimum and maximum) and ``_initialize_a`` (a uniform start holding the exact row count)
+    on the instance ``synth``: histograms over the schema's codes ``0..size-1`` of each column,
+    a uniform start holding ``total`` (the noisy row count)."""
+    from snsynth.mwem import Histogram
+
+    def histograms(data, splits=()):
+        out = []
+        for split in splits:
+            dims = [int(sizes[i]) for i in split]
+            for i in split:
+                synth.mins_maxes[str(i)] = (0, int(sizes[i]) - 1)
+                synth.scale[str(i)] = 1
+            edges = [np.arange(d + 1) - 0.5 for d in dims]
+            counts, bins = np.histogramdd(data[:, list(split)], bins=edges)
+            out.append(Histogram(counts, dims, bins, split))
+        return out
+
+    def initial(histogram, dimensions):
+        return np.full(np.shape(histogram), float(total) / float(np.prod(dimensions)))
+
+    def sample(samples):
+        # smartnoise's own draws one record at a time (np.random.choice with p, per record);
+        # the same independent draws per histogram, vectorized (post-processing)
+        parts = []
+        for fake, _, split in synth.synthetic_histograms:
+            weights = np.ravel(fake) / np.sum(fake)
+            cells = np.random.choice(weights.size, size=int(samples), p=weights)
+            parts.append(np.stack(np.unravel_index(cells, np.shape(fake)), axis=1))
+        combined = np.hstack(parts)
+        return synth._transformer.inverse_transform(combined[:, synth._reorder(synth.splits)])
+
+    synth._histogram_from_data_attributes = histograms
+    synth._initialize_a = initial
+    synth.sample = sample
+
+
+def fit_and_write_pure_split(task: dict, synth_name: str) -> None:
+    """Fit smartnoise's ``dpctgan``, ``patectgan`` or ``mwem`` (module docstring) and write
+    the synthetic codes."""
+    import pandas as pd
+    from snsynth import Synthesizer
+
+    columns, domain = task["columns"], task["domain"]
+    budget = task["budget"]
+    codes = read_codes(task_file(task, "private"), columns)
+    private = pd.DataFrame(codes, columns=columns)
+    options = dict(task["options"])
+    share = float(options.pop("row_count_share", ROW_COUNT_SHARE))
+    epsilon, count_epsilon = split_epsilon(float(budget["epsilon"]), share)
+    rows = bounded_rows(float(laplace_row_count(len(codes), count_epsilon)), task)
+    if synth_name == "mwem":
+        options = mwem_defaults(options, rows)
+        synth = Synthesizer.create("mwem", epsilon=epsilon, **options)
+        schema_histograms(synth, [int(domain[c]) for c in columns], rows)
+        style = "cube"
+    else:
+        synth = Synthesizer.create(synth_name, epsilon=epsilon, delta=float(budget["delta"]),
+                                   **{"verbose": False, "cuda": False, **options})
+        style = "gan"
+    synth.fit(private, transformer=domain_transformer(columns, domain, style),
+              preprocessor_eps=0.0)
+    sample = synth.sample(rows)
+    frame = sample if isinstance(sample, pd.DataFrame) else pd.DataFrame(sample, columns=columns)
+    write_codes(task, np.asarray(frame[columns], dtype=np.int64))
+    write_report(task, {})

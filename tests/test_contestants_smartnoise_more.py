@@ -1,0 +1,197 @@
+"""smartnoise-synth's DP-CTGAN, PATE-CTGAN and MWEM as contestants (mechanisms/smartnoise_synth_more.py,
+adapters mechanisms/contestants/smartnoise_{dpctgan,patectgan,mwem}.py): what is refused before
+launch (PATE-CTGAN below its accountant's first step, smartnoise #594; the GANs at delta 0), the
+claims, the adapter's budget split and row count, MWEM's histograms sized from the schema, and one
+fit of each on adult at epsilon 1 when the ``smartnoise`` environment is built (skipped otherwise)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.errors import ConfigError
+from harness.privacy.accounting import Budget
+from harness.privacy.release import Releaser
+from mechanisms import make_mechanism
+from mechanisms.contestants import ADAPTER_DIR, env_python, manifest
+from mechanisms.contestants.claims import SHIPPED
+from mechanisms.smartnoise_synth_more import (
+    pate_epsilon_problem,
+    pate_first_step_epsilon,
+)
+from tests.test_external import fit, leftovers, record_data
+
+NAMES = ("smartnoise_dpctgan", "smartnoise_patectgan", "smartnoise_mwem")
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every private folder of the test goes under one fresh TMPDIR (checked empty after)."""
+    import tempfile
+
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def need_env() -> None:
+    if manifest("smartnoise") is None:
+        pytest.skip("contestant environment 'smartnoise' not installed "
+                    "(dp-arena-contestants install smartnoise)")
+
+
+# ----- refused before launch --------------------------------------------------------------------
+def test_pate_first_step_epsilon_by_hand():
+    """Before any step PATE-CTGAN's moments are 0, so its epsilon is min over l = 1..100 of
+    log(1/delta) / l = log(1e6) / 100 at delta 1e-6."""
+    assert pate_first_step_epsilon(1e-6) == pytest.approx(6 * math.log(10) / 100)
+    assert pate_first_step_epsilon(1e-5, 50) == pytest.approx(5 * math.log(10) / 50)
+    # 0.99 of epsilon reaches the library (1% for the row count)
+    floor = 6 * math.log(10) / 100 / 0.99
+    assert pate_epsilon_problem(floor * 1.001, 1e-6, 0.01) == ""
+    problem = pate_epsilon_problem(floor * 0.999, 1e-6, 0.01)
+    assert "smartnoise #594" in problem and f"{floor:.3g}" in problem
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.139])
+def test_patectgan_below_its_first_step_is_refused_before_anything_is_charged(epsilon,
+                                                                              private_tmp):
+    """(``python`` is this interpreter: the refusal needs no library.)"""
+    mech = make_mechanism("smartnoise_patectgan", {"python": sys.executable})
+    release = Releaser.for_budget(Budget(epsilon, 1e-6), "gdp")
+    with pytest.raises(ConfigError, match="smartnoise #594"):
+        mech.fit_sample(record_data(), Budget(epsilon, 1e-6), release, np.random.default_rng())
+    assert release.ledger.spent() == (0.0, 0.0)
+    assert leftovers(private_tmp, wait=0) == []
+
+
+@pytest.mark.parametrize("name", ["smartnoise_dpctgan", "smartnoise_patectgan"])
+def test_the_gans_refuse_pure_dp_before_they_run(name, private_tmp):
+    """Their accountants convert to (epsilon, delta); smartnoise would take a missing delta
+    from the private row count."""
+    mech = make_mechanism(name, {"python": sys.executable})
+    release = Releaser.for_budget(Budget(1.0), "gdp")
+    with pytest.raises(ConfigError, match="needs delta > 0"):
+        mech.fit_sample(record_data(), Budget(1.0), release, np.random.default_rng())
+    assert release.ledger.spent() == (0.0, 0.0)
+    assert leftovers(private_tmp, wait=0) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_row_count_share_and_a_claim_override_are_refused(name):
+    with pytest.raises(ConfigError, match="row_count_share must be a number between 0 and 1"):
+        make_mechanism(name, {"python": sys.executable, "options": {"row_count_share": 1}})
+    with pytest.raises(ConfigError, match="shipped adapter"):
+        make_mechanism(name, {"python": sys.executable, "claim": {"guarantee": "pure"}})
+
+
+# ----- claims ---------------------------------------------------------------------------------
+def test_claims_say_what_each_reads_and_the_listing_shows_them():
+    from harness.cli.contestants import claim_listing
+
+    tags = {n: SHIPPED[n].claim.tags() for n in NAMES}
+    assert tags["smartnoise_mwem"]["claim.guarantee"] == "pure"
+    assert tags["smartnoise_mwem"]["claim.reads_from_data"] == "none"
+    for gan in ("smartnoise_dpctgan", "smartnoise_patectgan"):
+        assert tags[gan]["claim.guarantee"] == "approximate"
+        assert tags[gan]["claim.reads_from_data"] == "domain,row_count"
+    assert all(t["claim.budget_checked"] == "false" and t["claim.budget_path"] == "adapter"
+               for t in tags.values())
+    assert all(SHIPPED[n].env == "smartnoise" for n in NAMES)
+    lines = "\n".join(claim_listing())
+    for name in NAMES:
+        assert name in lines
+
+
+# ----- the adapter's pieces, in the smartnoise environment -------------------------------------
+PIECES = """
+import json
+import numpy as np
+from smartnoise_common import laplace_row_count, mwem_defaults, schema_histograms, split_epsilon
+from snsynth import Synthesizer
+synth_eps, count_eps = split_epsilon(1.0, 0.01)
+draws = [laplace_row_count(5000, 0.1) for _ in range(2000)]
+mwem = Synthesizer.create("mwem", epsilon=1.0)
+schema_histograms(mwem, [4, 3], 123.0)
+data = np.array([[1, 2], [1, 2], [2, 2]])  # column 0 never 0 or 3, column 1 never 0 or 1
+[hist] = mwem._histogram_from_data_attributes(data, [np.array([0, 1])])
+start = mwem._initialize_a(hist.data, hist.dimensions)
+print(json.dumps({"split": [synth_eps, count_eps], "draws": draws,
+                  "dims": list(hist.dimensions), "counts": hist.data.tolist(),
+                  "start": start.tolist(), "ranges": {k: list(map(int, v)) for k, v in
+                                                      mwem.mins_maxes.items()},
+                  "defaults": [mwem_defaults({}, 26000.0), mwem_defaults({}, 900.0),
+                               mwem_defaults({"iterations": 7}, 26000.0),
+                               mwem_defaults({"iterations": None}, 26000.0)]}))
+"""
+
+
+@pytest.mark.slow
+def test_budget_split_row_count_noise_and_mwem_histograms_from_the_schema():
+    """The split adds up to epsilon; 2,000 counts of 5,000 records at epsilon 0.1 spread as a
+    discrete Laplace of scale 10 (variance 2 e^(-1/b) / (1 - e^(-1/b))^2, about 2 b^2); MWEM's
+    histogram has the schema's sizes (4 x 3) although the data shows one and two codes, holds
+    the data's counts in the right cells, and starts uniform at the given total (123), not
+    the data's 3 rows."""
+    need_env()
+    proc = subprocess.run([str(env_python("smartnoise")), "-c", PIECES], cwd=ADAPTER_DIR,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sum(got["split"]) == pytest.approx(1.0) and got["split"][1] == pytest.approx(0.01)
+    draws = np.array(got["draws"])
+    q = math.exp(-1 / 10)
+    sd = math.sqrt(2 * q / (1 - q) ** 2)  # about 14.1
+    assert np.all(draws == np.round(draws))
+    assert abs(draws.mean() - 5000) < 5 * sd / math.sqrt(len(draws)), draws.mean()
+    assert 0.9 < draws.std() / sd < 1.1, (draws.std(), sd)  # ~6 standard errors of the sd
+    assert got["dims"] == [4, 3]
+    counts = np.array(got["counts"])
+    assert counts.shape == (4, 3) and counts.sum() == 3
+    assert counts[1, 2] == 2 and counts[2, 2] == 1
+    assert np.allclose(got["start"], 123.0 / 12)
+    assert got["ranges"] == {"0": [0, 3], "1": [0, 2]}
+    assert got["defaults"][0] == {"iterations": 50, "marginal_width": 3}
+    assert got["defaults"][1] == {"iterations": 30, "marginal_width": 2}
+    assert got["defaults"][2]["iterations"] == 7
+    assert got["defaults"][3]["iterations"] == 50  # null: the default from the noisy count
+
+
+# ----- one fit of each on adult at epsilon 1 --------------------------------------------------
+#: Settings that keep one adult fit within a few minutes on 2 shared cores (1 epoch of DP-CTGAN;
+#: PATE-CTGAN stops at its budget; MWEM as shipped).
+ADULT_OPTIONS = {"smartnoise_dpctgan": {"epochs": 1}, "smartnoise_patectgan": {},
+                 "smartnoise_mwem": {"split_factor": 2, "iterations": 5}}
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", NAMES)
+def test_one_fit_on_adult_at_epsilon_1(name, shared_data, private_tmp):
+    """Schema-valid output, the whole budget declared, the claim's tags on the run, and a row
+    count within 10 standard deviations of the adapter's noisy count (discrete Laplace at 1% of
+    epsilon: sd about sqrt(2) * 100) of the private count, inside the public bounds."""
+    from harness.data.datasets import load_shared_dataset
+    from mechanisms.row_count import row_bounds
+
+    need_env()
+    data = load_shared_dataset("adult", data_dir=str(shared_data), holdout_fraction=0.2)
+    budget = Budget(1.0, 1e-6)
+    mech = make_mechanism(name, {"options": {**ADULT_OPTIONS[name], "row_count_share": 0.01}})
+    out, ledger = fit(mech, data, budget=budget)
+    assert data.schema.problems(out) == []
+    assert ledger.spent() == (budget.epsilon, budget.delta)
+    low, high = row_bounds(data, budget.epsilon)
+    expected = min(max(len(data.private), low), high)
+    assert abs(len(out) - expected) < 10 * math.sqrt(2) / 0.01
+    assert mech.output_tags()["claim.reads_from_data"] == \
+        SHIPPED[name].claim.tags()["claim.reads_from_data"]
+    assert leftovers(private_tmp) == []
