@@ -34,8 +34,8 @@ ENVS: dict[str, tuple[str, ...]] = {
     # mbi 1.1's synthetic_data needs pandas, which opendp[mbi] does not bring
     "opendp": ("opendp[mbi]==0.16.0", "pandas==2.3.3"),
     # opacus (dpctgan, patectgan) needs torch: pinned to 2.13.0, a CPU build (an unpinned
-    # torch resolves to a CUDA build of several GB)
-    "smartnoise": ("smartnoise-synth==1.0.8", "torch==2.13.0"),
+    # torch resolves to a CUDA build of several GB); opacus 0.14 imports packaging, undeclared
+    "smartnoise": ("smartnoise-synth==1.0.8", "torch==2.13.0", "packaging==25.0"),
     # DataSynthesizer 0.1.13 pins nothing: its dependencies pinned as resolved beside numpy 2;
     # opendp for the adapter's noisy row count (datasynthesizer_privbayes.py)
     "datasynthesizer": ("DataSynthesizer==0.1.13", "numpy==2.4.6", "pandas==2.3.3",
