@@ -139,7 +139,6 @@ from .person_ids import (
     ids_from_public_profiles,
     noisy_person_count,
 )
-from .row_count import bounded_row_count
 
 PICKUP, DROPOFF, SHIFT = "pickup_community_area", "dropoff_community_area", "shift"
 DAY, HOUR = "trip_day_of_week", "trip_hour_of_day"
@@ -562,11 +561,8 @@ class AdaptiveGrid(Mechanism):
                        if self.row_count == "fitted"
                        else (total, pgm.initial_total_std(measurements, model_domain)))
         marks.append(("total", time.time()))
-        ratio = 1.0
-        if data.unit == "user" and self.clip_correction:
-            ratio = pgm.public_clip_ratio(
-                data, lambda df: pgm.contribution_weights(df, str(data.id_column), C))
-        n_rows = bounded_row_count(n_rows * ratio, data, budget.epsilon, std=std * ratio)
+        ratio = pgm.clip_ratio(data, C) if self.clip_correction else 1.0
+        n_rows = pgm.synthetic_rows(n_rows, std, data, budget.epsilon, ratio)
         synth = pgm.sample_codes(model, n_rows, rng, model_attrs, tree)
         marks.append(("sample", time.time()))
         out = self.finish(data, synth, derived, people, rng)

@@ -112,7 +112,6 @@ from harness.privacy.release import Releaser
 
 from . import pgm
 from .base import Mechanism, finish
-from .row_count import bounded_row_count
 
 _BIAS = math.sqrt(2.0 / math.pi)
 log = logging.getLogger(__name__)
@@ -297,12 +296,7 @@ class AIM(Mechanism):
         model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=model,
                              **{**self.stopping, "tol": self.final_tol})
         tree = pgm.TreeMarginals(model)
-        n_rows, std = pgm.fitted_total_and_std(model, measurements, tree)
-        if data.unit == "user":
-            ratio = pgm.public_clip_ratio(
-                data, lambda df: pgm.contribution_weights(df, data.id_column, b))
-            n_rows, std = n_rows * ratio, std * ratio
-        n_rows = bounded_row_count(n_rows, data, budget.epsilon, std=std)
+        n_rows = pgm.fitted_rows(model, measurements, tree, data, budget.epsilon, b)
         return finish(data, pgm.sample_codes(model, n_rows, rng, attrs, tree), rng)
 
 

@@ -86,7 +86,6 @@ from harness.privacy.release import Releaser
 
 from . import pgm
 from .base import Mechanism, finish
-from .row_count import bounded_row_count
 
 log = logging.getLogger(__name__)
 
@@ -165,12 +164,7 @@ class MST(Mechanism):
         model = pgm.estimate(small_domain, measurements, self.iters, total, tol=self.tol,
                              patience=self.patience)
         tree = pgm.TreeMarginals(model)
-        n_rows, std = pgm.fitted_total_and_std(model, measurements, tree)
-        if data.unit == "user":
-            ratio = pgm.public_clip_ratio(
-                data, lambda df: pgm.contribution_weights(df, data.id_column, b))
-            n_rows, std = n_rows * ratio, std * ratio
-        n_rows = bounded_row_count(n_rows, data, budget.epsilon, std=std)
+        n_rows = pgm.fitted_rows(model, measurements, tree, data, budget.epsilon, b)
         synth = pgm.sample_codes(model, n_rows, rng, attrs, tree)
         codes_out = pd.DataFrame({a: _expand(synth[a].to_numpy(), kept[a], rng, noisy_one_way[a])
                                   for a in attrs})

@@ -32,7 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset
+from harness.data.datasets import Dataset, count_persons
 from harness.errors import ConfigError
 from harness.privacy.release import Releaser
 
@@ -45,7 +45,7 @@ def noisy_person_count(data: Dataset, sigma: float, release: Releaser) -> float:
     if data.unit != "user" or data.id_column is None:
         raise ConfigError("a person count needs user-level data with an id column",
                           "use it only when the dataset's unit is user")
-    true_count = data.private[data.id_column].nunique()
+    true_count = count_persons(data)
     return float(release.gaussian(
         "person count", [true_count], 1.0, sigma, query="person count",
         note="distinct persons; sensitivity 1 under adding or removing one person")[0])

@@ -17,7 +17,9 @@ noise itself is drawn by :class:`harness.privacy.release.Releaser`):
   :func:`~mechanisms.pgm_marginals.sample_codes` live in :mod:`mechanisms.pgm_marginals`
   (re-exported here): the model's marginals and records drawn from it;
 - :func:`initial_total` / :func:`fitted_total`: the synthetic row count, derived from the
-  noisy measurements only (never read from the private data);
+  noisy measurements only (never read from the private data); :func:`fitted_rows` /
+  :func:`synthetic_rows`: that count corrected for contribution clipping (public ratio) and
+  bounded (:mod:`mechanisms.row_count`);
 - :func:`solve_scale` (calibrating a parameterised release plan so that the run's ledger accountant composes it to the budget, a hair below, never above);
 - :func:`model_size_mb`: the size of the junction tree a set of cliques induces (AIM's cap);
   :func:`smallest_pairs_forest` / :func:`sized_pairs`: pairs chosen by domain size only.
@@ -55,6 +57,7 @@ from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
 )
 from .mirror_descent import mirror_descent, unit_norm_lipschitz
 from .pgm_marginals import TreeMarginals, sample_codes  # noqa: F401 - pgm.*
+from .row_count import bounded_row_count
 
 Clique = tuple[str, ...]
 
@@ -279,6 +282,31 @@ def fitted_total_and_std(model, measurements: Sequence[Measurement],
     if den <= 0:
         return total, math.inf
     return max(1.0, num / den), 1.0 / math.sqrt(den)
+
+
+def clip_ratio(data: Dataset, bound: float) -> float:
+    """:func:`public_clip_ratio` for rows weighted by :func:`contribution_weights` at
+    ``bound`` (1.0 for record-level data; public data only, no privacy cost)."""
+    if data.unit != "user":
+        return 1.0
+    return public_clip_ratio(data, lambda df: contribution_weights(df, str(data.id_column), bound))
+
+
+def synthetic_rows(estimate: float, std: float, data: Dataset, epsilon: float,
+                   ratio: float = 1.0) -> int:
+    """The synthetic row count from a noisy total ``estimate`` of the bounded rows and its
+    noise ``std``: both scaled by the public clip ``ratio``, then
+    :func:`mechanisms.row_count.bounded_row_count` (post-processing)."""
+    return bounded_row_count(estimate * ratio, data, epsilon, std=std * ratio)
+
+
+def fitted_rows(model, measurements: Sequence[Measurement], marginals: TreeMarginals,
+                data: Dataset, epsilon: float, bound: float) -> int:
+    """The row count of a fitted model's sample (MST, AIM): :func:`fitted_total_and_std`,
+    corrected by :func:`clip_ratio` at the contribution ``bound``, bounded by
+    :func:`synthetic_rows` (post-processing of the noisy measurements)."""
+    total, std = fitted_total_and_std(model, measurements, marginals)
+    return synthetic_rows(total, std, data, epsilon, clip_ratio(data, bound))
 
 
 def bounded_rows(data: Dataset, max_contrib: int | None) -> int:

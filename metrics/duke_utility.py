@@ -332,15 +332,24 @@ def joint_proportion_figure(table: pd.DataFrame, corr: float) -> Figure:
     return fig
 
 
+def panel_grid(panels: int, height: float) -> tuple[Figure, np.ndarray]:
+    """A figure of ``panels`` panels, three a row (each 5 wide, ``height`` tall), and its
+    axes flattened; the axes beyond ``panels`` are hidden."""
+    cols = min(3, max(panels, 1))
+    rows = max(math.ceil(panels / cols), 1)
+    fig = Figure(figsize=(5 * cols, height * rows))
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def joint_histogram_figure(table: pd.DataFrame, max_cells: int) -> Figure:
     """Panel (a): per attribute, the proportions of its joint (private combination,
     attribute) categories, real and synthetic bars side by side (the ``max_cells`` largest
     real cells, in decreasing real order)."""
     attrs = list(dict.fromkeys(table["attribute"]))
-    cols = min(3, max(len(attrs), 1))
-    rows = max(math.ceil(len(attrs) / cols), 1)
-    fig = Figure(figsize=(5 * cols, 3 * rows))
-    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    fig, axes = panel_grid(len(attrs), 3.0)
     for ax, attr in zip(axes, attrs):
         part = table[table["attribute"] == attr].sort_values("real", ascending=False,
                                                              kind="stable").head(max_cells)
@@ -351,8 +360,6 @@ def joint_histogram_figure(table: pd.DataFrame, max_cells: int) -> Figure:
                                                      part["attribute_code"])],
                       rotation=90, fontsize=5)
         ax.set_title(f"({part['private'].iloc[0]}, {attr})" if len(part) else attr, fontsize=8)
-    for ax in axes[len(attrs):]:
-        ax.set_visible(False)
     if attrs:
         axes[0].legend(fontsize=7)
     fig.suptitle("Joint category proportions (private combination code, attribute code)")
@@ -420,10 +427,7 @@ def logreg_models_figure(table: pd.DataFrame, target: str) -> Figure:
     """Figures 10-14: one panel per model, its coefficients per term, real and synthetic side
     by side."""
     models = list(dict.fromkeys(table["model"]))
-    cols = min(3, max(len(models), 1))
-    rows = max(math.ceil(len(models) / cols), 1)
-    fig = Figure(figsize=(5 * cols, 3.5 * rows))
-    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    fig, axes = panel_grid(len(models), 3.5)
     for ax, name in zip(axes, models):
         part = table[table["model"] == name]
         x = np.arange(len(part))
@@ -432,8 +436,6 @@ def logreg_models_figure(table: pd.DataFrame, target: str) -> Figure:
         ax.axhline(0, color="grey", linewidth=0.5)
         ax.set_xticks(x, list(part["term"]), rotation=90, fontsize=5)
         ax.set_title(f"{target}: {name}", fontsize=8)
-    for ax in axes[len(models):]:
-        ax.set_visible(False)
     if models:
         axes[0].legend(fontsize=7)
         axes[0].set_ylabel("coefficient (log odds)")

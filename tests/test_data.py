@@ -2,8 +2,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import (Dataset, load_dataset, load_shared_dataset, load_taxi_sim,
-                          shared_data_dir, with_public_split)
+from harness.data.datasets import (
+    Dataset,
+    load_dataset,
+    load_shared_dataset,
+    load_taxi_sim,
+    shared_data_dir,
+    with_public_split,
+)
 from harness.errors import ConfigError, DPArenaError
 
 
@@ -66,3 +72,21 @@ def test_shared_datasets_load_and_validate(shared_data, name, rows, cols):
     assert len(split.private) + len(split.public) == rows
     codes = ds.schema.encode(ds.private)
     assert np.array_equal(codes.to_numpy(), ds.private.to_numpy())  # already codes 0..n-1
+
+
+def test_persons_are_rows_or_distinct_ids():
+    """count_persons (the private part) and persons_in (any part): rows for record-level
+    data, distinct ids for user-level data, counted by hand."""
+    from harness.data.datasets import count_persons, persons_in
+    from tests.conftest import make_small_frame, make_small_schema
+
+    frame = make_small_frame(10, seed=0)
+    frame["pid"] = [1, 1, 1, 2, 2, 3, 4, 4, 4, 4]
+    public = frame.iloc[:5]
+    users = Dataset("small", make_small_schema(), frame, public, unit="user", id_column="pid",
+                    max_records_per_individual=5)
+    assert count_persons(users) == 4
+    assert persons_in(public, users) == 2
+    records = Dataset("small", make_small_schema(), frame, public)
+    assert count_persons(records) == 10
+    assert persons_in(public, records) == 5

@@ -15,15 +15,24 @@ import pandas as pd
 import pytest
 
 import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.data.datasets import (Dataset, load_csv_dataset, load_shared_dataset,
-                                   load_taxi_sim, with_public_split)
-from harness.data.holdout import (HOLDOUT_STREAM, holdout_mask, split_holdout,
-                                  with_fresh_ids)
+from harness.data.datasets import (
+    Dataset,
+    count_persons,
+    load_csv_dataset,
+    load_shared_dataset,
+    load_taxi_sim,
+    with_public_split,
+)
+from harness.data.holdout import (
+    HOLDOUT_STREAM,
+    holdout_mask,
+    split_holdout,
+    with_fresh_ids,
+)
 from harness.data.schema import Column, Schema
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget
 from harness.privacy.release import Releaser
-from harness.run.preflight import count_persons
 from mechanisms import MECHANISMS
 from mechanisms.base import Mechanism
 from mechanisms.reference import Uniform

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.errors import BudgetExceededError, ConfigError
+from harness.errors import BudgetExceededError, ConfigError, DPArenaError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import (
     NumpySampler,
@@ -21,9 +21,9 @@ from harness.privacy.release import (
 from harness.run.config import parse_run_config
 
 
-def releaser(budget=Budget(10.0, 1e-6), accountant="gdp", sampler=None, **kw) -> Releaser:
+def releaser(budget: Budget | None = None, accountant="gdp", sampler=None, **kw) -> Releaser:
     sampler = sampler or NumpySampler(np.random.default_rng(0))
-    return Releaser(Ledger(budget, accountant), sampler, **kw)
+    return Releaser(Ledger(budget or Budget(10.0, 1e-6), accountant), sampler, **kw)
 
 
 def test_gaussian_release_charges_and_draws_with_the_same_scale():
@@ -107,8 +107,11 @@ def test_laplace_above_thresholds_and_counts_the_empty_cells():
 def test_laplace_above_refuses_unsorted_cells_and_a_negative_threshold():
     with pytest.raises(ValueError, match="sorted"):
         releaser(Budget(1e9)).laplace_above("t", [5], [0, 0], [3, 1], [1.0, 1.0], 1.0, 1.0, 1.0)
-    with pytest.raises(ValueError, match=">= 0"):
-        releaser(Budget(1e9)).laplace_above("t", [5], [0], [1], [1.0], 1.0, 1.0, -1.0)
+    refusing = releaser(Budget(1e9))
+    with pytest.raises(DPArenaError, match=r">= 0 \(got -1\)") as refused:
+        refusing.laplace_above("t", [5], [0], [1], [1.0], 1.0, 1.0, -1.0)
+    assert "non-negative" in refused.value.fix
+    assert not refusing.ledger.charges  # refused before anything is charged
 
 
 def test_opendp_thresholded_counts_are_integers_empty_cells_included():
@@ -116,7 +119,7 @@ def test_opendp_thresholded_counts_are_integers_empty_cells_included():
     discrete law (P = q^ceil(t) / (1 + q), q = exp(-1/b)) at integer values, else a
     non-integer value would give an empty cell away."""
     r = releaser(Budget(1e9), sampler=OpenDPSampler())
-    fam, ch, values = r.laplace_above("tree", [20000], [0], [5], [40.0], 1.0, 1.5, 2.2)
+    _fam, ch, values = r.laplace_above("tree", [20000], [0], [5], [40.0], 1.0, 1.5, 2.2)
     assert np.all(values == np.round(values)) and values.min() >= 3
     q = math.exp(-1 / 1.5)
     p = q**3 / (1 + q)

@@ -14,8 +14,13 @@ from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
 from mechanisms.archetype import taxis_or_public_total
 from mechanisms.independent import mean_total_std, measure_one_way, noise_scale
-from mechanisms.row_count import (DEFAULT_MAX_ROWS, FALLBACK_ROWS, MIN_ROWS, bounded_row_count,
-                                  public_rows)
+from mechanisms.row_count import (
+    DEFAULT_MAX_ROWS,
+    FALLBACK_ROWS,
+    MIN_ROWS,
+    bounded_row_count,
+    public_rows,
+)
 from tests.test_metric_outputs import person_schema, person_table
 
 
@@ -127,3 +132,25 @@ def test_archetype_taxis_fall_back_to_the_public_total():
     np.testing.assert_allclose(taxis_or_public_total(np.zeros(3), 100.0, public), public)
     small = np.array([31.0, 44.0, 27.0])  # sigma sqrt(3) = 8.7 <= 50: the noisy counts
     np.testing.assert_array_equal(taxis_or_public_total(small, 5.0, public), small)
+
+
+def test_the_clip_ratio_and_the_synthetic_rows_by_hand():
+    """A public part of 600 persons with 3 rows and 600 with 1 (2,400 rows): at a bound of 2
+    rows a person, the weights keep 600 x 2 + 600 x 1 = 1,800, so the ratio is 2400/1800 = 4/3;
+    an estimate of 1,500 bounded rows with noise 30 becomes 2,000 rows (noise 40, far below
+    half the public figure of 2,400; inside [1000, the schema's max_records 100,000])."""
+    from tests.conftest import make_small_frame, make_small_schema
+
+    public = make_small_frame(2400, seed=3)
+    public["pid"] = np.concatenate([np.repeat(np.arange(600), 3), np.arange(600, 1200)])
+    users = Dataset("small", make_small_schema(), make_small_frame(3000, seed=1), public,
+                    unit="user", id_column="pid", max_records_per_individual=5)
+    assert pgm.clip_ratio(users, 2) == pytest.approx(4 / 3, rel=1e-15)
+    assert pgm.clip_ratio(users, 3) == 1.0  # the bound keeps every row
+    assert pgm.synthetic_rows(1500.0, 30.0, users, 1.0, 4 / 3) == 2000
+    # the ratio scales the noise too: 900 x 4/3 = 1200 is half the figure (still used) ...
+    assert pgm.synthetic_rows(1500.0, 900.0, users, 1.0, 4 / 3) == 2000
+    # ... and 901 x 4/3 is past it: the public figure (2,400 rows) instead
+    assert pgm.synthetic_rows(1500.0, 901.0, users, 1.0, 4 / 3) == 2400
+    records = people(n_private=3000, n_public=1500)
+    assert pgm.clip_ratio(records, 1) == 1.0

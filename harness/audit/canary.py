@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset
+from harness.data.datasets import Dataset, count_persons
 from harness.data.schema import coerce_dtypes
 from harness.errors import ConfigError
 
@@ -53,12 +53,6 @@ def check_strategy(strategy: str) -> None:
     if strategy not in CANARY_STRATEGIES:
         raise ConfigError(f"audit.canary must be one of {list(CANARY_STRATEGIES)} "
                           f"(got {strategy!r})", "use audit.canary=rare_cell (the default)")
-
-
-def count_persons(data: Dataset) -> int:
-    if data.unit == "user":
-        return int(data.private[data.id_column].nunique())
-    return len(data.private)
 
 
 def check_size(data: Dataset) -> None:

@@ -31,10 +31,20 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from harness.data.conform import (MAX_LOSS, LoadReport, SchemaSource, conform_counted,
-                                  read_source)
-from harness.data.holdout import (checked_fraction, checked_seed, holdout_unit,
-                                  simulated_heldout_taxis, split_holdout)
+from harness.data.conform import (
+    MAX_LOSS,
+    LoadReport,
+    SchemaSource,
+    conform_counted,
+    read_source,
+)
+from harness.data.holdout import (
+    checked_fraction,
+    checked_seed,
+    holdout_unit,
+    simulated_heldout_taxis,
+    split_holdout,
+)
 from harness.data.schema import RunSpec, Schema, coerce_dtypes
 from harness.errors import ConfigError, DPArenaError
 from harness.params import refuse_unknown_keys
@@ -128,6 +138,21 @@ class Dataset:
             if part is not None:
                 h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
         return h.digest()
+
+
+def persons_in(frame: pd.DataFrame, data: Dataset) -> int:
+    """Persons in ``frame``, a part of ``data`` (its rows, or its distinct ids for
+    user-level data). Private when ``frame`` is the private or held-out part."""
+    if data.unit == "user":
+        return int(frame[data.id_column].nunique())
+    return len(frame)
+
+
+def count_persons(data: Dataset) -> int:
+    """**Private**: the number of persons in the private part (:func:`persons_in`). For
+    checks that tell the operator one bit (never the count itself) and for releases that add
+    noise to it."""
+    return persons_in(data.private, data)
 
 
 # ----- loaders ----------------------------------------------------------------------------
@@ -393,11 +418,11 @@ def with_public_split(ds: Dataset, fraction: float, seed: int) -> Dataset:
     rng = np.random.default_rng(seed)
     if ds.unit == "user":
         ids = ds.private[ds.id_column].unique()
-        public_ids = rng.choice(ids, size=int(round(fraction * len(ids))), replace=False)
+        public_ids = rng.choice(ids, size=round(fraction * len(ids)), replace=False)
         is_public = ds.private[ds.id_column].isin(public_ids).to_numpy()
     else:
         is_public = np.zeros(len(ds.private), dtype=bool)
-        is_public[rng.choice(len(ds.private), int(round(fraction * len(ds.private))),
+        is_public[rng.choice(len(ds.private), round(fraction * len(ds.private)),
                              replace=False)] = True
     public = ds.private[is_public].reset_index(drop=True)
     private = ds.private[~is_public].reset_index(drop=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.data.datasets import Dataset, is_challenge_dataset
+from harness.data.datasets import Dataset, count_persons, is_challenge_dataset
 from harness.data.schema import encode_column
 
 MIN_PERSONS = 100
@@ -36,18 +36,12 @@ MAX_PAIR_CELLS = 10_000
 ONE_BIN_SHARE = 0.9
 
 
-def persons(data: Dataset) -> int:
-    if data.unit == "user" and data.id_column:
-        return int(data.private[data.id_column].nunique())
-    return len(data.private)
-
-
 def few_persons(data: Dataset) -> list[str]:
-    if persons(data) >= MIN_PERSONS:
+    if count_persons(data) >= MIN_PERSONS:
         return []
-    return [f"dataset {data.name!r} has fewer than {MIN_PERSONS} persons: DP noise will swamp "
-            "its statistics and the ranks mean little (fix: use more data, or read the board "
-            "as a smoke test only)"]
+    return [(f"dataset {data.name!r} has fewer than {MIN_PERSONS} persons: DP noise will "
+             "swamp its statistics and the ranks mean little (fix: use more data, or read the "
+             "board as a smoke test only)")]
 
 
 def huge_domains(data: Dataset) -> list[str]:

@@ -217,6 +217,17 @@ def fitting_gdp_mu(epsilon: float, delta: float) -> float:
     raise ValueError(f"no Gaussian calibration fits epsilon={epsilon!r}, delta={delta!r}")
 
 
+def conversion_edge(rho: float, delta: float) -> float | None:
+    """The epsilon of a zCDP-to-(epsilon, delta) conversion at its edges, where every bound
+    agrees: 0 for ``rho <= 0`` (nothing spent) or ``delta >= 1`` (no guarantee asked),
+    infinite for ``delta <= 0``; None elsewhere."""
+    if rho <= 0 or delta >= 1:
+        return 0.0
+    if delta <= 0:
+        return math.inf
+    return None
+
+
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """Smallest epsilon at which rho-zCDP is (epsilon, delta)-DP by Canonne, Kamath & Steinke
     (2020, Prop. 12): for every ``alpha > 1`` it is ``(eps_alpha, delta)``-DP with
@@ -226,12 +237,9 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     ``rho + 2 sqrt(rho L)`` (the same bound without the ``ln`` terms, which are negative), and
     any ``alpha`` gives a valid bound, so an imprecise root only loosens it. The private-pgm
     reference code, smartnoise-synth and OpenDP convert with this bound."""
-    if rho <= 0:
-        return 0.0
-    if delta <= 0:
-        return math.inf
-    if delta >= 1:
-        return 0.0
+    edge = conversion_edge(rho, delta)
+    if edge is not None:
+        return edge
     log_inv = math.log(1.0 / delta)
     bun_steinke = rho + 2.0 * math.sqrt(rho * log_inv)
     hi = 1.0 + math.sqrt(log_inv / rho)
@@ -271,12 +279,9 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
 def bun_steinke_epsilon(rho: float, delta: float) -> float:
     """Bun & Steinke's (2016, Prop. 1.3) conversion: rho-zCDP is
     ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP (the ``zcdp_bs`` accountant's)."""
-    if rho <= 0:
-        return 0.0
-    if delta <= 0:
-        return math.inf
-    if delta >= 1:
-        return 0.0
+    edge = conversion_edge(rho, delta)
+    if edge is not None:
+        return edge
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 

@@ -366,7 +366,8 @@ class Releaser:
         scale and on how many cells are empty, so their floating-point pattern reveals no
         count)."""
         if threshold < 0:
-            raise ValueError("the empty-cell shortcut needs a threshold >= 0")
+            raise DPArenaError(f"the empty-cell shortcut needs a threshold >= 0 (got {threshold:g})",
+                               "the mechanism must pass a non-negative (public) threshold")
         true = _as_array(counts)
         sizes = np.asarray(family_sizes, dtype=np.int64)
         family, child = np.asarray(family, dtype=np.int64), np.asarray(child, dtype=np.int64)

@@ -81,7 +81,7 @@ from harness.report.marks import (  # noqa: F401 - the marks' names are read fro
     MARK_SCHEMA_PRIVATE,
     group_marks,
 )
-from harness.report.record import RunRecord
+from harness.report.record import TAG_FIELDS, RunRecord
 from harness.report.risk import with_risk_bounds
 from harness.report.scores import CI_METRICS, CI_PREFIX
 from harness.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
@@ -92,12 +92,15 @@ POOL = ["dataset_id", "privacy_unit", "delta", "metric_setting"]
 GROUP = ["epsilon", *POOL, "dataset", "accountant", "mechanism", "hyperparameters", "tuning",
          "noise", "sampler", "large_delta", "private_tables"]
 SETTING = GROUP[1:]
-#: Tag columns and their value on older runs that lack the tag.
-TAG_DEFAULTS = (("tuning", ""), ("private", "true"), ("reference", ""), ("failure_reason", ""),
-                ("tuning_chosen", ""), ("delta", ""), ("accountant", ""), ("privacy_unit", ""),
-                ("dataset", ""), ("dataset_id", ""), ("noise", "secret"),
-                ("sampler", "numpy"), ("private_tables", "false"), ("large_delta", "false"), ("metrics_key", ""),
-                ("schema_digest", ""), ("schema_quality", ""))
+#: Tag columns the board fills on older runs that lack the tag: these record fields, with the
+#: run record's defaults (:data:`~harness.report.record.TAG_FIELDS`), and two columns that are
+#: not text fields of the record (``delta``, ``failure_reason``: "" when absent).
+FILLED_TAGS = ("tuning", "private", "reference", "tuning_chosen", "accountant", "privacy_unit",
+               "dataset", "dataset_id", "noise", "sampler", "private_tables", "large_delta",
+               "metrics_key", "schema_digest", "schema_quality")
+TAG_DEFAULTS: tuple[tuple[str, str], ...] = (
+    *((tag, default) for _, tag, default in TAG_FIELDS if tag in FILLED_TAGS),
+    ("delta", ""), ("failure_reason", ""))
 METRIC_KEY_PREFIX = "metric_key:"  # run frame column of the tag ``metric_key/<name>``
 METRIC_SETTINGS_PREFIX = "metric_settings:"  # run frame column of ``metric_settings/<name>``
 METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)

@@ -31,7 +31,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset, is_challenge_dataset
+from harness.data.datasets import (
+    Dataset,
+    count_persons,
+    is_challenge_dataset,
+    persons_in,
+)
 from harness.errors import ConfigError
 from harness.run.config import RunConfig
 from harness.run.tuning import public_view
@@ -47,13 +52,6 @@ class CheckedRun:
     metrics: dict[str, Metric]
     #: metric name -> why it does not apply (an ``n/a`` cell, not a silent gap)
     metrics_na: dict[str, str] = field(default_factory=dict)
-
-
-def count_persons(data: Dataset) -> int:
-    """Number of persons in the private part (rows, or distinct ids for user-level data)."""
-    if data.unit == "user":
-        return int(data.private[data.id_column].nunique())
-    return len(data.private)
 
 
 def check_delta(rc: RunConfig, data: Dataset) -> None:
@@ -86,9 +84,7 @@ def persons_bound(data: Dataset) -> tuple[int, str]:
     if caps:
         return max(caps), "the schema's max_records"
     if data.public is not None and len(data.public):
-        people = data.public[data.id_column].nunique() if data.unit == "user" \
-            else len(data.public)
-        return 10 * int(people), "10 x the public part's persons"
+        return 10 * persons_in(data.public, data), "10 x the public part's persons"
     return PERSONS_WITHOUT_A_BOUND, "no public figure: a billion persons"
 
 
