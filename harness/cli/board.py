@@ -6,15 +6,15 @@ score-vs-runtime Pareto front), and says where, within the terminal's width."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from harness.cli.exits import ExplainingParser
 from harness.errors import DPArenaError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ExplainingParser(
         prog="dp-arena-board",
         description="Rank the runs of a dp-arena experiment: prints Markdown, writes CSV, "
                     "a self-contained HTML page and PNG plots (score vs epsilon, Pareto front).")
@@ -40,7 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         from harness.report.leaderboard import build_leaderboard, load_runs
         from harness.report.render import render_markdown, write_outputs
         from harness.report.terminal import board_format, files_lines, render_terminal
+        from harness.sweep.launch_checks import tracking_scheme_problem
 
+        problem = tracking_scheme_problem(args.tracking_uri)
+        if problem:  # MLflow's own message is a traceback about its model registry
+            raise DPArenaError(problem.replace("tracking.uri", "--tracking-uri", 1),
+                               "pass sqlite:///path/to/mlflow.db, file:///a/folder or the "
+                               "http(s)://host:port of an MLflow server (default: "
+                               "sqlite:///mlflow.db in this folder)")
         experiment = args.experiment or latest_experiment(args.tracking_uri)
         runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
         if runs.empty:

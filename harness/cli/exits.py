@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from harness.errors import DPArenaError
 
@@ -20,3 +22,12 @@ def run_or_explain(prog: str, work: Callable[[], object]) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_INVALID) from None
     return 0
+
+
+class ExplainingParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one message with the fix (``prog: error: MESSAGE``,
+    then ``fix: see prog --help ...``; no usage block) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n  fix: see {self.prog} --help "
+                                "for the options and the values they take\n")

@@ -32,23 +32,28 @@ from typing import Any
 
 import pandas as pd
 
-from harness.cli.exits import run_or_explain
+from harness.cli.exits import ExplainingParser, run_or_explain
 from harness.data.datasets import read_csv_file
 from harness.data.hints import merged, parse_flow, parse_weight, read_hints_file
-from harness.data.holdout import checked_fraction, checked_seed, holdout_record, split_holdout
+from harness.data.holdout import (
+    checked_fraction,
+    checked_seed,
+    holdout_record,
+    split_holdout,
+)
 from harness.data.proposal_file import write_proposal
 from harness.data.propose import ProposalSettings, propose
 from harness.errors import ConfigError, DPArenaError
 
 NO_SOURCE = ("a schema proposal needs a source, and reading the private file is never silent",
-             "pass one of: --public FILE (a public sample: free), --epsilon E [--delta D] (a DP "
+             ("pass one of: --public FILE (a public sample: free), --epsilon E [--delta D] (a DP "
              "proposal, charged to a ledger written beside the schema), or --from-private "
              "(exact values from the private file: labelled 'schema from private data (not DP)' "
-             "on every run and board row)")
+             "on every run and board row)"))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="dp-arena-schema",
+    p = ExplainingParser(prog="dp-arena-schema",
                                 description="Propose a parameters.json for a raw CSV.")
     p.add_argument("data", help="the private CSV the schema is for")
     p.add_argument("--out", required=True, help="the parameters.json to write")
@@ -123,6 +128,30 @@ def selected(df: pd.DataFrame, args: argparse.Namespace, what: str,
     return (df[keep] if keep else df).drop(columns=drop)
 
 
+def repeated_names(path: Path) -> list[str]:
+    """The names that occur more than once in ``path``'s header row (a CSV reader would rename
+    the second ``a`` to ``a.1`` and the proposal would carry both); [] when unreadable (the
+    reader then says why)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            header = [name.strip() for name in next(csv.reader(handle), [])]
+    except (OSError, csv.Error):
+        return []
+    return sorted({name for name in header if header.count(name) > 1})
+
+
+def refuse_repeated_names(path: Path, what: str) -> None:
+    """A header that names a column twice is refused (column names are the schema's, not
+    private values)."""
+    repeated = repeated_names(path)
+    if repeated:
+        raise DPArenaError(f"{what}: {path} names a column more than once in its header: "
+                           f"{', '.join(map(repr, repeated))}",
+                           "give every column its own name in the header row")
+
+
 def run(args: argparse.Namespace) -> None:
     settings = settings_of(args)
     data = Path(args.data).expanduser()
@@ -138,6 +167,9 @@ def run(args: argparse.Namespace) -> None:
                             setting="--memory-limit-mb")
     fraction = checked_fraction(getattr(args, "holdout_fraction", 0.0), "--holdout-fraction")
     seed = checked_seed(getattr(args, "split_seed", 0), "--split-seed")
+    refuse_repeated_names(data, "DATA")
+    if args.public:
+        refuse_repeated_names(Path(args.public).expanduser(), "--public")
     raw, _ = split_holdout(read_csv_file(data, "DATA"), fraction, seed, args.id_column)
     private = selected(raw, args, "DATA")  # the training rows: held-out ones are dropped here
     if settings.source == "public":
