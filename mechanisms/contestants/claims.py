@@ -170,9 +170,9 @@ SHIPPED: dict[str, Adapter] = {
         "the adapter's row count 1% by basic composition)",
         reads_from_data=("domain", "row_count"), budget_checked=False, budget_path="adapter",
         note="the library draws its conditional vectors (training and sampling) from each "
-             "column's exact category frequencies, sets its sampling rate from the exact row "
-             "count, and checks the budget only before each epoch (the last can overshoot); "
-             "output row count noisy")),
+             "column's exact category frequencies and sets its sampling rate from the exact "
+             "row count; it checks the budget only before each epoch, so the adapter "
+             "recomputes the spend and refuses a model past it; output row count noisy")),
     "smartnoise_patectgan": Adapter("smartnoise_patectgan", "smartnoise", Claim(
         guarantee="approximate", accountant="PATE moments accountant (smartnoise's own, "
         "Laplace votes; the adapter's row count 1% by basic composition)",
