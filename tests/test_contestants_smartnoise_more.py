@@ -25,7 +25,7 @@ from mechanisms.smartnoise_synth_more import (
     pate_epsilon_problem,
     pate_first_step_epsilon,
 )
-from tests.test_external import fit, leftovers, record_data
+from tests.support.external import fit, leftovers, record_data
 
 NAMES = ("smartnoise_dpctgan", "smartnoise_patectgan", "smartnoise_mwem")
 
@@ -163,6 +163,46 @@ def test_budget_split_row_count_noise_and_mwem_histograms_from_the_schema():
     assert got["defaults"][1] == {"iterations": 30, "marginal_width": 2}
     assert got["defaults"][2]["iterations"] == 7
     assert got["defaults"][3]["iterations"] == 50  # null: the default from the noisy count
+
+
+OVERSHOOT = """
+import json
+import numpy as np, pandas as pd
+from smartnoise_common import OverBudget, check_dpctgan_spent, domain_transformer, dpctgan_spent
+from snsynth import Synthesizer
+rng = np.random.default_rng(0)  # test data, not a mechanism's noise
+dom = {"a": 3, "b": 2}
+df = pd.DataFrame({c: rng.integers(0, k, 1000) for c, k in dom.items()})
+synth = Synthesizer.create("dpctgan", epsilon=5.0, delta=1e-5, epochs=3, batch_size=100,
+                           sigma=1.0, generator_dim=(8,), discriminator_dim=(8,),
+                           embedding_dim=8, verbose=False, cuda=False)
+synth.fit(df, transformer=domain_transformer(list(dom), dom, "gan"), preprocessor_eps=0.0)
+try:
+    check_dpctgan_spent(synth, 1000, 5.0, 1e-5)
+    refused = ""
+except OverBudget as exc:
+    refused = str(exc)
+print(json.dumps({"library": [float(e) for e in synth.epsilon_list],
+                  "ours": [dpctgan_spent(1000, 100, 1.0, e, 1e-5) for e in range(3)],
+                  "refused": refused}))
+"""
+
+
+@pytest.mark.slow
+def test_dpctgan_overshoot_is_recomputed_and_refused():
+    """smartnoise's DP-CTGAN checks its budget before each epoch: on 1,000 rows at sigma 1 and
+    epsilon 5 it reports 0.10, 4.22 after 1 epoch, 5.39 after 2, then stops, having spent 5.39.
+    The adapter's recomputation (opacus's RDP, two discriminator steps per iteration) matches
+    the library's own numbers and refuses the model."""
+    need_env()
+    proc = subprocess.run([str(env_python("smartnoise")), "-c", OVERSHOOT], cwd=ADAPTER_DIR,
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ADAPTER_DIR)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["ours"] == pytest.approx(got["library"], rel=1e-9)
+    assert len(got["library"]) == 3 and got["library"][1] <= 5.0 < got["library"][2]
+    assert "went past its budget (epsilon 5)" in got["refused"]
 
 
 # ----- one fit of each on adult at epsilon 1 --------------------------------------------------

@@ -232,6 +232,39 @@ def schema_histograms(synth, sizes: list[int], total: float):
     synth.sample = sample
 
 
+class OverBudget(ValueError):
+    """A library trained past the epsilon it was given (a public line: settings and budget)."""
+
+
+#: opacus's Renyi orders in smartnoise's DP-CTGAN (``dpctgan.py``).
+DPCTGAN_ALPHAS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+
+
+def dpctgan_spent(records: int, batch_size: int, sigma: float, epochs: int,
+                  delta: float) -> float:
+    """The epsilon opacus 0.14's accountant gives DP-CTGAN after ``epochs`` epochs: each epoch
+    is ``records // batch_size`` iterations of two discriminator steps (fake, then real: opacus
+    counts both), sampling rate ``batch_size / records``."""
+    from opacus import privacy_analysis
+
+    steps = 2 * epochs * max(records // batch_size, 1)
+    rdp = privacy_analysis.compute_rdp(batch_size / records, sigma, steps, DPCTGAN_ALPHAS)
+    return float(privacy_analysis.get_privacy_spent(DPCTGAN_ALPHAS, rdp, delta)[0])
+
+
+def check_dpctgan_spent(synth, records: int, epsilon: float, delta: float) -> None:
+    """smartnoise's DP-CTGAN checks its budget only before each epoch, so its last epoch can
+    go past it: recompute what it spent (its epochs trained: one per entry of
+    ``epsilon_list``, less the entry that stopped it) and refuse to write a model past
+    ``epsilon``."""
+    checks = list(synth.epsilon_list)
+    trained = len(checks) - (1 if checks and checks[-1] > epsilon else 0)
+    spent = dpctgan_spent(records, synth._batch_size, synth.sigma, trained, delta)
+    if spent > epsilon:
+        raise OverBudget(f"DP-CTGAN's last epoch went past its budget (epsilon "
+                         f"{epsilon:.3g}); raise sigma or lower epochs")
+
+
 def fit_and_write_pure_split(task: dict, synth_name: str) -> None:
     """Fit smartnoise's ``dpctgan``, ``patectgan`` or ``mwem`` (module docstring) and write
     the synthetic codes."""
@@ -257,6 +290,8 @@ def fit_and_write_pure_split(task: dict, synth_name: str) -> None:
         style = "gan"
     synth.fit(private, transformer=domain_transformer(columns, domain, style),
               preprocessor_eps=0.0)
+    if synth_name == "dpctgan":
+        check_dpctgan_spent(synth, len(codes), epsilon, float(budget["delta"]))
     sample = synth.sample(rows)
     frame = sample if isinstance(sample, pd.DataFrame) else pd.DataFrame(sample, columns=columns)
     write_codes(task, np.asarray(frame[columns], dtype=np.int64))

@@ -2,7 +2,7 @@
 as ``python smartnoise_dpctgan.py FOLDER`` in the ``smartnoise`` environment."""
 
 from protocol import main
-from smartnoise_common import fit_and_write_pure_split
+from smartnoise_common import OverBudget, fit_and_write_pure_split
 
 if __name__ == "__main__":
-    main(lambda task: fit_and_write_pure_split(task, "dpctgan"))
+    main(lambda task: fit_and_write_pure_split(task, "dpctgan"), public_errors=(OverBudget,))
