@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from harness.data.datasets import Dataset, shared_data_dir
-from harness.errors import DPArenaError
 from harness.data.schema import Column, RunSpec, Schema
+from harness.errors import DPArenaError
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -90,6 +90,17 @@ def make_small_frame(n: int, seed: int, n_people: int = 200, first_id: int = 1) 
         "size": size,
         "amount": amount,
     })
+
+
+@pytest.fixture
+def csv_files(tmp_path, small_schema):
+    """The small table as CSV files (private, public, schema) in ``tmp_path``, and the private
+    frame."""
+    private, public = make_small_frame(3000, 1), make_small_frame(3000, 2, first_id=5001)
+    private.to_csv(tmp_path / "private.csv", index=False)
+    public.to_csv(tmp_path / "public.csv", index=False)
+    small_schema.save(tmp_path / "parameters.json")
+    return tmp_path, private
 
 
 @pytest.fixture

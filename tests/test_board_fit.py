@@ -33,7 +33,7 @@ from harness.report.terminal import (
     render_terminal,
     terminal_width,
 )
-from tests.test_leaderboard import NEW_TAGS, frame, md_header, md_rows, run
+from tests.support.board import NEW_TAGS, frame, md_header, md_rows, run
 
 LONG = "marginals=<list of 45 #1f2e>,rounds=24,iters=100,max_model_size=80,tol=1e-07,degree=3"
 CHALLENGE_NA = "challenge needs the Sprint 3 taxi columns; dataset 'adult' does not have it"

@@ -13,8 +13,15 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import ndtr
 
-from harness.privacy.accounting import (Budget, Charge, Ledger, analytic_gaussian_delta,
-                                        gaussian_sigma, gdp_epsilon, gdp_mu)
+from harness.privacy.accounting import (
+    Budget,
+    Charge,
+    Ledger,
+    analytic_gaussian_delta,
+    gaussian_sigma,
+    gdp_epsilon,
+    gdp_mu,
+)
 from mechanisms import pgm
 from mechanisms.mst import MST
 
@@ -138,7 +145,7 @@ def test_mst_quick_at_epsilon_1e6_is_not_refused_by_its_own_ledger():
     output has the public part's 1,500 rows (mechanisms/row_count.py)."""
     from harness.privacy.release import Releaser
     from mechanisms import make_mechanism
-    from tests.test_row_count import people
+    from tests.support.people import people
 
     data = people(n_public=1500)
     budget = Budget(1e-6, 1e-10)

@@ -1,5 +1,6 @@
 """`dp-arena` and `dp-arena-board` as a user runs them (subprocesses in a temp folder)."""
 
+import os
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from tests.sweep_support import CSV, dp_arena
 
 def board(cwd, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.cli.board", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          check=False, capture_output=True, text=True, timeout=300)
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> None:
@@ -78,3 +79,13 @@ def test_board_without_runs(tmp_path):
     assert proc.returncode == 2
     assert "no MLflow store at" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "mlflow.db").exists()  # nothing created behind the user's back
+
+
+# ----- native libraries' banners ----------------------------------------------------------
+@pytest.mark.parametrize("argv, expected", [([], "3"), (["-v"], None)])
+def test_native_banners_are_silenced_unless_verbose(monkeypatch, argv, expected):
+    from harness.cli.main import quiet_banners
+
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    quiet_banners(argv)
+    assert os.environ.get("TF_CPP_MIN_LOG_LEVEL") == expected

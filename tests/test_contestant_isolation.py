@@ -30,7 +30,7 @@ from mechanisms.contestants.claims import (
     claim_from_config,
 )
 from mechanisms.external import PROTOCOL_DIR, report_tags, scrubbed_line
-from tests.test_external import DOUBLE, fit, leftovers, record_data
+from tests.support.external import DOUBLE, fit, leftovers, record_data
 
 PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND", "PYTHONPATH"}
 

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from harness.data.datasets import Dataset, shared_data_dir
-from harness.errors import ConfigError, DPArenaError
 from harness.data.schema import Column, Schema
 from harness.data.sequences import sequences_from_lists, visit_bitmask
 from harness.data.sprint3 import taxi_schema
+from harness.errors import ConfigError, DPArenaError
 from metrics import make_metric
 from metrics.count_query import (
     AttributeWorkload,
@@ -26,20 +26,16 @@ from metrics.count_query import (
     relative_errors,
     rescaled_counts,
 )
-from tests.test_sequences import PAPER_EXAMPLE, msnbc_style_frame, taxi_frame
+from tests.support.sequences import (
+    PAPER_EXAMPLE,
+    PERTURBED,
+    msnbc_style_frame,
+    taxi_frame,
+    toy_dataset,
+)
 
-#: The paper example with three sequences changed: L1>L2 -> L1>L4, L3>L2 -> L3, L3>L1 -> L1>L2.
-PERTURBED = [[1, 2, 3], [1, 4], [3, 2, 1], [1, 2, 4], [1, 2, 3], [3], [1, 2, 4, 1], [1, 2]]
 #: Q_{L1,L2}, Q_{L3}, Q_{L1,L4}, Q_{L2,L3,L4} as location codes (L_i has code i - 1).
 PAPER_QUERIES = LocationWorkload.from_lists([[0, 1], [2], [0, 3], [1, 2, 3]])
-
-
-def toy_dataset(sequences: list[list[int]] = PAPER_EXAMPLE,
-                public: list[list[int]] | None = None) -> Dataset:
-    frame = msnbc_style_frame(sequences)
-    schema = Schema.from_domain({c: 5 for c in frame.columns})  # locations 1..4, 0 = end
-    pub = None if public is None else msnbc_style_frame(public)
-    return Dataset("toy", schema, frame, pub)
 
 
 def bits_of(sequences: list[list[int]], n_locations: int = 4) -> np.ndarray:

@@ -249,7 +249,7 @@ def test_rdt_run_logs_duke_scores_and_png_figures(tmp_path, tracking_uri):
     from mlflow import MlflowClient
 
     from harness.run.runner import run_one
-    from tests.test_rdt import people, people_schema
+    from tests.support.rdt_people import people, people_schema
 
     people(3000, 1).to_csv(tmp_path / "private.csv", index=False)
     people(3000, 2).to_csv(tmp_path / "public.csv", index=False)

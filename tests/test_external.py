@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from harness.data.datasets import PROJECT_ROOT, Dataset
-from harness.data.schema import Column, RunSpec, Schema
+from harness.data.schema import Column, Schema
 from harness.errors import (
     BudgetExceededError,
     ConfigError,
@@ -37,10 +37,7 @@ from harness.run.settings import Limits
 from mechanisms import make_mechanism
 from mechanisms.contestants import ADAPTER_DIR, manifest
 from mechanisms.contestants.claims import Claim
-from mechanisms.external import FOLDER_PREFIX
-
-DOUBLE = str(PROJECT_ROOT / "tests" / "contestant_double.py")
-BUDGET = Budget(1.0, 1e-6)
+from tests.support.external import BUDGET, DOUBLE, double, fit, leftovers, record_data
 
 
 @pytest.fixture(autouse=True)
@@ -53,42 +50,6 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TMPDIR", str(folder))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
-
-
-def leftovers(folder: Path, wait: float = 5.0) -> list[str]:
-    """Private folders still under ``folder`` after up to ``wait`` s (the guardian is async)."""
-    deadline = time.monotonic() + wait
-    while True:
-        found = sorted(p.name for p in folder.glob(FOLDER_PREFIX + "*"))
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
-
-
-def record_data(n: int = 400, public: bool = False, seed: int = 3) -> Dataset:
-    rng = np.random.default_rng(seed)  # test data, not a mechanism's noise
-    schema = Schema((Column("a", "categorical", values=(0, 1, 2)),
-                     Column("b", "categorical", values=("x", "y"), dtype="str"),
-                     Column("c", "numeric", min=0, max=100, bins=(10, 50))),
-                    (RunSpec(1.0, 1e-6, max_records=5000),))
-
-    def frame(size: int) -> pd.DataFrame:
-        return pd.DataFrame({"a": rng.choice(3, size, p=[0.7, 0.2, 0.1]),
-                             "b": rng.choice(["x", "y"], size),
-                             "c": rng.integers(0, 101, size)})
-    return Dataset("rec", schema, frame(n), frame(n) if public else None, unit="record")
-
-
-def double(mode: str = "ok", **options) -> object:
-    return make_mechanism("external", {"script": DOUBLE, "args": [str(ADAPTER_DIR)],
-                                       "options": {"mode": mode, **options}})
-
-
-def fit(mech, data: Dataset, accountant: str = "gdp",
-        budget: Budget = BUDGET) -> tuple[pd.DataFrame, Ledger]:
-    release = Releaser.for_budget(budget, accountant)
-    out = mech.fit_sample(data, budget, release, np.random.default_rng())
-    return out, release.ledger
 
 
 def binary_data(columns: int = 9, n: int = 1500) -> Dataset:
@@ -210,7 +171,7 @@ def test_a_contestant_past_the_time_limit_is_killed_and_its_folder_removed(tmp_p
 STOPPABLE = """
 import sys, numpy as np
 sys.path.insert(0, {root!r})
-from tests.test_external import record_data, double, fit
+from tests.support.external import record_data, double, fit
 from harness.run.isolation import call_isolated
 from harness.run.settings import Limits
 isolate = sys.argv[1] == "isolated"
@@ -347,7 +308,7 @@ def test_a_run_is_tagged_declared_and_a_failing_contestant_is_a_failed_row(tmp_p
 
 
 def test_only_declared_rows_carry_the_mark():
-    from tests.test_leaderboard import run
+    from tests.support.board import run
 
     runs = pd.DataFrame([run("mst", 1.0, t, 900.0 + t) for t in range(2)]
                         + [run("opendp_mst", 1.0, t, 880.0 + t, accounting="declared")
@@ -376,7 +337,6 @@ def real(name: str, env: str):
         pytest.skip(f"contestant environment {env!r} not installed "
                     f"(dp-arena-contestants install {env})")
     return make_mechanism(name, {})
-
 
 
 def independent_data(columns: int = 6, values: int = 4, n: int = 4000) -> Dataset:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
 from harness.data.schema import Schema
 from harness.data.sequences import sequences_from_lists
 from harness.data.sprint3 import taxi_schema
+from harness.errors import ConfigError
 from metrics import make_metric
 from metrics.frequent_patterns import (
     FrequentPatterns,
@@ -25,8 +25,13 @@ from metrics.frequent_patterns import (
     supports_until_exact,
     top_k_patterns,
 )
-from tests.test_count_query import PERTURBED, toy_dataset
-from tests.test_sequences import PAPER_EXAMPLE, msnbc_style_frame, taxi_frame
+from tests.support.sequences import (
+    PAPER_EXAMPLE,
+    PERTURBED,
+    msnbc_style_frame,
+    taxi_frame,
+    toy_dataset,
+)
 
 ALPHABET = [1, 2, 3, 4]  # L1..L4; L_i has code i - 1
 

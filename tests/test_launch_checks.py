@@ -6,6 +6,7 @@ before the parent run exists."""
 from __future__ import annotations
 
 import http.server
+import io
 import os
 import shutil
 import threading
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.sweep import launch_checks
 from harness.cli.compose import composition_problem
-from harness.errors import ConfigError
+from harness.errors import ConfigError, DPArenaError
+from harness.sweep import launch_checks
 from harness.sweep.plan import plan_sweep
 from harness.sweep.records import JobPlan, SweepPlan
 from mechanisms import make_mechanism
@@ -129,7 +130,7 @@ def test_a_tracking_server_that_does_not_answer_is_one_message_without_credentia
 
 
 class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):
         self.send_response(200 if self.path == "/health" else 404)
         self.end_headers()
         self.wfile.write(b"OK")
@@ -175,3 +176,47 @@ def test_the_sweep_is_refused_before_the_parent_run_exists(csv_dir, overrides, m
     assert text.count(message) == 1 and "Traceback" not in text and "pw@" not in text
     assert not (csv_dir / "multirun").exists()
     assert not (csv_dir / "mlflow.db").exists() or not runs_of(csv_dir, kind="sweep")
+
+
+# ----- planning says what it is doing ------------------------------------------------------
+def test_planning_says_what_it_is_doing_when_it_takes_long():
+    from harness.sweep.plan import planning_reporter
+
+    stream = io.StringIO()
+    say = planning_reporter(every_s=0.0, stream=stream)
+    say("checking", 4, 110)
+    assert stream.getvalue().startswith("planning: checking job 5 of 110 (")
+    quiet = io.StringIO()
+    planning_reporter(every_s=3600, stream=quiet)("checking", 0, 2)
+    assert quiet.getvalue() == ""  # a quick plan prints nothing
+
+
+def test_plan_sweep_reports_each_job():
+    from harness.sweep.plan import plan_sweep
+
+    seen = []
+    plan_sweep([{"mechanism": {"name": "nope"}}] * 3, on_job=lambda k, n: seen.append((k, n)))
+    assert seen == [(0, 3), (1, 3), (2, 3)]
+
+
+# ----- a data file past the memory limit is refused unread -----------------------------------
+def test_a_file_larger_than_the_memory_limit_is_refused_unread(tmp_path, monkeypatch):
+    from harness.sweep import plan as preflight
+
+    data = tmp_path / "big.csv"
+    data.write_text("a\n" + "1\n" * 600_000)  # 1.2 MB
+    cfg = {"mechanism": {"name": "uniform"}, "privacy": {"epsilon": 1.0, "delta": 1e-9},
+           "dataset": {"name": "csv", "path": str(data), "schema": str(tmp_path / "s.json")},
+           "metrics": {"kmarginal": {}}, "limits": {"memory_limit_mb": 1}}
+    monkeypatch.setattr(preflight, "cached_dataset",
+                        lambda *a: pytest.fail("the data was loaded"))
+    plan = preflight.plan_sweep([cfg])
+    assert plan.jobs[0].verdict == "invalid"
+    assert "larger than limits.memory_limit_mb=1 MB" in plan.jobs[0].reason
+    assert "1.2" not in plan.jobs[0].reason  # the size itself is not said
+    # 1.2 MB of one-digit integers load as 4.8 MB (8 bytes each), 12 MB at the parser's peak
+    # (harness.run.preflight.estimated_loaded_bytes): 20 MB fits
+    cfg["limits"]["memory_limit_mb"] = 20
+    monkeypatch.setattr(preflight, "cached_dataset", lambda *a: (_ for _ in ()).throw(
+        DPArenaError("loaded")))
+    assert preflight.plan_sweep([cfg]).jobs[0].reason == "loaded"

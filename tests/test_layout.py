@@ -178,3 +178,48 @@ def test_no_product_module_holds_more_than_one_screenful_of_concepts():
     long = [f"{p.relative_to(ROOT)}: {n}" for p in product_modules()
             if (n := len(p.read_text().splitlines())) > MAX_LINES]
     assert not long, long
+
+
+# ----- tests: filed by concern, builders shared through tests/support or conftest -----------
+def suite_modules(root: Path) -> list[Path]:
+    """Every module of the test suite under ``root``: test modules, conftest, support."""
+    return sorted((root / "tests").rglob("*.py"))
+
+
+def imported_test_modules(path: Path) -> set[str]:
+    """The ``tests.test_*`` modules ``path`` imports (absolute or relative, anywhere in it)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = "tests" + f".{node.module}" * bool(node.module) if node.level \
+                else node.module or ""
+            found.add(base)
+            if base == "tests":  # from tests import test_x
+                found.update(f"tests.{a.name}" for a in node.names)
+    return {m for m in found
+            if m.startswith("tests.") and m.split(".")[1].startswith("test_")}
+
+
+def test_no_test_module_imports_another():
+    """What two test modules share lives in tests/support/ or tests/conftest.py: importing a
+    test module runs its module-level code and collects its tests twice."""
+    offenders = [f"{p.relative_to(ROOT)} imports {', '.join(sorted(found))}"
+                 for p in suite_modules(ROOT)
+                 if (found := imported_test_modules(p) - {f"tests.{p.stem}"})]
+    assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("source", [
+    "from tests.test_leaderboard import run\n",
+    "import tests.test_leaderboard\n",
+    "def f():\n    from tests import test_leaderboard\n",
+    "from .test_leaderboard import run\n",
+])
+def test_the_test_import_check_sees_an_import(tmp_path, monkeypatch, source):
+    probe_tree(tmp_path, {"tests.test_probe": source, "tests.support.fine":
+                          "from tests.support.board import run\nfrom tests import conftest\n"})
+    monkeypatch.setattr("tests.test_layout.ROOT", tmp_path)
+    with pytest.raises(AssertionError, match=r"tests/test_probe.py imports tests.test_leaderboard"):
+        test_no_test_module_imports_another()

@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from harness.report.cells import column_decimals, first_line, fmt_seconds, md_escape
-from harness.report.marks import MARK_DOMAIN_FROM_DATA, MARK_READS_UNKNOWN, MARK_ROWS_FROM_DATA
 from harness.report.leaderboard import (
     MARK_DECLARED,
     MARK_LARGE_DELTA,
@@ -26,6 +25,11 @@ from harness.report.leaderboard import (
     tuning_gap,
     with_not_applicable,
 )
+from harness.report.marks import (
+    MARK_DOMAIN_FROM_DATA,
+    MARK_READS_UNKNOWN,
+    MARK_ROWS_FROM_DATA,
+)
 from harness.report.plots import (
     mechanism_colours,
     pareto_figure,
@@ -37,40 +41,12 @@ from harness.report.plots import (
 )
 from harness.report.render import (
     csv_cell,
+    csv_safe,
     render_html,
     render_markdown,
     write_outputs,
 )
-
-
-def run(mech: str, eps: float, trial: int, score: float | None, status: str = "FINISHED",
-        reference: str = "", tuning: str = "", private: str = "true", hp: str = "-",
-        start: int = 0, reason: str = "", key: str | None = None, seconds: float = 1.0,
-        **tags: object) -> dict:
-    """One run as ``load_runs`` returns it; ``tags`` adds the newer tags (delta, privacy_unit,
-    dataset_id, ``metric_key/<name>``, noise, ...) and extra scores."""
-    return {**tags, "run_id": f"{mech}-{eps}-{trial}-{start}", "status": status,
-            "start_time": start,
-            "mechanism": mech, "hyperparameters": hp, "tuning": tuning, "private": private,
-            "epsilon": eps, "trial": trial, "reference": reference,
-            "run_key": key or f"{mech}|{hp}|{tuning}|{eps}|{trial}", "failure_reason": reason,
-            "tuning_chosen": "", "kmarginal/score": score if score is not None else math.nan,
-            "seconds": seconds, "peak_memory_mb": 300.0, "epsilon_spent": eps}
-
-
-def frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows)
-
-
-def md_rows(text: str) -> list[list[str]]:
-    """The cells (stripped, escapes kept) of every Markdown table row, header rows included."""
-    return [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-            for line in text.splitlines() if line.startswith("| ")]
-
-
-def md_header(text: str) -> list[str]:
-    """The header cells of the first per-row table (the one starting with ``rank``)."""
-    return next(cells for cells in md_rows(text) if cells[0] == "rank")
+from tests.support.board import NEW_TAGS, frame, md_header, md_rows, run
 
 
 def td_classes(page: str) -> set[str]:
@@ -227,9 +203,6 @@ def test_outputs_are_written_and_the_html_is_self_contained(tmp_path):
 
 
 # ----- never pooling different guarantees, data or scores -----------------------------------
-NEW_TAGS = {"delta": "2.5e-05", "accountant": "basic", "privacy_unit": "user:taxi_id",
-            "dataset": "taxi", "dataset_id": "d1", "metric_key/kmarginal": "k2",
-            "metrics_key": "m1", "noise": "secret", "private_tables": "false"}
 
 
 def tagged(mech: str, trial: int, score: float, eps: float = 1.0, **changes: object) -> dict:
@@ -627,3 +600,33 @@ def test_place_labels_avoids_overlaps():
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+
+
+# ----- a metric's settings on the board -----------------------------------------------------
+def test_the_board_shows_the_metric_setting_not_its_hash():
+    from harness.report.render import render_markdown
+
+    rows = [run("a", 1.0, t, 900.0 + t, **{**NEW_TAGS, "metric_key/kmarginal": "h2",
+                                           "metric_settings/kmarginal": "k=2"})
+            for t in range(2)]
+    rows += [run("a", 1.0, t, 700.0 + t, **{**NEW_TAGS, "metric_key/kmarginal": "h3",
+                                            "metric_settings/kmarginal": "k=3"})
+             for t in range(2)]
+    board = build_leaderboard(frame(rows))
+    assert sorted(board["metric_setting"]) == ["k=2", "k=3"]
+    text = render_markdown(board)
+    assert "kmarginal settings" in md_header(text) and "k=3" in text and "h3" not in text
+
+
+# ----- CSV cells a spreadsheet would evaluate ----------------------------------------------
+@pytest.mark.parametrize("cell, safe", [
+    ("x;=1+1", "x;'=1+1"), ("a,+SUM(A1)", "a,'+SUM(A1)"), ("a|@cmd", "a|'@cmd"),
+    ("a\t=1", "a\t'=1"), ("a\r-1", "a\r'-1"), ("=1;=2", "'=1;'=2"),
+    ("k=2", "k=2"), ("rounds=24,iters=100", "rounds=24,iters=100"), ("-", "-")])
+def test_every_cell_a_spreadsheet_would_evaluate_is_guarded(cell, safe):
+    assert csv_cell(cell) == safe
+
+
+def test_csv_safe_guards_inner_separators_of_every_text_column():
+    frame = csv_safe(pd.DataFrame({"hyperparameters": ["x;=1+1", "k=2"], "n": [1, 2]}))
+    assert frame["hyperparameters"].tolist() == ["x;'=1+1", "k=2"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import tests.doubles  # noqa: F401  (registers the doubles)
@@ -38,7 +37,7 @@ from harness.errors import NotApplicable
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser, ReleasesComplete
 from mechanisms import MECHANISMS, make_mechanism, mechanism_class
-from tests.test_metric_outputs import people_data, without_one_person
+from tests.support.people import people_data, without_one_person
 
 NOISE_METHODS = ("normal", "standard_normal", "laplace", "gumbel", "exponential",
                  "standard_exponential", "binomial", "poisson", "geometric", "standard_gamma",

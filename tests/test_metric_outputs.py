@@ -18,51 +18,19 @@ import pandas as pd
 import pytest
 
 from harness.data.datasets import Dataset, load_taxi_sim
-from harness.data.schema import Column, Schema
 from metrics import METRICS, MetricResult, make_metric
 from metrics.base import drawn
+from tests.support.people import (
+    people_data,
+    person_table,
+    without_one_person,
+)
 
 #: Settings that keep the runs small (defaults otherwise).
 SETTINGS: dict[str, dict[str, Any]] = {"count_query": {"n_queries": 300}}
 
 
 # ----- datasets ---------------------------------------------------------------------------
-def person_table(n: int, seed: int) -> pd.DataFrame:
-    """A small census-like table, one row per person, where sex and race depend on the rest."""
-    rng = np.random.default_rng(seed)
-    age = rng.integers(0, 7, size=n)
-    education = np.minimum(9, rng.poisson(2 + age // 2))
-    sex = (rng.random(n) < 0.3 + 0.06 * (education > 4)).astype(int)
-    race = np.where(rng.random(n) < 0.6, 0, rng.integers(1, 5, size=n))
-    race = np.where((age > 4) & (rng.random(n) < 0.3), 3, race)
-    hours = np.clip(rng.normal(30 + 4 * sex + education, 8), 0, 99).round()
-    return pd.DataFrame({"age": age, "education": education, "sex": sex, "race": race,
-                         "hours": hours.astype(np.int64)})
-
-
-def person_schema() -> Schema:
-    return Schema((
-        Column("age", "categorical", values=tuple(range(7))),
-        Column("education", "categorical", values=tuple(range(10))),
-        Column("sex", "categorical", values=(0, 1)),
-        Column("race", "categorical", values=tuple(range(5))),
-        Column("hours", "numeric", min=0, max=99, bins=(20, 35, 40, 50)),
-    ))
-
-
-def people_data(seed: int) -> Dataset:
-    return Dataset("people", person_schema(), person_table(3000, seed),
-                   person_table(3000, seed + 1000))
-
-
-def without_one_person(data: Dataset) -> Dataset:
-    """The neighbouring dataset: every row of one person (the owner of the first row) gone."""
-    private = data.private
-    if data.unit == "user":
-        keep = private[data.id_column] != private[data.id_column].iloc[0]
-    else:
-        keep = np.arange(len(private)) != 0
-    return dataclasses.replace(data, private=private[keep].reset_index(drop=True))
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from autodp import mechanism_zoo, transformer_zoo
-from autodp.converter import rdp_to_approxdp
 
 from harness.data.datasets import load_shared_dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
-from harness.privacy.release import NumpySampler, Releaser
+from harness.privacy.release import Releaser
 from mechanisms import make_mechanism, pgm
 from mechanisms.mst import MST, _compress_measurement, _compression_map, _expand
 from tests.seeding import seeded
+from tests.support.accounting_check import recomputed_epsilon
 
 FAST = {"iters": 50, "select_iters": 30}
 
@@ -25,20 +24,6 @@ def run(data, budget, accountant="gdp", seed=0, **params):
     out = make_mechanism("mst", {**FAST, **params}).fit_sample(data, budget, seeded(ledger, seed),
                                                              np.random.default_rng(seed))
     return ledger, out
-
-
-def recomputed_epsilon(charges, delta, accountant):
-    """(eps, delta) of the logged charges, composed without harness.privacy.accounting."""
-    gauss = [c for c in charges if c.kind == "gaussian"]
-    expo = [c for c in charges if c.kind == "exponential"]
-    eps_sel = [2 * c.sensitivity / c.scale for c in expo]  # temperature 2 Delta / eps
-    if accountant == "zcdp":
-        rho = sum(c.sensitivity**2 / (2 * c.scale**2) for c in gauss) + sum(e**2 / 8
-                                                                             for e in eps_sel)
-        return rdp_to_approxdp(lambda alpha: rho * alpha)(delta)  # Canonne-Kamath-Steinke
-    mechs = [mechanism_zoo.GaussianMechanism(c.scale / c.sensitivity) for c in gauss]
-    composed = transformer_zoo.ComposeGaussian()(mechs, [1] * len(mechs))
-    return composed.get_approxDP(delta) + sum(eps_sel)
 
 
 @pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
@@ -185,8 +170,12 @@ def record_table(n: int, max_records: int | None, epsilon: float):
 
 
 def test_row_count_bounds_by_hand():
-    from mechanisms.row_count import (DEFAULT_MAX_ROWS, FALLBACK_ROWS, MIN_ROWS,
-                                      bounded_row_count)
+    from mechanisms.row_count import (
+        DEFAULT_MAX_ROWS,
+        FALLBACK_ROWS,
+        MIN_ROWS,
+        bounded_row_count,
+    )
 
     capped = record_table(100, 2500, 1e-6)
     free = record_table(100, None, 1e-6)

@@ -24,7 +24,7 @@ from harness.errors import ConfigError
 from harness.privacy.noise import fresh_rng, replayable_rng
 from harness.privacy.secret import keyed_digest
 from harness.run.runner import data_fingerprint, run_one
-from tests.test_runner import config, csv_files, logged_files  # noqa: F401 (a fixture)
+from tests.support.runs import config, logged_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,8 +7,8 @@ import pytest
 
 from harness.report.headline import TABLE_FILE, eps_key, headline, log_headline
 from harness.report.leaderboard import build_leaderboard
-from tests.test_leaderboard import frame
-from tests.test_terminal_board import rows
+from tests.support.board import frame
+from tests.support.terminal_rows import rows
 
 
 def test_headline_names_the_best_dp_row_per_epsilon_with_its_ci():

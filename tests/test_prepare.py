@@ -4,6 +4,8 @@ sample (realdata)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -291,3 +293,18 @@ def test_challenge_metric_scores_record_level_trips_without_hoc(fixture_prepared
     assert scores["graph_edge"] == pytest.approx((2 - l1) / 2)
     assert scores["k_marginal"] < 1 and "hoc" not in scores
     assert scores["overall"] == pytest.approx(500 * (scores["k_marginal"] + scores["graph_edge"]))
+
+
+# ----- prepared files are the owner's only -------------------------------------------------
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_prepared_private_files_are_owner_only(tmp_path):
+    from harness.cli.prepare import main as prepare_main
+
+    old = os.umask(0o022)
+    try:
+        export = Path(__file__).parent / "fixtures" / "chicago_portal_export.csv"
+        assert prepare_main(["chicago", str(export), str(tmp_path / "out")]) == 0
+    finally:
+        os.umask(old)
+    for name in ("trips.csv", "parameters.json", "companies.json"):
+        assert stat.S_IMODE((tmp_path / "out" / name).stat().st_mode) == 0o600, name

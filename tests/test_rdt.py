@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.data.datasets import Dataset, load_shared_dataset
-from harness.data.schema import Column, Schema
+from harness.data.schema import Column
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
@@ -27,33 +27,9 @@ from mechanisms.rdt import (
     route_to_leaves,
     subtree_sums,
 )
-
+from tests.support.rdt_people import people, people_schema
 
 # ----- a small dataset with public predictors and private sex/race -------------------------
-def people_schema() -> Schema:
-    return Schema((
-        Column("age", "numeric", min=0, max=99, bins=(30, 50, 70)),
-        Column("job", "categorical", values=("a", "b", "c"), dtype="str"),
-        Column("hours", "categorical", values=tuple(range(30))),
-        Column("sex", "categorical", values=(0, 1)),
-        Column("race", "categorical", values=(0, 1, 2)),
-    ))
-
-
-def people(n: int, seed: int, sex_from_job: bool = True) -> pd.DataFrame:
-    """Sex follows job (job a: mostly 0, c: mostly 1); race follows sex."""
-    rng = np.random.default_rng(seed)
-    job = rng.choice(3, size=n, p=[0.4, 0.35, 0.25])
-    p_one = np.array([0.1, 0.5, 0.9])[job] if sex_from_job else np.full(n, 0.5)
-    sex = (rng.random(n) < p_one).astype(int)
-    race = np.where(sex == 1, rng.choice(3, size=n, p=[0.8, 0.15, 0.05]),
-                    rng.choice(3, size=n, p=[0.3, 0.3, 0.4]))
-    return pd.DataFrame({
-        "age": rng.integers(0, 100, size=n),
-        "job": np.array(["a", "b", "c"])[job],
-        "hours": np.minimum(rng.geometric(0.3, size=n) - 1, 29),
-        "sex": sex, "race": race,
-    })
 
 
 def people_dataset(n: int = 3000, private_seed: int = 1, public_seed: int = 2,

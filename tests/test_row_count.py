@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from harness.data.datasets import Dataset
-from harness.data.schema import RunSpec, Schema
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
@@ -21,16 +20,7 @@ from mechanisms.row_count import (
     bounded_row_count,
     public_rows,
 )
-from tests.test_metric_outputs import person_schema, person_table
-
-
-def people(n_private: int = 3000, n_public: int | None = 1500,
-           max_records: int | None = None) -> Dataset:
-    """Record-level people: a private part, maybe a public part of another size, maybe a cap."""
-    runs = (RunSpec(1e-6, 1e-6, max_records=max_records),) if max_records else ()
-    schema = Schema(person_schema().columns, runs)
-    public = person_table(n_public, 1000) if n_public else None
-    return Dataset("people", schema, person_table(n_private, 0), public)
+from tests.support.people import people
 
 
 def test_the_public_figure_and_where_it_comes_from():

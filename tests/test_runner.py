@@ -1,6 +1,8 @@
 """One run end to end: MLflow params, metrics, artifacts; private data never logged."""
 
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -8,41 +10,10 @@ from mlflow import MlflowClient
 
 import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
 from harness.errors import ConfigError, DPArenaError, SchemaError
-from harness.report.leaderboard import build_leaderboard, load_runs
+from harness.report.leaderboard import build_leaderboard, load_runs, run_row
 from harness.report.render import render_markdown
-from harness.run.runner import run_one
-from tests.conftest import make_small_frame
-
-
-@pytest.fixture
-def csv_files(tmp_path, small_schema):
-    private, public = make_small_frame(3000, 1), make_small_frame(3000, 2, first_id=5001)
-    private.to_csv(tmp_path / "private.csv", index=False)
-    public.to_csv(tmp_path / "public.csv", index=False)
-    small_schema.save(tmp_path / "parameters.json")
-    return tmp_path, private
-
-
-def config(tmp_path: Path, uri: str, mechanism: str = "independent", epsilon: float = 1.0,
-           **extra) -> dict:
-    cfg = {
-        "dataset": {"name": "csv", "path": str(tmp_path / "private.csv"),
-                    "schema": str(tmp_path / "parameters.json"),
-                    "public_path": str(tmp_path / "public.csv")},
-        "mechanism": {"name": mechanism},
-        "privacy": {"epsilon": epsilon, "delta": 1e-6, "accountant": "gdp"},
-        "metrics": {"kmarginal": {"k": 2}},
-        "trial": 0, "seed": 0,
-        "tracking": {"uri": uri, "experiment": "test", "log_private_synthetic": False},
-    }
-    cfg.update(extra)
-    return cfg
-
-
-def logged_files(client: MlflowClient, run_id: str, root: Path) -> list[Path]:
-    run = client.get_run(run_id)
-    base = Path(run.info.artifact_uri.removeprefix("file://"))
-    return [p for p in base.rglob("*") if p.is_file()]
+from harness.run.runner import log_metrics, run_one, settings_text
+from tests.support.runs import config, logged_files
 
 
 def private_row_share(frame: pd.DataFrame, private: pd.DataFrame) -> float:
@@ -57,7 +28,7 @@ def private_row_share(frame: pd.DataFrame, private: pd.DataFrame) -> float:
 
 
 def test_run_logs_params_metrics_and_artifacts(csv_files, tracking_uri):
-    tmp_path, private = csv_files
+    tmp_path, _private = csv_files
     out = run_one(config(tmp_path, tracking_uri))
     assert out.status == "FINISHED"
     client = MlflowClient(tracking_uri)
@@ -300,3 +271,31 @@ def test_what_a_mechanism_trims_is_one_note_per_sweep_not_one_per_run(csv_files,
     assert note.startswith("aim on private: workload trimmed to fit memory") and count == 2
     untrimmed = plan_sweep([config(tmp_path, tracking_uri, mechanism="independent")])
     assert untrimmed.notes == {}
+
+
+# ----- what the runner logs: an infinite spend is a tag, metric settings as text --------------
+class Recorder:
+    def __init__(self):
+        self.metrics, self.tags = {}, {}
+
+    def log_batch(self, run_id, metrics=(), tags=(), params=()):
+        self.metrics.update({m.key: m.value for m in metrics})
+        self.tags.update({t.key: t.value for t in tags})
+
+
+def test_an_infinite_spend_is_a_tag_and_reads_back_as_infinity():
+    client = Recorder()
+    log_metrics(client, "r", {"epsilon_spent": math.inf, "delta_spent": 0.0, "seconds": 1.5})
+    assert "epsilon_spent" not in client.metrics and client.tags["epsilon_spent"] == "inf"
+    assert client.metrics == {"delta_spent": 0.0, "seconds": 1.5}
+    mlflow_run = SimpleNamespace(
+        info=SimpleNamespace(run_id="r", status="FINISHED", start_time=0),
+        data=SimpleNamespace(tags={"mechanism": "resample", **client.tags},
+                             metrics=client.metrics))
+    assert run_row(mlflow_run)["epsilon_spent"] == math.inf
+
+
+def test_metric_settings_are_written_as_settings():
+    assert settings_text({"k": 3}) == "k=3"
+    assert settings_text({}) == "defaults"
+    assert settings_text({"max_marginals": 50, "k": 2}) == "k=2,max_marginals=50"

@@ -25,7 +25,7 @@ import pytest
 from mlflow import MlflowClient
 
 from harness.report.leaderboard import build_leaderboard, load_runs
-from tests.test_tracking_server import free_port, mlflow_server
+from tests.support.mlflow_server import free_port, mlflow_server
 
 #: Two tiny jobs: one DP mechanism and the uniform floor, at epsilon 1, on 2,000 simulated trips.
 SWEEP = ("mechanism=independent,uniform", "privacy.epsilon=1", "dataset.n_private=2000",

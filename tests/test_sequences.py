@@ -8,7 +8,6 @@ import pytest
 
 import harness.data.sequences as seqmod
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError, DPArenaError
 from harness.data.schema import Schema
 from harness.data.sequences import (
     FILL,
@@ -24,31 +23,8 @@ from harness.data.sequences import (
     visited_matrix,
 )
 from harness.data.sprint3 import AREA_VALUES, taxi_schema
-
-#: Chen et al. (KDD 2012), the example database: 8 sequences over L1..L4.
-PAPER_EXAMPLE = [[1, 2, 3], [1, 2], [3, 2, 1], [1, 2, 4], [1, 2, 3], [3, 2], [1, 2, 4, 1], [3, 1]]
-
-
-def msnbc_style_frame(sequences: list[list[int]], width: int = 5) -> pd.DataFrame:
-    """Sequences as site_0..site_{width-1} columns (widened to fit the longest), 0 = ended
-    (columns deliberately out of numeric order, as a domain.json with sorted keys gives them)."""
-    width = max([width, *(len(s) for s in sequences)])
-    rows = [list(s) + [0] * (width - len(s)) for s in sequences]
-    frame = pd.DataFrame(rows, columns=[f"site_{j}" for j in range(width)])
-    return frame[sorted(frame.columns)]
-
-
-def taxi_frame(trips: list[tuple[int, int, int, int, int]]) -> pd.DataFrame:
-    """A taxi-schema frame from (taxi_id, day, hour, pickup, dropoff) tuples; other columns
-    get valid constants."""
-    rows = []
-    for taxi, day, hour, pickup, dropoff in trips:
-        rows.append({"taxi_id": taxi, "shift": 0, "company_id": 1,
-                     "pickup_community_area": pickup, "dropoff_community_area": dropoff,
-                     "payment_type": 1, "trip_day_of_week": day, "trip_hour_of_day": hour,
-                     "fare": 10, "tips": 0, "trip_total": 10, "trip_seconds": 600,
-                     "trip_miles": 2})
-    return pd.DataFrame(rows)[taxi_schema().names]
+from harness.errors import ConfigError, DPArenaError
+from tests.support.sequences import PAPER_EXAMPLE, msnbc_style_frame, taxi_frame
 
 
 def test_site_columns_are_ordered_by_number() -> None:

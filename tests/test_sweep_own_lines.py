@@ -21,8 +21,8 @@ from harness.sweep.progress import (
 )
 from harness.sweep.records import JobPlan, Outcome, SweepPlan
 from harness.sweep.summary import announce_lines, print_summary
-from tests.test_board_views import sweep
-from tests.test_leaderboard import frame
+from tests.support.board import frame
+from tests.support.views import sweep
 
 WIDTHS = [80, 120]
 

@@ -12,9 +12,8 @@ import pytest
 from harness.report.leaderboard import build_leaderboard
 from harness.report.render import render_markdown
 from harness.report.terminal import board_format, fit_columns, render_terminal
-from tests.test_leaderboard import NEW_TAGS, frame, run
-
-NOISE = [0.0, 1.0, -1.0]
+from tests.support.board import frame
+from tests.support.terminal_rows import rows
 
 
 @pytest.fixture(autouse=True)
@@ -22,26 +21,6 @@ def terminal_of_120_columns(monkeypatch):
     """The terminal board takes the width the terminal reports: 120 here, whatever runs
     the tests."""
     monkeypatch.setenv("COLUMNS", "120")
-
-
-LONG = "marginals=<list of 45 #1f2e>,rounds=24,iters=100,max_model_size=80,tol=1e-07,degree=3"
-
-
-def rows(dp_scores: dict[str, float], public: float | None = None,
-         floor: float | None = None, trials: int = 3, epsilons=(1.0, 10.0)) -> list[dict]:
-    out = []
-    for eps in epsilons:
-        for t in range(trials):
-            for mech, score in dp_scores.items():
-                out.append(run(mech, eps, t, score + eps + NOISE[t], hp=LONG if mech == "aim"
-                               else "-", **{**NEW_TAGS, "dataset": "taxi_sim"}))
-            if public is not None:
-                out.append(run("public_only", eps, t, public, reference="public",
-                               private="false", **NEW_TAGS))
-            if floor is not None:
-                out.append(run("uniform", eps, t, floor, reference="floor", private="false",
-                               **NEW_TAGS))
-    return out
 
 
 def test_the_default_board_fits_120_columns_as_plain_text():

@@ -1,0 +1,56 @@
+"""The external contestant double (tests/contestant_double.py), a small record-level table and a fit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.data.datasets import PROJECT_ROOT, Dataset
+from harness.data.schema import Column, RunSpec, Schema
+from harness.privacy.accounting import Budget, Ledger
+from harness.privacy.release import Releaser
+from mechanisms import make_mechanism
+from mechanisms.contestants import ADAPTER_DIR
+from mechanisms.external import FOLDER_PREFIX
+
+DOUBLE = str(PROJECT_ROOT / "tests" / "contestant_double.py")
+BUDGET = Budget(1.0, 1e-6)
+
+
+def leftovers(folder: Path, wait: float = 5.0) -> list[str]:
+    """Private folders still under ``folder`` after up to ``wait`` s (the guardian is async)."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = sorted(p.name for p in folder.glob(FOLDER_PREFIX + "*"))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def record_data(n: int = 400, public: bool = False, seed: int = 3) -> Dataset:
+    rng = np.random.default_rng(seed)  # test data, not a mechanism's noise
+    schema = Schema((Column("a", "categorical", values=(0, 1, 2)),
+                     Column("b", "categorical", values=("x", "y"), dtype="str"),
+                     Column("c", "numeric", min=0, max=100, bins=(10, 50))),
+                    (RunSpec(1.0, 1e-6, max_records=5000),))
+
+    def frame(size: int) -> pd.DataFrame:
+        return pd.DataFrame({"a": rng.choice(3, size, p=[0.7, 0.2, 0.1]),
+                             "b": rng.choice(["x", "y"], size),
+                             "c": rng.integers(0, 101, size)})
+    return Dataset("rec", schema, frame(n), frame(n) if public else None, unit="record")
+
+
+def double(mode: str = "ok", **options) -> object:
+    return make_mechanism("external", {"script": DOUBLE, "args": [str(ADAPTER_DIR)],
+                                       "options": {"mode": mode, **options}})
+
+
+def fit(mech, data: Dataset, accountant: str = "gdp",
+        budget: Budget = BUDGET) -> tuple[pd.DataFrame, Ledger]:
+    release = Releaser.for_budget(budget, accountant)
+    out = mech.fit_sample(data, budget, release, np.random.default_rng())
+    return out, release.ledger
