@@ -128,6 +128,7 @@ CHECKS: dict[str, list[Run | Covered]] = {
     "dp-arena-schema data.csv --out parameters.json ...": [
         helped("dp-arena-schema", "--out", "--public", "--epsilon", "--from-private")],
     "dp-arena-audit [overrides]": [helped("dp-arena-audit", "audit.")],
+    "dp-arena-audit OVERRIDES": [helped("dp-arena-audit", "audit.")],
     "dp-arena-score TRUTH.csv SUBMISSION.csv": [
         helped("dp-arena-score"),
         Covered(("tests/test_challenge_metric.py",), "scores submissions as the challenge did")],
