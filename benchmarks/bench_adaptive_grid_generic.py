@@ -32,7 +32,8 @@ from harness.data.datasets import Dataset
 from harness.data.schema import Column, Schema
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import Releaser
-from mechanisms import make_mechanism, mechanism_conf
+from mechanisms import make_mechanism
+from mechanisms.options import mechanism_conf
 from metrics.kmarginal import KMarginal
 
 #: (number of columns, categorical widths to draw from, share of numeric columns)

@@ -24,7 +24,8 @@ import numpy as np
 from harness.data.datasets import load_taxi_sim
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import Releaser
-from mechanisms import make_mechanism, mechanism_conf
+from mechanisms import make_mechanism
+from mechanisms.options import mechanism_conf
 from metrics.challenge import score_challenge
 
 COMPONENTS = ("k_marginal", "graph_edge", "hoc", "overall")

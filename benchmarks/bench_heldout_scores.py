@@ -58,7 +58,8 @@ from harness.data.datasets import Dataset, load_dataset
 from harness.errors import DPArenaError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism, mechanism_conf
+from mechanisms import make_mechanism
+from mechanisms.options import mechanism_conf
 from metrics import METRICS, make_metric
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,7 +40,8 @@ from harness.data.datasets import load_shared_dataset
 from harness.errors import DPArenaError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism, mechanism_conf
+from mechanisms import make_mechanism
+from mechanisms.options import mechanism_conf
 from metrics.kmarginal import KMarginal
 
 #: The papers' settings (reference implementation defaults: ryan112358/private-pgm

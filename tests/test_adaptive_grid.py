@@ -611,7 +611,7 @@ def test_the_bun_steinke_preset_is_adaptive_grid_under_zcdp_bs():
     from hydra import compose, initialize_config_dir
 
     import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-    from mechanisms import mechanism_conf
+    from mechanisms.options import mechanism_conf
 
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
         for preset, accountant in (("adaptive_grid_zcdp_bs", "zcdp_bs"),

@@ -304,7 +304,7 @@ def test_public_trips_preset_changes_only_the_trip_counts():
     from hydra import compose, initialize_config_dir
 
     import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-    from mechanisms import hyperparameter_label, mechanism_conf
+    from mechanisms.options import hyperparameter_label, mechanism_conf
 
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
         params = dict(compose("config", overrides=["mechanism=archetype_public_trips"]).mechanism)

@@ -153,7 +153,7 @@ def test_the_zcdp_variant_of_adaptive_grid_composes_with_zcdp():
     from hydra import compose, initialize_config_dir
 
     from harness.data.datasets import PROJECT_ROOT
-    from mechanisms import mechanism_conf
+    from mechanisms.options import mechanism_conf
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
         for extra in ([], ["competition=sprint3"]):
             cfg = compose("config", overrides=["mechanism=adaptive_grid_zcdp", *extra])

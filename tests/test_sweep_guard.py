@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 
 from harness.data.datasets import PROJECT_ROOT
 from harness.run.config import run_label
-from mechanisms import hyperparameter_label, shipped_settings
+from mechanisms.options import hyperparameter_label, shipped_settings
 from tests.conftest import make_small_schema, write_csv_dataset
 from tests.sweep_support import CSV, DOUBLES, PARALLEL, TEST_CONF, dp_arena, runs_of
 

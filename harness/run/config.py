@@ -41,7 +41,8 @@ from harness.privacy.release import accountant_for, check_sampler
 from harness.report.record import run_name, setting_label
 from harness.run.settings import RunSettings, Tuning
 from harness.run.tuning import parse_space, space_label
-from mechanisms import Mechanism, changed_settings, make_mechanism
+from mechanisms import Mechanism, make_mechanism
+from mechanisms.options import changed_settings
 from metrics import Metric, make_metric
 
 #: Keys a config dict may carry beside the settings (what a sweep adds to a job).
@@ -280,7 +281,7 @@ def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
 def label_settings(rc: RunConfig) -> str:
     """What the label says about a run's settings: under ``tuning.mode=dp_select`` the grid
     the selector chooses from (``select k∈{2,4}``), else the settings that differ from the
-    mechanism option (:func:`mechanisms.changed_settings`); "-" for none."""
+    mechanism option (:func:`mechanisms.options.changed_settings`); "-" for none."""
     if rc.tuning.selects:
         return space_label(parse_space(rc.tuning.space))
     return changed_settings(rc.mechanism, rc.mechanism_params,
