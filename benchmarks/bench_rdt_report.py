@@ -14,7 +14,7 @@ Adult's stand-ins for the report's columns: Pay = ``hours-per-week`` (bands 10 a
 for the report's $10,000 and $25,000), Agency = ``native-country``, Occupation =
 ``occupation``. Settings (``conf/mechanism/rdt_report.yaml`` plus one change at a time):
 - ``M1``: collapse Method 1 as the report words it (only Pay regrouped, nothing else adjusted:
-  :func:`mechanisms.rdt_attributes.report_collapse_method`); ``M2``: Method 2 exactly;
+  :func:`mechanisms.rdt.attributes.report_collapse_method`); ``M2``: Method 2 exactly;
 - ``M1 m10``: ten trees; ``M1 nB2000``: n_B = 2000;
 - ``M1 agency hi`` / ``M2 agency hi``: Agency's split weight 10 (others 1; the report's
   values are in its figure tables, not its text: "low" is read as 1, "high" as 10);
@@ -52,7 +52,7 @@ from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 from harness.resources import config_dir
 from mechanisms import make_mechanism
-from mechanisms.rdt_attributes import report_collapse_method
+from mechanisms.rdt.attributes import report_collapse_method
 from metrics.duke_utility import DukeUtility, slope_scores
 
 PRIVATE = ("sex", "race")

@@ -19,9 +19,9 @@ MECHANISMS: dict[str, str] = {
     "public_only": "mechanisms.reference:PublicOnly",
     "uniform": "mechanisms.reference:Uniform",
     # Families of later issues (each module lands with its issue).
-    "mst": "mechanisms.mst:MST",
-    "aim": "mechanisms.aim:AIM",
-    "adaptive_grid": "mechanisms.adaptive_grid:AdaptiveGrid",
+    "mst": "mechanisms.pgm.mst:MST",
+    "aim": "mechanisms.pgm.aim:AIM",
+    "adaptive_grid": "mechanisms.pgm.adaptive_grid:AdaptiveGrid",
     "archetype": "mechanisms.archetype:Archetype",
     "prefix_tree": "mechanisms.prefix_tree:PrefixTree",
     "rdt": "mechanisms.rdt:RDT",

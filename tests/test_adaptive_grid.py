@@ -16,7 +16,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
-from mechanisms.adaptive_grid import (
+from mechanisms.pgm.adaptive_grid import (
     DIAGNOSTICS_FILE,
     TAXI_OUTER,
     AdaptiveGrid,
@@ -431,7 +431,7 @@ def mbi_structured_fit(domain, measurements, iters, total):
     from mbi.clique_utils import maximal_subset
     from mbi.marginal_loss import MarginalLossFn
 
-    from mechanisms.mirror_descent import unit_norm_lipschitz
+    from mechanisms.pgm.mirror_descent import unit_norm_lipschitz
 
     plain = [m for m in measurements if not m.structured]
     items = [(m.query, np.asarray(m.y, float), float(m.sigma)) for m in measurements
@@ -501,7 +501,7 @@ def test_numpy_estimation_with_grid_queries_is_mbis_step_for_step():
 
 
 def test_marginals_read_from_smaller_cliques_equal_those_read_from_the_tree():
-    from mechanisms.mirror_descent import JunctionTree, marginal_plan, read_marginals
+    from mechanisms.pgm.mirror_descent import JunctionTree, marginal_plan, read_marginals
 
     domain = {"a": 3, "b": 4, "c": 2, "d": 5}
     rng = np.random.default_rng(0)
@@ -549,7 +549,7 @@ def writeup_sigmas(taxi) -> dict[tuple[str, float], float]:
 
 
 def test_docstring_sigma_table_is_the_calibration(taxi):
-    import mechanisms.adaptive_grid as module
+    import mechanisms.pgm.adaptive_grid as module
 
     sigmas = writeup_sigmas(taxi)
     rows = printed_table(module.__doc__, "epsilon  C")
@@ -589,7 +589,7 @@ def test_every_sigma_printed_in_comments_is_computed(taxi, where):
 def test_public_taxis_more_numerous_and_lighter():
     """The module docstring's figures for taxi_sim at 50k trips (data seed 0): the public
     year has more taxis, each with fewer trips on average, than the private year."""
-    import mechanisms.adaptive_grid as module
+    import mechanisms.pgm.adaptive_grid as module
 
     data = load_taxi_sim(n_private=50_000, n_public=50_000, seed=0, n_heldout=0)
     doc = " ".join(module.__doc__.split())

@@ -13,7 +13,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_rho
 from harness.run.runner import spent_budget
 from mechanisms import make_mechanism, pgm
-from mechanisms.aim import AIM, trimmed_workload
+from mechanisms.pgm.aim import AIM, trimmed_workload
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
 
@@ -94,7 +94,7 @@ def test_zcdp_filter_never_exceeds_rho(small_dataset, accountant, eps, rounds):
 def test_filter_schedule_by_hand():
     """initial_scale: rho itself when the 1-way measurements and two rounds fit (paper), else
     the scale at which d 1-ways + T rounds cost rho; final_round splits rho 90% / 10%."""
-    from mechanisms.aim import final_round, initial_scale
+    from mechanisms.pgm.aim import final_round, initial_scale
 
     assert initial_scale(0.2, d=3, T=6) == 0.2  # (0.9 * 3 + 2) / 6 <= 1
     s = initial_scale(0.2, d=3, T=2)  # 1-ways 3 * 0.9 s / 2 plus 2 rounds s: 2.35 s = 0.2

@@ -23,7 +23,7 @@ from harness.privacy.accounting import (
     gdp_mu,
 )
 from mechanisms import pgm
-from mechanisms.mst import MST
+from mechanisms.pgm.mst import MST
 
 EPSILONS = (1e-9, 1e-6, 1e3, 1e5)
 DELTAS = (1e-10, 2.5e-5)

@@ -12,7 +12,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
 from harness.privacy.release import Releaser
 from mechanisms import make_mechanism, pgm
-from mechanisms.mst import MST, _compress_measurement, _compression_map, _expand
+from mechanisms.pgm.mst import MST, _compress_measurement, _compression_map, _expand
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
 

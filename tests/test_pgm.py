@@ -46,7 +46,7 @@ def brute_force_marginal(model, domain, clique):
 
 
 def test_tree_marginals_match_the_full_joint(fitted):
-    """Belief propagation (mechanisms.mirror_descent) and TreeMarginals, for cliques inside a
+    """Belief propagation (mechanisms.pgm.mirror_descent) and TreeMarginals, for cliques inside a
     node, across nodes and across components, against brute-force summation of the joint."""
     domain, _, _, model = fitted
     tm = pgm.TreeMarginals(model)
@@ -77,7 +77,7 @@ def test_numpy_mirror_descent_is_mbis_step_for_step(fitted):
     rounding may flip one line-search decision, and both converge to the same optimum)."""
     from mbi import estimation as mbi_estimation
 
-    from mechanisms.mirror_descent import mirror_descent
+    from mechanisms.pgm.mirror_descent import mirror_descent
 
     domain, _, ms, _ = fitted
     ms = [*ms[:2], pgm.Measurement(("c",), ms[2].y, 5.0, np.array([1.0, 0.5])), *ms[3:]]
@@ -206,7 +206,7 @@ def test_simplex_projection_is_the_constrained_minimiser():
 def test_fit_one_way_is_what_mirror_descent_converges_to():
     """MST's compressed 1-way measurements (a diagonal weight on the merged cell): the closed
     form equals a long mirror-descent fit of the same measurements, marginals and products."""
-    from mechanisms.mst import _compress_measurement
+    from mechanisms.pgm.mst import _compress_measurement
 
     rng = np.random.default_rng(0)
     domain = {"a": 6, "b": 4, "c": 9}

@@ -636,7 +636,7 @@ def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
 def test_report_collapse_methods_as_the_report_words_them():
     """Method 1: only Pay regrouped ($10,000 units), nothing else adjusted; Method 2: Pay in
     $25,000 units, Agency < 500 and Occupation < 200 combined, nothing else."""
-    from mechanisms.rdt_attributes import report_collapse_method
+    from mechanisms.rdt.attributes import report_collapse_method
 
     one = report_collapse_method(1, "pay", "agency", "occupation")
     assert one == {"collapse_above": None, "collapse_min_count": None,

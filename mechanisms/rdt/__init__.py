@@ -1,4 +1,7 @@
-"""``rdt``: private attributes synthesized with random decision trees.
+"""``rdt``: private attributes synthesized with random decision trees (the family's package:
+this module is the mechanism, :mod:`~mechanisms.rdt.attributes` its attribute handling
+(collapsing rare values, regrouping codes), :mod:`~mechanisms.rdt.leaf_size` the report's n_B
+study; it may import ``harness.data``, ``harness.privacy`` and ``mechanisms``).
 
 After the Duke report "Differentially private synthetic attribute generation using variable
 depth random decision trees", whose trees follow Jagannathan, Pillaipakkamnatt & Wright
@@ -25,7 +28,7 @@ Algorithm (one forest per private attribute, in order)
    Per attribute, the report's rules replace it: ``regroup_widths`` ({attribute: width}: a
    numeric attribute's values in ``width``-wide bands, "Pay in $10k units") and
    ``collapse_min_counts`` ({attribute: count}: every value with fewer SD records combined,
-   "Agency < 500"); see :mod:`mechanisms.rdt_attributes`. Computed from SD only.
+   "Agency < 500"); see :mod:`mechanisms.rdt.attributes`. Computed from SD only.
 2. *Structure.* Each of the ``m`` trees is grown from SD alone: at a node, a random
    not-yet-used node attribute is drawn with probability proportional to
    ``attribute_weights`` (default 1 each; ``sd_association``: each attribute's mutual
@@ -147,8 +150,8 @@ from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget, Charge, Ledger, compose, laplace_scale
 from harness.privacy.release import Releaser
 
-from .base import Mechanism, bounded_private, contribution_bound
-from .rdt_attributes import (  # noqa: F401  (re-exported: mechanisms.rdt's public helpers)
+from ..base import Mechanism, bounded_private, contribution_bound
+from .attributes import (  # noqa: F401  (re-exported: mechanisms.rdt's public helpers)
     DEFAULT_PRIVATE_ATTRIBUTES,
     SD_ASSOCIATION,
     attribute_collapse,
@@ -487,7 +490,7 @@ class RDT(Mechanism):
                 "set dataset.public_fraction (e.g. 0.5) or dataset.public_path, or take the "
                 "predictors from another mechanism: mechanism.base=mst")
         if self.base not in ("public", self.name):
-            from . import make_mechanism
+            from .. import make_mechanism
 
             base = make_mechanism(self.base, self.base_params, "mechanism.base_params")
             base.check_applicable(data)
@@ -518,7 +521,7 @@ class RDT(Mechanism):
 
     def make_base(self, data: Dataset) -> Mechanism:
         """The mechanism whose output supplies the targets' X (and SD)."""
-        from . import make_mechanism
+        from .. import make_mechanism
 
         if self.base == self.name:
             raise ConfigError("mechanism.base cannot be rdt itself",

@@ -2,8 +2,8 @@
 
 JAX is set to 64-bit floats with its persistent compilation cache off before ``mbi`` is
 imported (``mbi``'s import warnings silenced); :func:`mbi_domain` converts a plain
-``{column: size}`` domain. :mod:`mechanisms.pgm`, :mod:`mechanisms.mirror_descent` and
-:mod:`mechanisms.pgm_marginals` import ``mbi`` from here (its domain, clique and
+``{column: size}`` domain. :mod:`mechanisms.pgm`, :mod:`mechanisms.pgm.mirror_descent` and
+:mod:`mechanisms.pgm.marginals` import ``mbi`` from here (its domain, clique and
 junction-tree helpers: pure Python); no mechanism runs ``mbi``'s JAX estimator any more
 (estimation is NumPy), but tests compare against it, so the configuration (64-bit floats,
 which the comparison needs) precedes every use.

@@ -1,20 +1,25 @@
-"""Shared Private-PGM (``mbi``) glue for ``mst``, ``aim`` and ``adaptive_grid``.
+"""The Private-PGM family: :mod:`~mechanisms.pgm.mst`, :mod:`~mechanisms.pgm.aim` and
+:mod:`~mechanisms.pgm.adaptive_grid`, fitted with :mod:`~mechanisms.pgm.mirror_descent` over
+:mod:`~mechanisms.pgm.cliques` (:mod:`~mechanisms.pgm.mbi_setup` configures ``mbi``), read
+and sampled through :mod:`~mechanisms.pgm.marginals`. This module is their shared (``mbi``)
+glue, imported as ``from mechanisms import pgm``. It may import ``harness.data``,
+``harness.privacy`` and ``mechanisms`` (the floors below and its own).
 
 Everything here is post-processing of noisy releases or planning from public facts (the
 noise itself is drawn by :class:`harness.privacy.release.Releaser`):
 
-- ``mbi`` comes configured from :mod:`mechanisms.mbi_setup` (its domain, clique and
+- ``mbi`` comes configured from :mod:`mechanisms.pgm.mbi_setup` (its domain, clique and
   junction-tree helpers; nothing here runs JAX code);
 - :class:`Measurement`: one noisy linear measurement ``y = Q x + N(0, sigma^2 I)`` of the
   (possibly weighted) histogram ``x`` of a clique, ``Q`` the identity, a diagonal or a
   structured query (adaptive grid);
 - :func:`estimate`: mirror descent over the measurements, in NumPy
-  (:mod:`mechanisms.mirror_descent`, no compilation; identity, diagonal and structured
+  (:mod:`mechanisms.pgm.mirror_descent`, no compilation; identity, diagonal and structured
   queries);
 - :func:`fit_one_way`: the exact (closed-form) fit to 1-way measurements, a product model
   (:class:`ProductMarginals`; MST's selection step);
-- :class:`~mechanisms.pgm_marginals.TreeMarginals` and
-  :func:`~mechanisms.pgm_marginals.sample_codes` live in :mod:`mechanisms.pgm_marginals`
+- :class:`~mechanisms.pgm.marginals.TreeMarginals` and
+  :func:`~mechanisms.pgm.marginals.sample_codes` live in :mod:`mechanisms.pgm.marginals`
   (re-exported here): the model's marginals and records drawn from it;
 - :func:`initial_total` / :func:`fitted_total`: the synthetic row count, derived from the
   noisy measurements only (never read from the private data); :func:`fitted_rows` /
@@ -39,7 +44,8 @@ from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Charge, largest_fitting
 
-from .base import bounded_private, contribution_bound, require_delta  # noqa: F401 - pgm.require_delta for callers
+from ..base import bounded_private, contribution_bound, require_delta  # noqa: F401 - pgm.require_delta for callers
+from ..row_count import bounded_row_count
 from .cliques import (  # noqa: F401 - pgm.*
     downward_closure,
     kruskal_forest,
@@ -47,6 +53,7 @@ from .cliques import (  # noqa: F401 - pgm.*
     sized_pairs,
     smallest_pairs_forest,
 )
+from .marginals import TreeMarginals, sample_codes  # noqa: F401 - pgm.*
 from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
     LinearMeasurement,
     WeightedQuery,
@@ -56,8 +63,6 @@ from .mbi_setup import (  # noqa: F401 - pgm.mbi_* for callers
     mbi_junction_tree,
 )
 from .mirror_descent import mirror_descent, unit_norm_lipschitz
-from .pgm_marginals import TreeMarginals, sample_codes  # noqa: F401 - pgm.*
-from .row_count import bounded_row_count
 
 Clique = tuple[str, ...]
 
@@ -79,7 +84,7 @@ class Measurement:
     """``y = Q x + N(0, sigma^2 I)`` for the histogram ``x`` of ``clique``.
 
     ``query`` is ``None`` for the identity, a vector of per-cell weights (diagonal ``Q``), or
-    a *structured* query such as ``mechanisms.adaptive_grid.GridQuery``:
+    a *structured* query such as ``mechanisms.pgm.adaptive_grid.GridQuery``:
     an object with ``apply(x)`` (``Q x`` in NumPy), ``required_cliques()`` (the marginals its
     evaluation reads) and a static ``batch_loss(items, marginals)`` returning the loss
     ``sum ||Q mu - y||^2 / (2 sigma^2)`` over ``(query, y, sigma)`` items and its gradient
@@ -127,18 +132,18 @@ def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters:
              total: float, warm_start=None, tol: float | None = None, patience: int = 2,
              warm_step: bool = False):
     """Mirror descent fit of a graphical model to ``measurements`` with ``total`` records
-    (:func:`mechanisms.mirror_descent.mirror_descent`: NumPy, ``mbi``'s algorithm step for
-    step, no compilation; returns a :class:`~mechanisms.mirror_descent.FittedModel`).
+    (:func:`mechanisms.pgm.mirror_descent.mirror_descent`: NumPy, ``mbi``'s algorithm step for
+    step, no compilation; returns a :class:`~mechanisms.pgm.mirror_descent.FittedModel`).
     ``iters`` is the most iterations; with ``tol`` the fit stops early once the loss improves
     by at most ``tol`` (relative) over ``patience`` consecutive blocks of 50 iterations
-    (``mbi``'s early stopping, :func:`~mechanisms.mirror_descent.stalled`): a warm-started
+    (``mbi``'s early stopping, :func:`~mechanisms.pgm.mirror_descent.stalled`): a warm-started
     refit that has converged stops after ``50 (patience + 1)`` iterations instead of running
     all ``iters``. ``warm_step``: a warm-started fit starts from the step size its warm start
     ended with. The rule reads only the loss, a function of the noisy measurements: it is
     post-processing and spends nothing.
 
     With structured queries (adaptive grid) the first step size comes from
-    :func:`~mechanisms.mirror_descent.unit_norm_lipschitz` instead of ``mbi``'s metadata bound
+    :func:`~mechanisms.pgm.mirror_descent.unit_norm_lipschitz` instead of ``mbi``'s metadata bound
     (see there)."""
     if iters < 1:
         raise ConfigError(f"estimation iterations must be >= 1 (got {iters})",

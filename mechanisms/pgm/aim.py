@@ -31,7 +31,7 @@ Settings follow the paper and its reference implementation (ryan112358/private-p
 ``mechanisms/aim.py``): ``rounds = 16 d``, ``max_model_size = 80`` MB, 1,000 mirror-descent
 iterations per round (warm started from the previous model) and for the final fit,
 ``max_cells = 10000``, 90% / 10% measurement / selection split. Speed (issue 43): every fit
-stops once its loss has stalled (:func:`mechanisms.mirror_descent.stalled`: at most ``tol``
+stops once its loss has stalled (:func:`mechanisms.pgm.mirror_descent.stalled`: at most ``tol``
 relative improvement in each of ``patience`` blocks of 50 iterations in a row; default
 ``tol = 0.03``, ``patience = 1``), and a round's fit starts from the previous round's
 potentials (a new clique's extended by zeros) and, with ``warm_step``, from the step size
@@ -110,8 +110,8 @@ from harness.privacy.accounting import (
 )
 from harness.privacy.release import Releaser
 
-from . import pgm
-from .base import Mechanism, finish
+from .. import pgm
+from ..base import Mechanism, finish
 
 _BIAS = math.sqrt(2.0 / math.pi)
 log = logging.getLogger(__name__)
@@ -357,14 +357,14 @@ def trimmed_workload(domain: dict[str, int], degree: int, max_cells: int | None,
 
 def graph_edges(cliques: list[tuple[str, ...]]) -> frozenset[tuple[str, str]]:
     """The edges (sorted attribute pairs) of the graph the cliques induce: all that
-    :func:`mechanisms.cliques.model_size_mb` reads besides the domain."""
+    :func:`mechanisms.pgm.cliques.model_size_mb` reads besides the domain."""
     return frozenset(pair for cl in cliques for pair in itertools.combinations(sorted(cl), 2))
 
 
 def model_size_with(domain: dict[str, int], measured: list[tuple[str, ...]],
                     edges: frozenset[tuple[str, str]], clique: tuple[str, ...],
                     sizes: dict[frozenset[tuple[str, str]], float]) -> float:
-    """:func:`mechanisms.cliques.model_size_mb` of ``measured`` plus ``clique``
+    """:func:`mechanisms.pgm.cliques.model_size_mb` of ``measured`` plus ``clique``
     (``edges``: the measured cliques' :func:`graph_edges`), looked up in ``sizes`` (the
     run's memo, by graph) before it is computed. Domain sizes and released cliques only."""
     key = edges | graph_edges([clique])

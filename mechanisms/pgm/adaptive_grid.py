@@ -30,7 +30,7 @@ Algorithm
   by ``1/sqrt(#parents)``. By induction every column of ``Q`` has L2 norm exactly 1
   (:class:`GridQuery`).
 - Estimate (``mbi``'s mirror descent, ``iters`` steps, in NumPy:
-  :mod:`mechanisms.mirror_descent`). Before estimating, measurements
+  :mod:`mechanisms.pgm.mirror_descent`). Before estimating, measurements
   whose query has no identity rows are replaced by what they observe exactly, their parents'
   query answers (with noise ``sigma / coef``), and repeated observations are merged by
   inverse-variance weighting (:func:`fold_measurements`): the least-squares objective changes
@@ -132,9 +132,9 @@ from harness.params import Constraint, Interval, OneOf, Satisfies
 from harness.privacy.accounting import Budget, gaussian_sigma
 from harness.privacy.release import Releaser
 
-from . import pgm
-from .base import Mechanism, assign_ids, with_output_facts
-from .person_ids import (
+from .. import pgm
+from ..base import Mechanism, assign_ids, with_output_facts
+from ..person_ids import (
     ids_from_public_groups,
     ids_from_public_profiles,
     noisy_person_count,

@@ -25,7 +25,7 @@ Algorithm
 Settings (the reference implementation, ryan112358/private-pgm ``mechanisms/mst.py``):
 ``iters = 10000`` mirror-descent iterations for the final fit; ``conf/mechanism/mst_quick.yaml``
 is the budget preset (1,000). The fit stops once its loss has stalled (issue 43;
-:func:`mechanisms.mirror_descent.stalled`: at most ``tol`` relative improvement in each of
+:func:`mechanisms.pgm.mirror_descent.stalled`: at most ``tol`` relative improvement in each of
 ``patience`` blocks of 50 iterations in a row; default ``tol = 0.03``, ``patience = 2``: about
 1,000 iterations on adult at epsilon 1, where the 3-way TVD is no worse than after 10,000;
 ``tol = 1e-7`` is the setting before issue 43, ``tol: null`` runs every iteration as the
@@ -84,8 +84,8 @@ from harness.params import Constraint, Interval
 from harness.privacy.accounting import Budget, Charge
 from harness.privacy.release import Releaser
 
-from . import pgm
-from .base import Mechanism, finish
+from .. import pgm
+from ..base import Mechanism, finish
 
 log = logging.getLogger(__name__)
 
