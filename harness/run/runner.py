@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.data.cache import cached_load
 from harness.data.conform import schema_numbers
-from harness.data.datasets import Dataset, load_dataset
+from harness.data.datasets import Dataset
 from harness.errors import DPArenaError, SchemaError
 from harness.privacy.accounting import Ledger
 from harness.privacy.noise import noise_rng
@@ -141,7 +142,7 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
     rc = cfg if isinstance(cfg, RunConfig) else parse_run_config(cfg)
     mechanism, metrics = build_components(rc)
     check_data_size(rc)
-    data = load_dataset(rc.dataset)
+    data = cached_load(rc.dataset)  # the worker's memo: loaded once, inherited by the fork
     checked = check_run(rc, mechanism, metrics, data)
     client = client_for(rc.tracking_uri)
     experiment = experiment_for(rc, data)
