@@ -27,8 +27,9 @@ def test_an_undecodable_csv_is_named_without_its_byte_or_offset(tmp_path):
         read_csv_file(path, "dataset.path")
     text = str(err.value)
     assert "not utf-8 text" in text and "fix:" in text
+    text = text.replace(str(path), "<path>").replace("dataset.path", "")
     for leak in ("0xe9", "\\xe9", "position", "byte 0x", "J"):
-        assert leak not in text.replace("dataset.path", "")
+        assert leak not in text
 
 
 def test_a_ragged_csv_is_named_without_its_line_number_or_content(tmp_path):
@@ -38,6 +39,7 @@ def test_a_ragged_csv_is_named_without_its_line_number_or_content(tmp_path):
         read_csv_file(path, "dataset.path")
     text = str(err.value)
     assert "different number of fields" in text
+    text = text.replace(str(path), "<path>")  # the (public) path may hold any digits
     assert "32" not in text and "Smith" not in text and "line" not in text
 
 
