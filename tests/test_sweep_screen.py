@@ -186,6 +186,12 @@ def test_an_interrupted_sweep_in_a_terminal_prints_its_stop_message_whole(csv_di
         STATUS.match(row) and " 2/4 runs, 2 in flight" in row
         for row in render(r.text(), width=r.cols)), timeout=400)
     assert ready, "\n".join(render(run.text(), width=run.cols))
+    # a job is "in flight" once it starts; its MLflow run is created a moment later (on a
+    # loaded machine, seconds later): interrupt once both runs exist, so both must end KILLED
+    deadline = time.time() + 120
+    while time.time() < deadline and len([
+            r for r in runs_of(csv_dir) if r.info.status == "RUNNING"]) < 2:
+        time.sleep(0.2)
     if how == "ctrl-c":
         run.type(b"\x03")  # the terminal sends SIGINT to its foreground process group
     else:
