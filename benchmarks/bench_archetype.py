@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import load_taxi_sim
-from harness.data.sprint3 import DELTA
+from harness.data.taxi.sprint3 import DELTA
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import Releaser
 from mechanisms import make_mechanism

@@ -29,7 +29,7 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.data.sprint3 import (AREA_VALUES, MAX_TRIPS_PER_TAXI, PAYMENT_VALUES,  # noqa: E402
+from harness.data.taxi.sprint3 import (AREA_VALUES, MAX_TRIPS_PER_TAXI, PAYMENT_VALUES,  # noqa: E402
                                   taxi_schema)
 from metrics.challenge import graph_edge_score, hoc_score, k_marginal_score  # noqa: E402
 

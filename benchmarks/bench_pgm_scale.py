@@ -11,7 +11,7 @@ The table (``--table``):
   from a Bayesian network on a random tree (column j's parent is a seeded random earlier
   column; each conditional distribution a Dirichlet(0.5) draw), so every dependence is
   pairwise along the tree and MST's model class contains the truth;
-- ``taxi``: the simulated taxi year (``harness.data.taxi_sim``, ``load_taxi_sim`` with
+- ``taxi``: the simulated taxi year (``harness.data.taxi.sim``, ``load_taxi_sim`` with
   ``--rows`` private and 1,000 public trips, its 12 attributes and user-level unit: the
   mechanisms keep ``max_contrib`` trips per taxi as in the default competition).
 

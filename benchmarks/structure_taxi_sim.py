@@ -59,7 +59,7 @@ def load_real() -> pd.DataFrame:
 
 def simulated(n_trips: int, seed: int, preset: str = "private") -> pd.DataFrame:
     """``n_trips`` simulated trips of a year preset (``private`` = the scoring year)."""
-    from harness.data.taxi_sim import simulate_trips
+    from harness.data.taxi.sim import simulate_trips
 
     return simulate_trips(n_trips, np.random.default_rng(seed), preset)
 

@@ -27,7 +27,7 @@ private (nothing is declared public: the synthetic table itself is logged).
 How it is computed
 ------------------
 Every column becomes small integer codes shared by both tables (numeric columns through
-:func:`harness.data.sprint3.challenge_bin`), (group, c1, c2) cells are packed into one integer and
+:func:`harness.data.taxi.sprint3.challenge_bin`), (group, c1, c2) cells are packed into one integer and
 counted with ``np.bincount`` into a dense (group x cell) table, and the per-group L1 distance is
 one array expression. The two orders of a pair, (c1, c2) and (c2, c1), have the same cells
 transposed, hence the same distance: 28 unordered pairs are counted and each stands for two.
@@ -95,7 +95,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.data.datasets import Dataset
-from harness.data.sprint3 import MONEY_MILES_CUTS, SECONDS_CUTS, challenge_bin, taxi_schema
+from harness.data.taxi.sprint3 import MONEY_MILES_CUTS, SECONDS_CUTS, challenge_bin, taxi_schema
 
 from .base import Metric, MetricResult
 

@@ -4,7 +4,7 @@ Queries
 -------
 - **Location query** (sequence data): ``Q_L(D)`` = the number of sequences that visit *every*
   location in the set ``L`` (order and repetitions ignored). Sequences come from the shared
-  sequence view (:mod:`harness.data.sequences`): MSNBC rows, or a taxi's trips in time order mapped
+  sequence view (:mod:`harness.data.taxi.sequences`): MSNBC rows, or a taxi's trips in time order mapped
   to pickup areas (``location`` setting: ``pickup``, ``dropoff`` or ``pair``).
 - **Attribute query** (any table): the number of rows matching a conjunction of
   ``attribute = value`` predicates over distinct attributes, on the codes of
@@ -52,7 +52,7 @@ from matplotlib.figure import Figure
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.params import Constraint, Interval, OneOf
-from harness.data.sequences import (
+from harness.data.taxi.sequences import (
     SequenceSpec,
     has_sequence_view,
     pack_bits,
@@ -131,7 +131,7 @@ def make_location_workload(n_queries: int, max_size: int, n_locations: int, seed
     """Seeded location queries (see the module docstring).
 
     Uniform workload when ``public_bitmask`` is ``None``; else ``public_bitmask`` holds the
-    visited-location bit sets of the public sequences (:func:`harness.data.sequences.visit_bitmask`)
+    visited-location bit sets of the public sequences (:func:`harness.data.taxi.sequences.visit_bitmask`)
     that anchor the queries.
     """
     if not 1 <= max_size <= n_locations:
@@ -230,7 +230,7 @@ def mask_beyond_sizes(items: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 # ----- answering --------------------------------------------------------------------------
 def answer_location_queries(bitmask: np.ndarray, queries: LocationWorkload) -> np.ndarray:
     """``Q_L`` for every query: the number of rows of ``bitmask`` (``n x n_words`` uint64 bit
-    sets of visited locations, see :func:`harness.data.sequences.visit_bitmask`) whose set contains
+    sets of visited locations, see :func:`harness.data.taxi.sequences.visit_bitmask`) whose set contains
     every location of the query.
 
     Small alphabets (every set within 22 bits, e.g. MSNBC's 17 categories): a table of

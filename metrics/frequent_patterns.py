@@ -3,7 +3,7 @@
 Definitions
 -----------
 - A **pattern** is a *contiguous* subsequence (a substring) of length ``1..max_pattern_length``
-  of a location sequence (the shared sequence view, :mod:`harness.data.sequences`). Contiguous,
+  of a location sequence (the shared sequence view, :mod:`harness.data.taxi.sequences`). Contiguous,
   because the paper's prefix-based release makes prefixes and substrings the natural unit;
   gapped subsequences are not counted.
 - The **support** of a pattern is the number of sequences that contain it at least once
@@ -48,7 +48,7 @@ import pandas as pd
 from harness.data.datasets import Dataset
 from harness.errors import ConfigError
 from harness.params import Constraint, Interval, OneOf
-from harness.data.sequences import SequenceSpec, SequenceView, has_sequence_view, sequence_view
+from harness.data.taxi.sequences import SequenceSpec, SequenceView, has_sequence_view, sequence_view
 
 from .base import Metric, MetricResult
 

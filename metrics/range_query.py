@@ -43,7 +43,7 @@ import pandas as pd
 
 from harness.data.datasets import Dataset
 from harness.data.schema import Column, Schema
-from harness.data.sequences import pack_bits, words_for
+from harness.data.taxi.sequences import pack_bits, words_for
 from harness.params import Constraint, Interval
 
 from .base import MetricResult, SharedReference

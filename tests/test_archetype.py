@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
-from harness.data.sprint3 import DELTA
+from harness.data.taxi.sprint3 import DELTA
 from harness.errors import ConfigError
 from harness.privacy.accounting import (
     Budget,

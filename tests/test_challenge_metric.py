@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from harness.data.datasets import Dataset
 from harness.cli.score import main
-from harness.data.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
+from harness.data.taxi.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
 from metrics.base import drawn
 from metrics.challenge import (
     ChallengeMetric,

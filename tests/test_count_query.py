@@ -9,8 +9,8 @@ import pytest
 
 from harness.data.datasets import Dataset, shared_data_dir
 from harness.data.schema import Column, Schema
-from harness.data.sequences import sequences_from_lists, visit_bitmask
-from harness.data.sprint3 import taxi_schema
+from harness.data.taxi.sequences import sequences_from_lists, visit_bitmask
+from harness.data.taxi.sprint3 import taxi_schema
 from harness.errors import ConfigError, DPArenaError
 from metrics import make_metric
 from metrics.count_query import (

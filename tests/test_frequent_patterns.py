@@ -10,8 +10,8 @@ import pytest
 
 from harness.data.datasets import Dataset
 from harness.data.schema import Schema
-from harness.data.sequences import sequences_from_lists
-from harness.data.sprint3 import taxi_schema
+from harness.data.taxi.sequences import sequences_from_lists
+from harness.data.taxi.sprint3 import taxi_schema
 from harness.errors import ConfigError
 from metrics import make_metric
 from metrics.frequent_patterns import (

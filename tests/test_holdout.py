@@ -349,7 +349,7 @@ def test_a_schema_proposed_without_a_holdout_refuses_a_run_with_one(planted_user
 
 # ----- taxi_sim: simulated held-out taxis -------------------------------------------------------
 def test_taxi_sim_private_table_is_unchanged_by_its_heldout_taxis():
-    from harness.data.taxi_sim import simulate_years
+    from harness.data.taxi.sim import simulate_years
 
     without = load_taxi_sim(n_private=5000, n_public=1000, seed=3, n_heldout=0)
     with_held = load_taxi_sim(n_private=5000, n_public=1000, seed=3, n_heldout=2000)
@@ -361,8 +361,8 @@ def test_taxi_sim_private_table_is_unchanged_by_its_heldout_taxis():
 
 
 def test_taxi_sim_heldout_taxis_are_new_taxis_of_the_scoring_year():
-    from harness.data.sprint3 import MAX_TRIPS_PER_TAXI
-    from harness.data.taxi_sim import YEAR_PARAMS
+    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI
+    from harness.data.taxi.sim import YEAR_PARAMS
 
     ds = load_taxi_sim(n_private=5000, n_public=1000, seed=1, n_heldout=3000)
     held, private = ds.heldout, ds.private

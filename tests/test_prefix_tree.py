@@ -16,7 +16,7 @@ from harness.data.datasets import Dataset, load_shared_dataset, load_taxi_sim
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.data.schema import Schema
-from harness.data.sequences import SequenceSpec, sequence_view, sequences_from_lists
+from harness.data.taxi.sequences import SequenceSpec, sequence_view, sequences_from_lists
 from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism
 from mechanisms.prefix_tree import (Release, block_taxonomy, build_noisy_tree, consistent_counts,

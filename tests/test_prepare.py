@@ -1,5 +1,5 @@
 """``dp-arena-prepare chicago`` and ``dataset=chicago_sample``: Chicago taxi exports -> the Sprint 3
-schema (harness/data/chicago.py), hand-computed rows, the 200-trip cap, bad exports, the real
+schema (harness/data/taxi/chicago.py), hand-computed rows, the 200-trip cap, bad exports, the real
 sample (realdata)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.cli.prepare import main as prepare_main
-from harness.data.chicago import (
+from harness.data.taxi.chicago import (
     ChicagoExportError,
     normalise_column_name,
     parse_start_times,
@@ -23,7 +23,7 @@ from harness.data.chicago import (
     week_index,
 )
 from harness.data.datasets import load_dataset
-from harness.data.sprint3 import taxi_schema
+from harness.data.taxi.sprint3 import taxi_schema
 from harness.errors import DPArenaError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "chicago_portal_export.csv"
@@ -275,7 +275,7 @@ def test_chicago_sample_without_the_file_says_where_it_looked(tmp_path):
 
 
 def test_challenge_metric_scores_record_level_trips_without_hoc(fixture_prepared):
-    from harness.data.chicago import prepared_schema
+    from harness.data.taxi.chicago import prepared_schema
     from harness.data.datasets import Dataset
     from metrics.challenge import ChallengeMetric
 

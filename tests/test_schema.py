@@ -6,7 +6,7 @@ import pytest
 
 from harness.errors import DPArenaError, SchemaError
 from harness.data.schema import Column, Schema
-from harness.data.sprint3 import taxi_schema
+from harness.data.taxi.sprint3 import taxi_schema
 
 
 def test_validate_lists_every_problem_at_once(small_schema):

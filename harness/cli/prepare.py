@@ -3,7 +3,7 @@
     dp-arena-prepare chicago EXPORT.csv OUT/
 
 reads a City of Chicago "Taxi Trips" export (data portal or BigQuery column names), prepares
-it as the NIST Sprint 3 challenge did (:mod:`harness.data.chicago`: taxi-weeks, shifts,
+it as the NIST Sprint 3 challenge did (:mod:`harness.data.taxi.chicago`: taxi-weeks, shifts,
 community areas, coded companies, at most 200 trips per taxi-week, whole-unit integers) and
 writes ``OUT/trips.csv``, ``OUT/parameters.json`` and ``OUT/companies.json`` (the company
 name -> code map, derived from the private data: keep it with the data), each with mode 0600
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.cli.exits import run_or_explain
-from harness.data.chicago import Prepared, prepare_trips, read_export
+from harness.data.taxi.chicago import Prepared, prepare_trips, read_export
 from harness.errors import DPArenaError
 
 

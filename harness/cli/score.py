@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.schema import Schema
-from harness.data.sprint3 import taxi_schema
+from harness.data.taxi.sprint3 import taxi_schema
 from harness.errors import DPArenaError, SchemaError
 from harness.redact import read_problem
 

@@ -4,10 +4,11 @@
   and ``domain.json`` formats;
 - :mod:`~harness.data.datasets`: the :class:`Dataset` (private part, public part, schema, privacy
   unit) and its loaders (simulated taxi data, CSV files, the shared benchmark datasets);
-- :mod:`~harness.data.sprint3`: facts of the NIST Sprint 3 challenge (schema, runs, caps);
-- :mod:`~harness.data.taxi_sim`: the embedded simulated Chicago taxi data;
-- :mod:`~harness.data.sequences`: per-person location sequences (taxi trips in time order,
-  MSNBC clickstreams);
+- :mod:`harness.data.taxi`, the taxi world in its own room:
+  :mod:`~harness.data.taxi.sprint3` (facts of the NIST Sprint 3 challenge: schema, runs,
+  caps), :mod:`~harness.data.taxi.sim` (the embedded simulated Chicago taxi data),
+  :mod:`~harness.data.taxi.chicago` (the Chicago exports), :mod:`~harness.data.taxi.sequences`
+  (per-person location sequences: taxi trips in time order, MSNBC clickstreams);
 - your own table: :mod:`~harness.data.infer` (value classes and column types),
   :mod:`~harness.data.hints` (public facts, free of budget), :mod:`~harness.data.propose`
   (schema proposals: public sample, DP, private opt-in; written by

@@ -184,15 +184,15 @@ def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0
                   n_heldout: int = DEFAULT_N_HELDOUT,
                   target: str | None = DEFAULT_TARGET) -> Dataset:
     """The embedded simulated Chicago taxi data (public year 2019 + the private scoring year,
-    a preset of :data:`harness.data.taxi_sim.SCORING_YEARS`; the dataset is named
+    a preset of :data:`harness.data.taxi.sim.SCORING_YEARS`; the dataset is named
     ``taxi_sim`` for 2016, ``taxi_sim_<year>`` otherwise, so boards never mix years).
 
     Holdout: ``n_heldout`` more trips of the scoring year (0: none), simulated from their own
     seed stream with taxi ids no private taxi holds
     (:func:`harness.data.holdout.simulated_heldout_taxis`); the private and public years are
     exactly those without a holdout. Target: ``payment_type`` by default (:data:`TAXI_TARGET`)."""
-    from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-    from harness.data.taxi_sim import DEFAULT_SCORING_YEAR, simulate_years
+    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
+    from harness.data.taxi.sim import DEFAULT_SCORING_YEAR, simulate_years
 
     for key, n in (("n_private", n_private), ("n_public", n_public)):
         if not isinstance(n, int) or n < 1000:
@@ -367,11 +367,11 @@ def load_chicago_sample(data_dir: str | None = None, public_fraction: float = 0.
                         holdout_fraction: float = 0.0,
                         target: str | None = DEFAULT_TARGET) -> Dataset:
     """The real Chicago taxi sample (``chicago-taxi-sample.csv`` in the shared data folder)
-    prepared in memory as ``dp-arena-prepare chicago`` does (:mod:`harness.data.chicago`).
+    prepared in memory as ``dp-arena-prepare chicago`` does (:mod:`harness.data.taxi.chicago`).
     It has no taxi id: record-level privacy, no ``taxi_id`` column. ``max_rows`` subsamples,
     then ``holdout_fraction`` of the trips (seeded by ``split_seed``) go to ``heldout``, then
     ``public_fraction`` of the rest to a public part. Target: ``payment_type`` by default."""
-    from harness.data.chicago import prepare_trips, read_export
+    from harness.data.taxi.chicago import prepare_trips, read_export
 
     path = shared_data_dir(data_dir) / CHICAGO_SAMPLE_FILE
     if not path.is_file():

@@ -14,7 +14,7 @@ Algorithms
 - :func:`simulated_heldout_taxis` (``taxi_sim``, ``dataset.n_heldout``): held-out taxis are
   not cut out of the private year (that would change the Sprint 3 scoring table) but
   simulated as more taxis of the same scoring year
-  (:func:`harness.data.taxi_sim.simulate_trips`) from an independent seed stream, the third
+  (:func:`harness.data.taxi.sim.simulate_trips`) from an independent seed stream, the third
   child of ``SeedSequence(seed)`` (the private and public years use the first two), then
   relabelled (:func:`with_fresh_ids`) with distinct ids of the year's id range that no private
   taxi holds, drawn from the same stream: the private table is unchanged and no held-out taxi
@@ -122,7 +122,7 @@ def holdout_record(fraction: float, seed: int, id_column: str | None) -> dict[st
 # ----- taxi_sim: held-out taxis simulated beside the private year --------------------------
 def heldout_seed(seed: int) -> np.random.SeedSequence:
     """The held-out taxis' seed: the third child of ``SeedSequence(seed)`` (the private and
-    public years of :func:`harness.data.taxi_sim.simulate_years` use the first two)."""
+    public years of :func:`harness.data.taxi.sim.simulate_years` use the first two)."""
     return np.random.SeedSequence(seed).spawn(3)[2]
 
 
@@ -150,7 +150,7 @@ def simulated_heldout_taxis(n_trips: int, seed: int, scoring_year: str,
                             private_ids: np.ndarray) -> pd.DataFrame:
     """``n_trips`` held-out trips of the scoring year (module docstring): simulated from
     :func:`heldout_seed`, their taxis relabelled with ids no private taxi holds."""
-    from harness.data.taxi_sim import YEAR_PARAMS, simulate_trips
+    from harness.data.taxi.sim import YEAR_PARAMS, simulate_trips
 
     rng = np.random.default_rng(heldout_seed(seed))
     trips = simulate_trips(n_trips, rng, str(scoring_year))  # type: ignore[arg-type]

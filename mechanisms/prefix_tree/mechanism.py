@@ -1,6 +1,6 @@
 """``prefix_tree``: the noisy hybrid-granularity prefix tree of Chen, Fung, Desai & Sossou,
 "Differentially private transit data publication: a case study on the Montreal transportation
-system" (KDD 2012), for any dataset with a sequence view (:mod:`harness.data.sequences`).
+system" (KDD 2012), for any dataset with a sequence view (:mod:`harness.data.taxi.sequences`).
 
 Algorithm
 ---------
@@ -126,7 +126,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.data.sequences import SequenceSpec, detect_sequence_kind, sequence_view, site_columns
+from harness.data.taxi.sequences import SequenceSpec, detect_sequence_kind, sequence_view, site_columns
 from harness.errors import ConfigError, NotApplicable
 from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.schema import Schema
-from harness.data.sequences import FILL
+from harness.data.taxi.sequences import FILL
 from harness.errors import ConfigError
 from mechanisms.prefix_tree.consistency import ConsistentLevel, sum_by
 from mechanisms.prefix_tree.tree import NoisyTree

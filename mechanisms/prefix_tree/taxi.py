@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.data.sequences import (DAY_COLUMN, DROPOFF_COLUMN, FILL, HOUR_COLUMN, PICKUP_COLUMN,
+from harness.data.taxi.sequences import (DAY_COLUMN, DROPOFF_COLUMN, FILL, HOUR_COLUMN, PICKUP_COLUMN,
                                     trip_order)
 from harness.errors import ConfigError
 from mechanisms.conditional_fill import (FillStep, conform_to_schema, enforce_shift_times,
@@ -38,7 +38,7 @@ class PublicTaxiModel:
 
 def public_trip_order(public: pd.DataFrame, id_column: str) -> pd.DataFrame:
     """Public trips in the shared view's time order
-    (:func:`harness.data.sequences.sequences_from_trips`:
+    (:func:`harness.data.taxi.sequences.sequences_from_trips`:
     by taxi, day, hour, then row order), with each trip's position in its taxi's sequence."""
     ordered = public.iloc[trip_order(public, id_column)].reset_index(drop=True)
     ordered["_position"] = ordered.groupby(id_column, sort=False).cumcount().to_numpy()

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.data.sequences import FILL, SequenceView
+from harness.data.taxi.sequences import FILL, SequenceView
 from harness.errors import ConfigError
 from harness.privacy.accounting import laplace_scale
 from harness.privacy.release import Releaser

@@ -24,15 +24,16 @@ and synthetic data, share codes); without one it is the sorted set of observed v
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from harness.data.schema import Schema, encode_column
 from harness.errors import ConfigError, DPArenaError
 from harness.params import build_dataclass
-from harness.data.schema import Schema, encode_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.data.datasets import Dataset
@@ -147,7 +148,7 @@ def detect_sequence_kind(columns: Iterable[str], id_column: str = "taxi_id") -> 
     return None
 
 
-def has_sequence_view(data: "Dataset | pd.DataFrame | Schema",
+def has_sequence_view(data: Dataset | pd.DataFrame | Schema,
                       spec: SequenceSpec | Mapping[str, Any] | None = None) -> bool:
     """Whether :func:`sequence_view` can read sequences from ``data``."""
     spec = as_spec(spec)
@@ -206,7 +207,7 @@ def sequences_from_trips(df: pd.DataFrame, id_column: str = "taxi_id",
     Sprint 3 taxi schema), so views of real and synthetic data share codes.
     """
     if schema is None:
-        from harness.data.sprint3 import taxi_schema
+        from harness.data.taxi.sprint3 import taxi_schema
 
         schema = taxi_schema()
     if location not in TRIP_LOCATIONS:
@@ -254,7 +255,7 @@ def sequences_from_lists(sequences: Sequence[Sequence[Any]],
     return SequenceView(codes, lengths, list(alphabet), np.arange(len(sequences)))
 
 
-def sequence_view(data: "Dataset | pd.DataFrame",
+def sequence_view(data: Dataset | pd.DataFrame,
                   spec: SequenceSpec | Mapping[str, Any] | None = None,
                   schema: Schema | None = None) -> SequenceView:
     """The sequence view of a dataset's private part or of a frame, as ``spec`` says.

@@ -1,7 +1,7 @@
 """Simulated Chicago taxi trips in the NIST Sprint 3 schema (the embedded ``taxi_sim`` data).
 
 The private year is calibrated to real Chicago trips: the city-wide tables in
-:mod:`harness.data.taxi_sim_tables` (pickup x dropoff counts, day x hour counts, payment mix,
+:mod:`harness.data.taxi.sim_tables` (pickup x dropoff counts, day x hour counts, payment mix,
 tip rates and tip shares, quantiles of miles, seconds and fare by distance class with their
 copula correlations, speed by hour, the recorded-zero miles share) are aggregated from the
 15,002 public trips of the City of Chicago open data sample (2013-2016) by
@@ -25,7 +25,7 @@ latent traits**, so taxis form a continuum, not a few kinds:
 - a *length trait* ~ Normal(0, 1) tilting its trips toward long or short ones (below);
 - a *cash propensity*: a Normal(0, 1.2) random effect on the log-odds of paying cash;
 - a *home company* drawn from the real company mix of its home area's zone and its shift
-  centre's 8-hour block (:mod:`harness.data.taxi_sim_mix`: a few affiliations and "no company
+  centre's 8-hour block (:mod:`harness.data.taxi.sim_mix`: a few affiliations and "no company
   recorded" hold most trips, then a tail of small companies), which it drives for on
   :data:`HOME_COMPANY_SHARE` of its trips (company loyalty); its other trips take a company
   from the mix of the trip's own zone and block.
@@ -45,7 +45,7 @@ Trips (vectorised over all trips):
   meter charges distance and time). A taxi's *length trait* (a standard normal, weight 0.4 in
   the miles score) makes some taxis run long trips; all scores stay standard normal, so the
   real marginals hold. Recorded miles are 0 on
-  :data:`~harness.data.taxi_sim_tables.MILES_ZERO_SHARE` of trips (27% of the real trips record
+  :data:`~harness.data.taxi.sim_tables.MILES_ZERO_SHARE` of trips (27% of the real trips record
   0 miles), seconds unknown (-1) on a real share;
 - payment: cash with log-odds = the year's base (solved so the year's cash share is met) + the
   real sample's offsets of the pickup zone (airports pay cash least, outer areas most) and of
@@ -119,9 +119,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
-from harness.data import taxi_sim_mix as M
-from harness.data import taxi_sim_tables as T
-from harness.data.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
+from harness.data.taxi import sim_mix as M
+from harness.data.taxi import sim_tables as T
+from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
 from harness.errors import ConfigError
 
 Year = Literal["public", "private", "2016", "2020"]
@@ -157,7 +157,7 @@ AREA_XY: dict[int, tuple[float, float]] = {
     75: (-2.0, -14.3), 76: (-13.5, 10.5), 77: (-0.8, 8.3),
 }
 
-# ----- companies (mix by zone and block: harness.data.taxi_sim_mix) ----------------------
+# ----- companies (mix by zone and block: harness.data.taxi.sim_mix) ----------------------
 HOME_COMPANY_SHARE = 0.95
 
 # ----- traits, payments, money ------------------------------------------------------------
@@ -318,7 +318,7 @@ def with_shares(joint: np.ndarray, params: YearParams, sweeps: int = 50) -> np.n
 
 def year_company_mix(year: Year) -> np.ndarray:
     """(zones, blocks, classes) company-class mix of the year: the real mix by pickup zone and
-    8-hour block (:func:`harness.data.taxi_sim_mix.company_mix`) with the year's growth."""
+    8-hour block (:func:`harness.data.taxi.sim_mix.company_mix`) with the year's growth."""
     factor = np.ones(len(T.COMPANY_CLASS_TRIPS))
     for company_class, growth in YEAR_PARAMS[year].company_growth.items():
         factor[company_class] *= growth
@@ -362,7 +362,7 @@ def sample_categorical(p: np.ndarray, size: int, rng: np.random.Generator) -> np
 
 def quantile_draws(table: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws: row ``rows[i]`` of a (rows, levels) quantile table at ``u[i]``,
-    linear between :data:`~harness.data.taxi_sim_tables.QUANTILE_LEVELS`, clamped at the
+    linear between :data:`~harness.data.taxi.sim_tables.QUANTILE_LEVELS`, clamped at the
     ends."""
     levels = np.asarray(T.QUANTILE_LEVELS)
     upper = np.clip(np.searchsorted(levels, u, side="right"), 1, len(levels) - 1)
@@ -539,7 +539,7 @@ def draw_distance_time_fare(pickup: np.ndarray, dropoff: np.ndarray, hour: np.nd
 def draw_payments(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, company: np.ndarray,
                   year: Year, rng: np.random.Generator) -> np.ndarray:
     """Payment type per trip: cash with log-odds = the year's base + the real offsets of the
-    pickup zone and company class + the taxi's propensity (:mod:`harness.data.taxi_sim_mix`),
+    pickup zone and company class + the taxi's propensity (:mod:`harness.data.taxi.sim_mix`),
     else the real non-cash mix."""
     params = YEAR_PARAMS[year]
     share = real_cash_share() if params.cash_share is None else params.cash_share

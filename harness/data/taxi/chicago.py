@@ -37,7 +37,7 @@ Steps (:func:`prepare_trips`)
    100 with the most trips are coded and the others become 0 (counted). The name -> code map
    is returned (it is derived from the private data: keep it with the data).
 8. **Payment** (:func:`payment_codes`): the export's text ("Cash", "Credit Card", ...) -> the
-   schema's codes (:data:`harness.data.sprint3.PAYMENT_NAMES`, case-insensitive); anything
+   schema's codes (:data:`harness.data.taxi.sprint3.PAYMENT_NAMES`, case-insensitive); anything
    else, or empty, -> -1 (Unknown).
 9. **Integers** (:func:`whole_units`): fare, tips, trip_total (dollars; a ``$`` sign and
    thousands commas allowed), trip_seconds and trip_miles rounded to whole units, half up
@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.schema import RunSpec, Schema
-from harness.data.sprint3 import (
+from harness.data.taxi.sprint3 import (
     MAX_TRIPS_PER_TAXI,
     NUMERIC_MAX,
     PAYMENT_NAMES,

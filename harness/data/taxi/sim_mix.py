@@ -1,6 +1,6 @@
 """Who drives a simulated trip and how it is paid, by place and time (``taxi_sim``, issue 29):
 the company mix and the cash share per pickup zone and 8-hour block, fitted from the real
-sample by ``benchmarks/fit_taxi_sim_tables.py`` (tables in :mod:`harness.data.taxi_sim_tables`).
+sample by ``benchmarks/fit_taxi_sim_tables.py`` (tables in :mod:`harness.data.taxi.sim_tables`).
 
 Algorithms
 ----------
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.data import taxi_sim_tables as T
+from harness.data.taxi import sim_tables as T
 
 DOWNTOWN_AREAS: tuple[int, ...] = (8, 32)
 NEAR_DOWNTOWN_AREAS: tuple[int, ...] = (6, 7, 24, 28, 33)
@@ -83,7 +83,7 @@ def company_mix(class_factor: np.ndarray | None = None) -> np.ndarray:
 
 def company_codes(classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Company codes (0..100) of company classes; small companies drawn uniformly among
-    :data:`~harness.data.taxi_sim_tables.N_SMALL_COMPANIES` codes."""
+    :data:`~harness.data.taxi.sim_tables.N_SMALL_COMPANIES` codes."""
     named = len(T.COMPANY_CLASS_TRIPS) - 2
     small = np.asarray(CODE_ORDER[named:named + T.N_SMALL_COMPANIES])
     lookup = np.array([0, *CODE_ORDER[:named]])
