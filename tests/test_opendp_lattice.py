@@ -62,3 +62,23 @@ def test_float_laplace_noise_has_the_stated_scale():
     # Laplace(b): variance 2 b^2, E|X| = b (sd of |X| is b): 5 standard errors
     assert abs(noise.mean()) < 5 * b * math.sqrt(2 / n)
     assert abs(np.abs(noise).mean() - b) < 5 * b / math.sqrt(n)
+
+
+def test_a_release_builds_its_measurement_once_and_other_arguments_rebuild(monkeypatch):
+    sampler = OpenDPSampler()
+    built: list[tuple] = []
+    build = sampler._build
+    monkeypatch.setattr(sampler, "_build", lambda *a: built.append(a) or build(*a))
+    r = Releaser(Ledger(Budget(1e6, 1e-6), "zcdp"), sampler)
+    r.gaussian("counts", np.full(50, 7.0), 1.0, 2.0)  # cost, then draw: one build
+    assert len(built) == 1
+    r.gaussian("counts again", np.full(50, 7.0), 1.0, 2.0)  # the same measurement again
+    assert len(built) == 1
+    r.gaussian("floats", np.full(50, 7.5), 1.0, 2.0)  # floats: another measurement
+    r.gaussian("wider", np.full(50, 7.5), 1.0, 3.0)  # another scale
+    r.laplace("laplace", np.full(50, 7.5), 1.0, 3.0)  # another kind
+    assert [b[:2] for b in built] == [("gaussian", True), ("gaussian", False),
+                                      ("gaussian", False), ("laplace", False)]
+    assert [b[4] for b in built] == [2.0, 2.0, 3.0, 3.0]
+    # every charge is still what OpenDP certifies for its own measurement
+    assert [c.rho for c in r.ledger.charges[:4]] == pytest.approx([1 / 8, 1 / 8, 1 / 8, 1 / 18])

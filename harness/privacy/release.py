@@ -199,6 +199,9 @@ class OpenDPSampler:
 
     name: str = "opendp"
     _dp: object = field(default=None, repr=False)
+    #: the last measurement built and what it was built for: a release asks for its cost and
+    #: then draws with the same arguments, and building one costs milliseconds
+    _last: tuple = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         try:
@@ -219,17 +222,25 @@ class OpenDPSampler:
         """OpenDP's Gaussian (zCDP) or Laplace (pure DP) measurement for ``values``: on the
         integers when values and sensitivity are integers (exact discrete noise), on floats
         otherwise; with the ``d_in`` its privacy map takes."""
-        dp = self._dp
         integer = _integral(values) and _integral(sensitivity)
+        key = (kind, integer, int(values.size), float(sensitivity), float(scale))
+        if self._last and self._last[0] == key:
+            return self._last[1]
+        built = self._build(kind, integer, int(values.size), sensitivity, scale)
+        self._last = (key, built)
+        return built
+
+    def _build(self, kind: str, integer: bool, size: int, sensitivity: float, scale: float):
+        dp = self._dp
         kind_t = int if integer else float
         gaussian = kind == "gaussian"
         metric = (dp.l2_distance if gaussian else dp.l1_distance)(T=kind_t)  # type: ignore[attr-defined]
         make = dp.m.make_gaussian if gaussian else dp.m.make_laplace  # type: ignore[attr-defined]
-        if integer or values.size == 0:
+        if integer or size == 0:
             return make(self._vector(integer), metric, scale=float(scale)), kind_t(sensitivity)
         # floats: a lattice fine enough to cost nothing a float shows (needs the size known)
-        return (make(self._vector(False, int(values.size)), metric, scale=float(scale),
-                     k=lattice_k(float(sensitivity), int(values.size))), float(sensitivity))
+        return (make(self._vector(False, size), metric, scale=float(scale),
+                     k=lattice_k(float(sensitivity), size)), float(sensitivity))
 
     def _draw(self, kind: str, values: np.ndarray, sensitivity: float,
               scale: float) -> np.ndarray:
