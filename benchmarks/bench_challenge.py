@@ -29,8 +29,12 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.data.taxi.sprint3 import (AREA_VALUES, MAX_TRIPS_PER_TAXI, PAYMENT_VALUES,  # noqa: E402
-                                  taxi_schema)
+from harness.data.taxi.sprint3 import (  # noqa: E402
+    AREA_VALUES,
+    MAX_TRIPS_PER_TAXI,
+    PAYMENT_VALUES,
+    taxi_schema,
+)
 from metrics.challenge import graph_edge_score, hoc_score, k_marginal_score  # noqa: E402
 
 #: Loop, Near North, Near West, O'Hare, Midway, Lake View, Lincoln Park dominate.

@@ -35,10 +35,10 @@ import pandas as pd
 import yaml
 
 from harness.data.datasets import load_shared_dataset
+from harness.data.taxi.sequences import site_columns
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import Releaser
 from harness.run.resources import ResourceMonitor
-from harness.data.taxi.sequences import site_columns
 from mechanisms import make_mechanism
 from metrics.count_query import CountQuery
 from metrics.frequent_patterns import FrequentPatterns

@@ -89,6 +89,7 @@ from harness.errors import ConfigError, DPArenaError, SchemaError
 from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget, zcdp_rho
 from harness.privacy.release import Releaser
+from harness.processes import die_with_parent
 from harness.redact import HIDDEN, scrubbed
 
 from .base import Mechanism, assign_ids, finish, require_delta
@@ -336,7 +337,8 @@ def run_command(command: list[str], folder: Path, name: str, public: Iterable[st
         proc = subprocess.Popen(command, cwd=folder, env=contestant_env(folder),
                                 stdin=subprocess.DEVNULL,
                                 stdout=sys.stderr if debug else log,
-                                stderr=sys.stderr if debug else log, start_new_session=True)
+                                stderr=sys.stderr if debug else log, start_new_session=True,
+                                preexec_fn=die_with_parent)  # no orphan if the run is killed
     finally:
         if log is not None:
             os.close(log)

@@ -95,7 +95,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.data.datasets import Dataset
-from harness.data.taxi.sprint3 import MONEY_MILES_CUTS, SECONDS_CUTS, challenge_bin, taxi_schema
+from harness.data.taxi.sprint3 import (
+    MONEY_MILES_CUTS,
+    SECONDS_CUTS,
+    challenge_bin,
+    taxi_schema,
+)
 
 from .base import Metric, MetricResult
 

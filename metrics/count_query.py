@@ -50,8 +50,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.data.datasets import Dataset
-from harness.errors import ConfigError
-from harness.params import Constraint, Interval, OneOf
 from harness.data.taxi.sequences import (
     SequenceSpec,
     has_sequence_view,
@@ -61,6 +59,8 @@ from harness.data.taxi.sequences import (
     visit_bitmask,
     words_for,
 )
+from harness.errors import ConfigError
+from harness.params import Constraint, Interval, OneOf
 
 from .base import Metric, MetricResult
 

@@ -46,9 +46,14 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
+from harness.data.taxi.sequences import (
+    SequenceSpec,
+    SequenceView,
+    has_sequence_view,
+    sequence_view,
+)
 from harness.errors import ConfigError
 from harness.params import Constraint, Interval, OneOf
-from harness.data.taxi.sequences import SequenceSpec, SequenceView, has_sequence_view, sequence_view
 
 from .base import Metric, MetricResult
 

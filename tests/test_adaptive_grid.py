@@ -16,6 +16,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism, pgm
+from mechanisms.base import output_facts
 from mechanisms.pgm.adaptive_grid import (
     DIAGNOSTICS_FILE,
     TAXI_OUTER,
@@ -24,7 +25,6 @@ from mechanisms.pgm.adaptive_grid import (
     chow_liu_pairs,
     fold_measurements,
 )
-from mechanisms.base import output_facts
 from tests.seeding import seeded
 
 DELTA = 2.5e-5
@@ -501,7 +501,11 @@ def test_numpy_estimation_with_grid_queries_is_mbis_step_for_step():
 
 
 def test_marginals_read_from_smaller_cliques_equal_those_read_from_the_tree():
-    from mechanisms.pgm.mirror_descent import JunctionTree, marginal_plan, read_marginals
+    from mechanisms.pgm.mirror_descent import (
+        JunctionTree,
+        marginal_plan,
+        read_marginals,
+    )
 
     domain = {"a": 3, "b": 4, "c": 2, "d": 5}
     rng = np.random.default_rng(0)

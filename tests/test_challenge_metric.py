@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.data.datasets import Dataset
 from harness.cli.score import main
+from harness.data.datasets import Dataset
 from harness.data.taxi.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
 from metrics.base import drawn
 from metrics.challenge import (

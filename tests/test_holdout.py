@@ -361,8 +361,8 @@ def test_taxi_sim_private_table_is_unchanged_by_its_heldout_taxis():
 
 
 def test_taxi_sim_heldout_taxis_are_new_taxis_of_the_scoring_year():
-    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI
     from harness.data.taxi.sim import YEAR_PARAMS
+    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI
 
     ds = load_taxi_sim(n_private=5000, n_public=1000, seed=1, n_heldout=3000)
     held, private = ds.heldout, ds.private

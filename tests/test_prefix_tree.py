@@ -13,17 +13,33 @@ import pytest
 from scipy import stats
 
 from harness.data.datasets import Dataset, load_shared_dataset, load_taxi_sim
+from harness.data.schema import Schema
+from harness.data.taxi.sequences import (
+    SequenceSpec,
+    sequence_view,
+    sequences_from_lists,
+)
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
-from harness.data.schema import Schema
-from harness.data.taxi.sequences import SequenceSpec, sequence_view, sequences_from_lists
 from harness.privacy.release import NumpySampler, Releaser
 from mechanisms import make_mechanism
-from mechanisms.prefix_tree import (Release, block_taxonomy, build_noisy_tree, consistent_counts,
-                                    empty_rank_to_child, generalized_share, laplace_threshold,
-                                    level_budgets, load_taxonomy_file, noisy_children,
-                                    project_families, resolve_taxonomy, taxi_frame,
-                                    taxonomy_from_groups, truncated_symbols)
+from mechanisms.prefix_tree import (
+    Release,
+    block_taxonomy,
+    build_noisy_tree,
+    consistent_counts,
+    empty_rank_to_child,
+    generalized_share,
+    laplace_threshold,
+    level_budgets,
+    load_taxonomy_file,
+    noisy_children,
+    project_families,
+    resolve_taxonomy,
+    taxi_frame,
+    taxonomy_from_groups,
+    truncated_symbols,
+)
 from tests.seeding import seeded
 
 #: The paper's example database (Table 1) and taxonomy.

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.cli.prepare import main as prepare_main
+from harness.data.datasets import load_dataset
 from harness.data.taxi.chicago import (
     ChicagoExportError,
     normalise_column_name,
@@ -22,7 +23,6 @@ from harness.data.taxi.chicago import (
     shift_index,
     week_index,
 )
-from harness.data.datasets import load_dataset
 from harness.data.taxi.sprint3 import taxi_schema
 from harness.errors import DPArenaError
 
@@ -275,8 +275,8 @@ def test_chicago_sample_without_the_file_says_where_it_looked(tmp_path):
 
 
 def test_challenge_metric_scores_record_level_trips_without_hoc(fixture_prepared):
-    from harness.data.taxi.chicago import prepared_schema
     from harness.data.datasets import Dataset
+    from harness.data.taxi.chicago import prepared_schema
     from metrics.challenge import ChallengeMetric
 
     trips = fixture_prepared.trips.drop(columns="taxi_id")

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.errors import DPArenaError, SchemaError
 from harness.data.schema import Column, Schema
 from harness.data.taxi.sprint3 import taxi_schema
+from harness.errors import DPArenaError, SchemaError
 
 
 def test_validate_lists_every_problem_at_once(small_schema):

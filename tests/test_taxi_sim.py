@@ -9,11 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import load_csv_dataset
 from harness.cli.simulate import main
+from harness.data.datasets import load_csv_dataset
+from harness.data.taxi.sim import (
+    AIRPORTS,
+    DOWNTOWN,
+    PUBLIC_YEAR_TRENDS,
+    draw_taxis,
+    simulate_trips,
+    simulate_years,
+)
 from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
-from harness.data.taxi.sim import (AIRPORTS, DOWNTOWN, PUBLIC_YEAR_TRENDS, draw_taxis,
-                                   simulate_trips, simulate_years)
 
 N = 30_000
 KEY_AREAS = {8, 32, 28, 76}  # Near North Side, Loop, Near West Side, O'Hare

@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness.cli.exits import run_or_explain
-from harness.data.taxi.sprint3 import taxi_schema
 from harness.data.taxi.sim import simulate_years
+from harness.data.taxi.sprint3 import taxi_schema
 from harness.errors import ConfigError, DPArenaError
 
 MIN_TRIPS = 1000

@@ -191,8 +191,8 @@ def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0
     seed stream with taxi ids no private taxi holds
     (:func:`harness.data.holdout.simulated_heldout_taxis`); the private and public years are
     exactly those without a holdout. Target: ``payment_type`` by default (:data:`TAXI_TARGET`)."""
-    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
     from harness.data.taxi.sim import DEFAULT_SCORING_YEAR, simulate_years
+    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
 
     for key, n in (("n_private", n_private), ("n_public", n_public)):
         if not isinstance(n, int) or n < 1000:

@@ -27,7 +27,6 @@ and no limit is enforced.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import resource
@@ -42,11 +41,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import DPArenaError
+from harness.processes import die_with_parent
 from harness.run.settings import Limits
 from mechanisms.contestants import THREAD_VARIABLES
 
 T = TypeVar("T")
-_PR_SET_PDEATHSIG = 1
 _MB = 2**20
 
 
@@ -105,7 +104,7 @@ def _child_main(fn: Callable[[], Any], limits: Limits, result_path: Path) -> Non
     """Child side: die with the parent, cap the address space, run, write the outcome."""
     code = 1
     try:
-        _die_with_parent()
+        die_with_parent()
         limiter = _limit_threads(limits.threads)  # noqa: F841 - holds the limit while fn runs
         if limits.memory_limit_mb:
             _cap_address_space(limits.memory_limit_mb)
@@ -150,15 +149,6 @@ def _write_pickle(path: Path, payload: Any) -> None:
             f"the run's result could not be handed back from the child process: {exc}"))))
     tmp.write_bytes(data)
     tmp.rename(path)
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
 
 
 def _cap_address_space(limit_mb: float) -> None:

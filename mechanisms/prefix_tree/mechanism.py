@@ -126,7 +126,12 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.data.taxi.sequences import SequenceSpec, detect_sequence_kind, sequence_view, site_columns
+from harness.data.taxi.sequences import (
+    SequenceSpec,
+    detect_sequence_kind,
+    sequence_view,
+    site_columns,
+)
 from harness.errors import ConfigError, NotApplicable
 from harness.params import Constraint, Interval, OneOf
 from harness.privacy.accounting import Budget
@@ -136,8 +141,12 @@ from mechanisms.prefix_tree.consistency import consistent_counts
 from mechanisms.prefix_tree.release import ENDS, columns_frame, release_from_tree
 from mechanisms.prefix_tree.taxi import taxi_frame
 from mechanisms.prefix_tree.taxonomy import resolve_taxonomy
-from mechanisms.prefix_tree.tree import (build_noisy_tree, generalized_share, level_budgets,
-                                         truncated_symbols)
+from mechanisms.prefix_tree.tree import (
+    build_noisy_tree,
+    generalized_share,
+    level_budgets,
+    truncated_symbols,
+)
 
 TREE_LOCATIONS = ("pickup", "dropoff")
 

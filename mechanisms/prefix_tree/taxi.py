@@ -11,12 +11,23 @@ import numpy as np
 import pandas as pd
 
 from harness.data.datasets import Dataset
-from harness.data.taxi.sequences import (DAY_COLUMN, DROPOFF_COLUMN, FILL, HOUR_COLUMN, PICKUP_COLUMN,
-                                    trip_order)
+from harness.data.taxi.sequences import (
+    DAY_COLUMN,
+    DROPOFF_COLUMN,
+    FILL,
+    HOUR_COLUMN,
+    PICKUP_COLUMN,
+    trip_order,
+)
 from harness.errors import ConfigError
-from mechanisms.conditional_fill import (FillStep, conform_to_schema, enforce_shift_times,
-                                         fit_conditionals, sample_conditionals,
-                                         sprint3_fill_steps)
+from mechanisms.conditional_fill import (
+    FillStep,
+    conform_to_schema,
+    enforce_shift_times,
+    fit_conditionals,
+    sample_conditionals,
+    sprint3_fill_steps,
+)
 from mechanisms.prefix_tree.release import Release
 
 SHIFT_COLUMN = "shift"
