@@ -53,6 +53,7 @@ def run(task: dict) -> None:
         modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in folder.iterdir()}
         Path(options["probe"]).write_text(json.dumps({
             "folder": str(folder), "mode": oct(stat.S_IMODE(folder.stat().st_mode)),
+            "pid": os.getpid(),
             "files": modes, "tmpdir": os.environ.get("TMPDIR"), "cwd": os.getcwd(),
             "task": {k: v for k, v in task.items() if k != "folder"},
             "schema": json.loads((folder / "schema.json").read_text())}))

@@ -194,9 +194,24 @@ def test_no_private_file_is_left_after_a_stop_signal(how, sig, tmp_path, private
     assert probe.is_file(), "the contestant never started"
     folder = Path(json.loads(probe.read_text())["folder"])
     assert folder.is_dir() and (folder / "private.csv").is_file()
+    contestant = json.loads(probe.read_text())["pid"]
     proc.send_signal(sig)
     proc.wait(timeout=30)
     assert leftovers(private_tmp, wait=10) == []
+    assert not process_alive(contestant, wait=10)  # SIGKILL included: it died with its parent
+
+
+def process_alive(pid: int, wait: float = 0.0) -> bool:
+    """Whether ``pid`` still runs (not a zombie) after up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z" or time.monotonic() >= deadline:
+            return state != "Z"
+        time.sleep(0.1)
 
 
 # ----- refused before any work ------------------------------------------------------------------
