@@ -138,6 +138,10 @@ CHECKS: dict[str, list[Run | Covered]] = {
     "dp-arena-prepare chicago Taxi_Trips.csv DIR": [
         helped("dp-arena-prepare", "chicago"),
         Covered(("tests/test_prepare.py",), "a City of Chicago export turned into the schema")],
+    "dp-arena-contestants install opendp smartnoise datasynthesizer dpmm": [
+        helped("dp-arena-contestants", "install"),
+        Covered(("tests/test_external.py",),
+                "an environment built from its pins in a throw-away folder, one fit")],
     "dp-arena-contestants install|list": [
         Run(("dp-arena-contestants", "list"), ("opendp", "smartnoise")),
         helped("dp-arena-contestants", "install", "list")],
@@ -158,6 +162,8 @@ CHECKS: dict[str, list[Run | Covered]] = {
     "dp-arena metrics=kmarginal metrics.kmarginal.k=3": [
         cfg("dp-arena metrics=kmarginal metrics.kmarginal.k=3", "k: 3")],
     "dp-arena competition=sprint3": [cfg("dp-arena competition=sprint3", "n_private: 1000000")],
+    "dp-arena competition=field": [cfg("dp-arena competition=field", "name: adult",
+                                       "holdout_fraction: 0.2", "time_limit_s: 900")],
     "dp-arena tuning=dp_select space=archetype mechanism=archetype": [
         cfg("dp-arena tuning=dp_select space=archetype mechanism=archetype",
             "name: archetype", "dp_select")],
