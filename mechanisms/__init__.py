@@ -10,7 +10,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from harness.moved import keep_old_names
+
 from .base import Mechanism
+
+#: Modules that moved into the families' packages (issue 42): their old names still import,
+#: with one DeprecationWarning (:mod:`harness.moved`).
+MOVED = {**{f"mechanisms.{m}": f"mechanisms.pgm.{m}"
+            for m in ("aim", "mst", "adaptive_grid", "mirror_descent", "cliques", "mbi_setup")},
+         "mechanisms.pgm_marginals": "mechanisms.pgm.marginals",
+         "mechanisms.rdt_attributes": "mechanisms.rdt.attributes",
+         "mechanisms.rdt_leaf_size": "mechanisms.rdt.leaf_size"}
+keep_old_names(MOVED)
 
 #: mechanism name -> "module:Class" (imported on first use, so heavy deps load only if used).
 MECHANISMS: dict[str, str] = {

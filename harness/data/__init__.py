@@ -23,5 +23,17 @@
 - :mod:`~harness.data.holdout`: the held-out persons, split off before anything sees the data
   (read by scores only).
 
-May import: :mod:`harness.errors` and :mod:`harness.params` only (the ground floor).
+May import: :mod:`harness.errors`, :mod:`harness.params` and :mod:`harness.moved` only (the
+ground floor).
 """
+
+from harness.moved import keep_old_names
+
+#: The taxi world's modules before they moved into :mod:`harness.data.taxi` (issue 42): their
+#: old names still import, with one DeprecationWarning (:mod:`harness.moved`).
+MOVED = {"harness.data.taxi_sim": "harness.data.taxi.sim",
+         "harness.data.taxi_sim_mix": "harness.data.taxi.sim_mix",
+         "harness.data.taxi_sim_tables": "harness.data.taxi.sim_tables",
+         **{f"harness.data.{m}": f"harness.data.taxi.{m}"
+            for m in ("chicago", "sprint3", "sequences")}}
+keep_old_names(MOVED)
