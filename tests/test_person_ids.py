@@ -17,6 +17,7 @@ from mechanisms.person_ids import (
     noisy_person_count,
 )
 from metrics.challenge import hoc_score
+from tests.support.tolerances import mean_se, sd_rel_se, statistical
 
 PROFILE = ["pickup_community_area", "shift"]
 
@@ -43,9 +44,11 @@ def test_noisy_person_count_noise_has_the_charged_scale(taxi):
     draws = np.array([noisy_person_count(taxi, 10.0, Releaser(Ledger(Budget(1.0, 1e-6)),
                                                               NumpySampler(rng))) - true
                       for _ in range(2000)])
-    # mean within 4 standard errors of 0, sd within 7% of sigma (2000 draws: se of sd ~1.6%)
-    assert abs(draws.mean()) < 4 * 10.0 / np.sqrt(2000)
-    assert draws.std() == pytest.approx(10.0, rel=0.07)
+    # 2000 normal draws of sigma 10: the mean's standard error 10 / sqrt(2000) = 0.22, the
+    # sd's relative one 1 / sqrt(4000) = 1.6%; z = 4.89 of each (false failure 1e-6; the
+    # constants were 4 and 4.4 standard errors: 6e-5 and 1e-5)
+    assert abs(draws.mean()) < statistical(mean_se(10.0, len(draws)))
+    assert draws.std() == pytest.approx(10.0, rel=statistical(sd_rel_se(len(draws))))
 
 
 def test_person_count_sensitivity_is_one_on_neighbours(taxi):

@@ -1,0 +1,67 @@
+"""Tolerances derived from the computation, not constants that held on one machine.
+
+Every numerical tolerance in the suite is one of four kinds, and says which where it is
+written (a comment on the line or the line above, the test's docstring, or the module's
+``Tolerances:`` note; :mod:`tests.test_tolerances` checks that a note is there):
+
+(a) rounding: exact arithmetic or a hand-computed value; the tolerance is a few ulps of the
+    result per floating-point operation (:func:`ulps`), or pytest.approx's default 1e-6
+    relative, far above the rounding of any short computation;
+(b) statistical: a seeded draw of a known noise scale; the tolerance is ``z`` standard errors
+    (:func:`binomial_se`, :func:`mean_se`) with ``z`` = :func:`z_quantile` of a stated
+    false-failure probability (:data:`FALSE_FAILURE`, 1e-6 per assertion: a hundred such
+    assertions fail by chance less than once in 10^4 runs of the suite, whatever seed a
+    numpy version maps to);
+(c) an iterative solver: its stopping tolerance times the problem's conditioning;
+(d) a published number quoted to k digits: half a unit of its last digit.
+
+Algorithms: the normal quantile (scipy.special.ndtri), the binomial and sample-mean standard
+errors, the spacing of a float (numpy.spacing).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import ndtri
+
+FALSE_FAILURE = 1e-6
+"""The chance one statistical assertion may fail on a correct implementation."""
+
+
+def ulps(x: float, n: float) -> float:
+    """``n`` units in the last place of ``x`` (the rounding of about ``n`` operations whose
+    result has the magnitude of ``x``)."""
+    return float(n * np.spacing(abs(float(x))))
+
+
+def z_quantile(false_failure: float = FALSE_FAILURE) -> float:
+    """The two-sided normal quantile: ``|Z| > z`` with probability ``false_failure``
+    (4.89 at 1e-6)."""
+    return float(ndtri(1.0 - false_failure / 2.0))
+
+
+def binomial_se(p: float, n: int) -> float:
+    """The standard error of a share estimated from ``n`` independent draws of probability
+    ``p``: sqrt(p (1 - p) / n)."""
+    return math.sqrt(p * (1.0 - p) / n)
+
+
+def mean_se(sd: float, n: int) -> float:
+    """The standard error of the mean of ``n`` independent draws of standard deviation
+    ``sd``."""
+    return sd / math.sqrt(n)
+
+
+def sd_rel_se(n: int, excess_kurtosis: float = 0.0) -> float:
+    """The relative standard error of a sample standard deviation of ``n`` draws:
+    sqrt((2 + kurtosis excess) / (4 n)) (delta method; 1/sqrt(2n) for normal draws, and
+    sqrt(5 / (4n)) for Laplace draws, whose excess kurtosis is 3)."""
+    return math.sqrt((2.0 + excess_kurtosis) / (4.0 * n))
+
+
+def statistical(se: float, false_failure: float = FALSE_FAILURE) -> float:
+    """The tolerance of a statistical assertion: ``z_quantile(false_failure)`` standard
+    errors."""
+    return z_quantile(false_failure) * se
