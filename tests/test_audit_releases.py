@@ -163,11 +163,13 @@ def test_the_thresholded_log_ratio_is_exact(sampler):
         ratios = np.exp(ts if world == 0 else -ts)
         means[world] = (ratios.mean(), ratios.std() / math.sqrt(len(ratios)))
         assert np.ptp(ts) > 0.5  # the worlds are told apart in some runs
-    # within 4 standard errors of 1, at most 0.12 (standard errors measured: about 0.017 with
+    # within z = 4.89 standard errors of 1 (false failure 1e-6: the OpenDP sampler is
+    # unseeded; 4 of them failed 1 time in 16,000), capped at 4.89 x 0.03 = 0.147 so that an
+    # inflated measured se cannot make it vacuous (standard errors measured: about 0.017 with
     # numpy's 4,000 draws, 0.03 with OpenDP's 1,500; the fixed 0.06 used before was 2 of them
     # for the unseeded OpenDP sampler and failed in CI with 0.937)
     for mean, se in means.values():
-        assert abs(mean - 1.0) <= min(4 * se, 0.12), (mean, se)
+        assert abs(mean - 1.0) <= min(statistical(se), statistical(0.03)), (mean, se)
 
 
 def test_the_replay_hands_back_thresholded_releases_by_cell():

@@ -1,4 +1,15 @@
-"""The embedded simulated Chicago taxi data generator and its CLI."""
+"""The embedded simulated Chicago taxi data generator and its CLI.
+
+Tolerances: (b) simulated trip shares against their targets: z = 4.89 standard errors
+clustered by taxi (tests.support.tolerances: a taxi's trips share its random effects, false
+failure 1e-6); the solved base's share by a Monte Carlo of 200 x 1,000 logistic draws (each in
+[0, 1], sd <= 0.5): standard error <= 0.0011, abs=0.005 is >= 4.5 of them (false failure
+<= 7e-6); (d) the public-year trends are written to 2 decimals (0.005, half a unit) and the
+2020 airport share is rounded to 3 decimals (abs=0.001); the private mix's ranges and the
+realdata structure checks (cells per pair within 10%, the k-marginal gap within 15 points) are
+the simulator's modelling targets against the real sample (issue 29), not sampling tolerances;
+approx's default elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +31,7 @@ from harness.data.taxi.sim import (
     simulate_years,
 )
 from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
+from tests.support.tolerances import cluster_share_se, statistical
 
 N = 30_000
 KEY_AREAS = {8, 32, 28, 76}  # Near North Side, Loop, Near West Side, O'Hare
@@ -145,7 +157,11 @@ def test_payment_mix(private, public):
     assert 0.6 < private_mix[0] < 0.72  # two thirds of the real 2013-2016 trips are cash
     assert 0.27 < private_mix[1] < 0.39
     public_mix = public["payment_type"].value_counts(normalize=True)
-    assert abs(public_mix[0] - PUBLIC_YEAR_TRENDS["cash"]) < 0.03
+    # a taxi's trips share its random effects: z = 4.89 clustered standard errors (0.010 at
+    # 30,000 trips of ~2,000 taxis: 0.049; the constant 0.03 was 3 of them)
+    cash = public["payment_type"] == 0
+    assert abs(public_mix[0] - PUBLIC_YEAR_TRENDS["cash"]) < statistical(
+        cluster_share_se(cash, public["taxi_id"]))
 
 
 @pytest.mark.parametrize("which", ["private", "public"])
@@ -179,8 +195,15 @@ def test_public_year_drifts_as_documented(private, public):
     def downtown_share(df: pd.DataFrame) -> float:
         return float(df["pickup_community_area"].isin(DOWNTOWN).mean())
 
-    assert abs(airport_share(public) - PUBLIC_YEAR_TRENDS["airport"]) < 0.01
-    assert abs(downtown_share(public) - PUBLIC_YEAR_TRENDS["downtown"]) < 0.02
+    # z = 4.89 standard errors clustered by taxi (0.0039 and 0.0053 here: 0.019 and 0.026;
+    # the constants 0.01 and 0.02 were 2.5 and 3.7 of them)
+    airport = (public["pickup_community_area"].isin(AIRPORTS)
+               | public["dropoff_community_area"].isin(AIRPORTS))
+    downtown = public["pickup_community_area"].isin(DOWNTOWN)
+    assert abs(airport_share(public) - PUBLIC_YEAR_TRENDS["airport"]) < statistical(
+        cluster_share_se(airport, public["taxi_id"]))
+    assert abs(downtown_share(public) - PUBLIC_YEAR_TRENDS["downtown"]) < statistical(
+        cluster_share_se(downtown, public["taxi_id"]))
     assert airport_share(private) < airport_share(public) - 0.03
     assert downtown_share(private) < downtown_share(public) - 0.03
 
@@ -196,6 +219,7 @@ def test_public_year_shares_are_the_real_samples_trends_three_years_on(shared_da
     trends = calibrate.extrapolated_shares(pd.read_csv(path))
     assert set(trends) == set(PUBLIC_YEAR_TRENDS)
     for name, (pooled, _at_2016, in_2019) in trends.items():
+        # the trends are written to 2 decimals: half a unit of the last digit
         assert abs(in_2019 - PUBLIC_YEAR_TRENDS[name]) < 0.005, name
         assert abs(pooled - in_2019) > 0.04, name  # a real drift, in the data's direction
 
@@ -399,7 +423,11 @@ def test_companies_concentrated_as_in_the_real_sample(private):
 
     shares = private["company_id"].value_counts(normalize=True)
     real = np.sort(np.asarray(T.COMPANY_CLASS_TRIPS[:-1]) / T.N_REAL_TRIPS)[::-1]
-    assert abs(shares.iloc[:2].sum() - real[:2].sum()) < 0.05
+    # z = 4.89 standard errors of the two largest codes' share, clustered by taxi (a taxi
+    # keeps its company: 0.021 here, so 0.10; the constant 0.05 was 2.4 of them)
+    top = private["company_id"].isin(shares.index[:2])
+    assert abs(shares.iloc[:2].sum() - real[:2].sum()) < statistical(
+        cluster_share_se(top, private["taxi_id"]))
     assert shares.iloc[:11].sum() > 0.95
     # a tail of small companies (fewer distinct ones than 30,000 independent trips would show:
     # a small company is a few loyal taxis)
@@ -480,12 +508,19 @@ def test_scoring_year_2020_drifts_sharply_as_documented():
     def night(df):
         return float(df["trip_hour_of_day"].isin([22, 23, 0, 1, 2, 3, 4]).mean())
 
-    assert abs(airport(y2020) - YEAR_2020_ASSUMPTIONS["airport"]) < 0.015
+    # shares against the assumptions: z = 4.89 standard errors clustered by taxi (airport
+    # 0.0035 and cash 0.0064 here: 0.017 and 0.031, where the constants were 0.015 and 0.03)
+    in_airport = (y2020["pickup_community_area"].isin(AIRPORTS)
+                  | y2020["dropoff_community_area"].isin(AIRPORTS))
+    assert abs(airport(y2020) - YEAR_2020_ASSUMPTIONS["airport"]) < statistical(
+        cluster_share_se(in_airport, y2020["taxi_id"]))
     assert airport(y2020) > airport(y2019) + 0.07
     assert y2020["pickup_community_area"].isin(DOWNTOWN).mean() < \
         y2019["pickup_community_area"].isin(DOWNTOWN).mean() - 0.07
     assert night(y2020) < 0.8 * night(y2019)
-    assert abs((y2020["payment_type"] == 0).mean() - YEAR_2020_ASSUMPTIONS["cash"]) < 0.03
+    cash = y2020["payment_type"] == 0
+    assert abs(cash.mean() - YEAR_2020_ASSUMPTIONS["cash"]) < statistical(
+        cluster_share_se(cash, y2020["taxi_id"]))
     assert trips_per_taxi(y2020).median() < trips_per_taxi(y2019).median()
     taxi_schema().validate(y2020)
 

@@ -9,5 +9,7 @@ of them share lives here or in ``tests/conftest.py``):
 - :mod:`~tests.support.external`: the external contestant double and its fit;
 - :mod:`~tests.support.runs`: one run's config and its logged files;
 - :mod:`~tests.support.mlflow_server`: a throwaway MLflow server;
-- :mod:`~tests.support.accounting_check`: a ledger's epsilon recomputed with autodp.
+- :mod:`~tests.support.accounting_check`: a ledger's epsilon recomputed with autodp;
+- :mod:`~tests.support.tolerances`: tolerances derived from the computation (ulps, standard
+  errors, a z for a stated false-failure probability).
 """

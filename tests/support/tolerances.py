@@ -15,8 +15,9 @@ written (a comment on the line or the line above, the test's docstring, or the m
 (c) an iterative solver: its stopping tolerance times the problem's conditioning;
 (d) a published number quoted to k digits: half a unit of its last digit.
 
-Algorithms: the normal quantile (scipy.special.ndtri), the binomial and sample-mean standard
-errors, the spacing of a float (numpy.spacing).
+Algorithms: the normal quantile (scipy.special.ndtri), the binomial, sample-mean and sample-sd
+standard errors, the clustered (sandwich) standard error of a share, the spacing of a float
+(numpy.spacing).
 """
 
 from __future__ import annotations
@@ -65,3 +66,15 @@ def statistical(se: float, false_failure: float = FALSE_FAILURE) -> float:
     """The tolerance of a statistical assertion: ``z_quantile(false_failure)`` standard
     errors."""
     return z_quantile(false_failure) * se
+
+
+def cluster_share_se(indicator: np.ndarray, clusters: np.ndarray) -> float:
+    """The standard error of a share of rows when rows come in correlated clusters (a taxi's
+    trips share its random effects): the ratio estimator's sandwich formula, sqrt(k / (k - 1)
+    * sum_i (t_i - p n_i)^2) / N over the k clusters with n_i rows and t_i hits."""
+    x = np.asarray(indicator, dtype=float)
+    _, index = np.unique(np.asarray(clusters), return_inverse=True)
+    hits = np.bincount(index, weights=x)
+    sizes = np.bincount(index).astype(float)
+    k, share = len(sizes), float(x.mean())
+    return math.sqrt(k / (k - 1) * float(np.sum((hits - share * sizes) ** 2))) / len(x)
