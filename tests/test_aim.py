@@ -1,5 +1,12 @@
 """aim: ledger totals (re-derived independently), the round structure, the budget schedule,
-the workload and model-size cap, output, determinism, config errors."""
+the workload and model-size cap, output, determinism, config errors.
+
+Tolerances: (c) budgets are spent to abs=1e-9 (the calibrations' root-finding target,
+test_budget_edges.assert_spends_the_budget) or rel=1e-6 at epsilon 1e-6 (above the 1e-7 relative
+target there); autodp's recomputed epsilon is its own numerical minimisation over the Renyi order,
+trusted to rel=1e-6; the plan's rho's sum to the solved rho (a few dozen additions
+after a root-find to the 1e-9 relative target): rel=1e-9.
+"""
 
 import itertools
 import math

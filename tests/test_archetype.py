@@ -1,4 +1,11 @@
-"""The archetype (GooseDP) mechanism: ledger, sensitivity of the private step, valid output."""
+"""The archetype (GooseDP) mechanism: ledger, sensitivity of the private step, valid output.
+
+Tolerances: (c) the ledger spends epsilon to abs=1e-9 (the calibration's root-finding target,
+test_budget_edges.assert_spends_the_budget) and delta to abs=1e-15 (delta 1e-6 is charged as
+given: 1e-15 is ~4,700 ulps of it); (a) shares, mu^2 and rho sums and a recomputed average are
+a few operations on doubles: rel=1e-12 is ~4,500 ulps, above their rounding and far below any
+wrong formula.
+"""
 
 import math
 import re

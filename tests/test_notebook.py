@@ -2,7 +2,12 @@
 runs and its board is the command line's board of the same runs; bad input is one error before
 anything starts and leaves nothing behind; a schema read from the private file marks its board
 rows; a DP schema's spend reaches the board as "eps schema" and "eps schema + mechanism
-(basic)"."""
+(basic)".
+
+Tolerances: (a) the same means from the notebook API and from the command line's board,
+read back from its CSV (pandas writes floats to round-trip, 17 significant digits; pandas may
+reassociate the means' sums): rtol/rel=1e-12 is ~4,500 ulps, above both.
+"""
 
 from __future__ import annotations
 

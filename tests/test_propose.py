@@ -1,5 +1,9 @@
 """Issue 25: datetime and missing values in the schema, schema proposals (public, DP, private
-opt-in), dp-arena-schema, dataset.columns/drop, fitting data to a proposed schema, guards."""
+opt-in), dp-arena-schema, dataset.columns/drop, fitting data to a proposed schema, guards.
+
+Tolerances: (a) a scale is 1 / (share * epsilon), two operations: rel=1e-6 (approx's default)
+is far above their rounding.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """README's "Adding a mechanism" example, run as the README says: a module outside the
-package, registered through ``plugins=[...]`` with its config on ``hydra.searchpath``."""
+package, registered through ``plugins=[...]`` with its config on ``hydra.searchpath``.
+
+Tolerances: (c) the budget is spent to abs=1e-9 (the calibrations' root-finding target,
+test_budget_edges.assert_spends_the_budget).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""One run end to end: MLflow params, metrics, artifacts; private data never logged."""
+"""One run end to end: MLflow params, metrics, artifacts; private data never logged.
+
+Tolerances: (c) the budget is spent to abs=1e-9 (the calibrations' root-finding target,
+test_budget_edges.assert_spends_the_budget).
+"""
 
 import math
 from pathlib import Path

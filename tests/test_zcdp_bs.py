@@ -1,6 +1,11 @@
 """The ``zcdp_bs`` accountant: zCDP composition converted with Bun & Steinke (2016), the
 conversion of the Minutemen's Sprint 3 write-up, whose sigmas it reproduces to the printed
-digits (``../shared/seeds/003_*.txt`` line 82)."""
+digits (``../shared/seeds/003_*.txt`` line 82).
+
+Tolerances: (a) Bun-Steinke's closed forms evaluated two ways (square roots, a log and sums):
+rel=1e-12 is ~4,500 ulps; (c) spending checks rel=1e-9 (the calibrations' root-finding target,
+test_budget_edges.assert_spends_the_budget).
+"""
 
 import math
 import re
