@@ -1,7 +1,12 @@
 """Privacy audits (``dp-arena-audit``, harness/audit/): bounds against hand-computed values, the
 canary and statistics on hand-made tables, fresh noise per run, resuming from the cache, the
 board's audit columns, bad input refused before any work, and the self-test that can fail: a
-mechanism that adds the noise of 4x the epsilon it charges is caught, ``independent`` is not."""
+mechanism that adds the noise of 4x the epsilon it charges is caught, ``independent`` is not.
+
+Tolerances: (a) Clopper-Pearson bounds are scipy's inverse beta CDF (near machine
+precision) against their closed forms at k = 0 and k = n - 1 (a power and a difference):
+rel=1e-9 is far above both.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,14 @@
 """Issue 38 on the board: the utility view and the risk view ("empirical risk, not a DP
 guarantee") appear in every format only when runs logged their metrics; the bound a row's
 claimed budget implies, min(1, e^epsilon * FPR + delta), and the mark when a membership attack
-beats it significantly; ranking by the new metrics in the right direction; the utility plot."""
+beats it significantly; ranking by the new metrics in the right direction; the utility plot.
+
+Tolerances: (a) the tpr bound e^eps * fpr + delta by hand: abs=1e-15 is 18 ulps of 0.27 and 290
+of 0.027, above the rounding of exp, a product and a sum (<= 3 ulps); through the board (read
+back from logged metrics) abs=1e-12; (d) the pMSE ratio is read back from the printed board, rounded for
+display: abs=0.005 is half a unit of a 2-decimal print (more decimals round less) and far
+below the ratios that could be confused.
+"""
 
 from __future__ import annotations
 

@@ -2,7 +2,12 @@
 adapters mechanisms/contestants/smartnoise_{dpctgan,patectgan,mwem}.py): what is refused before
 launch (PATE-CTGAN below its accountant's first step, smartnoise #594; the GANs at delta 0), the
 claims, the adapter's budget split and row count, MWEM's histograms sized from the schema, and one
-fit of each on adult at epsilon 1 when the ``smartnoise`` environment is built (skipped otherwise)."""
+fit of each on adult at epsilon 1 when the ``smartnoise`` environment is built (skipped otherwise).
+
+Tolerances: (a) ours and the library's epsilon are two implementations of one closed form,
+evaluated in different operation orders: rel=1e-9 is far above their rounding (~1e-15) and far
+below any different formula.
+"""
 
 from __future__ import annotations
 
@@ -231,6 +236,8 @@ def test_one_fit_on_adult_at_epsilon_1(name, shared_data, private_tmp):
     assert ledger.spent() == (budget.epsilon, budget.delta)
     low, high = row_bounds(data, budget.epsilon)
     expected = min(max(len(data.private), low), high)
+    # the row count's Laplace noise at epsilon 0.01 has sd sqrt(2) / 0.01: 10 sds
+    # (P(|Laplace(b)| > 10 sqrt(2) b) = exp(-14.1) = 7e-7)
     assert abs(len(out) - expected) < 10 * math.sqrt(2) / 0.01
     assert mech.output_tags()["claim.reads_from_data"] == \
         SHIPPED[name].claim.tags()["claim.reads_from_data"]

@@ -1,4 +1,12 @@
-"""Issue 39: DP ranges and many-quantile bin edges on a public axis (harness.data.dp_numbers)."""
+"""Issue 39: DP ranges and many-quantile bin edges on a public axis (harness.data.dp_numbers).
+
+Tolerances: (a) the consistent leaves against numpy's least squares (an SVD on a small
+0/1 hierarchy matrix, well conditioned): atol=1e-8 on counts of magnitude ~10-100 is ~10^7
+ulps of them, far above both computations' rounding; a scale 3 / 0.4 or 1 / (0.4 epsilon) is
+two operations: rel_tol=1e-9; a largest-bin share is a ratio of counts, exact to rounding:
+abs_tol=1e-6; (b) counts of passing cells within 5 standard deviations (false failure 6e-7);
+approx's default elsewhere is hand arithmetic.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Person ids for synthetic rows: the noisy person count (ledger, noise, sensitivity), size
-apportioning, key matching, and profile ids (sizes, counts, locality, public data only)."""
+apportioning, key matching, and profile ids (sizes, counts, locality, public data only).
+
+Tolerances: (b) statistical ones use tests.support.tolerances (z = 4.89 standard errors, false
+failure 1e-6); (a) a count difference of exactly 1 computed on doubles: abs=1e-9.
+"""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,17 @@
-"""mechanisms.pgm: the shared mbi glue (marginals, totals, sampling, selection, calibration)."""
+"""mechanisms.pgm: the shared mbi glue (marginals, totals, sampling, selection, calibration).
+
+Tolerances: (c) marginals of a fitted model against brute-force summation of its joint and
+against the reference library (the same exponentiated potentials summed in another order over a
+few hundred cells, on counts ~4,000): rtol=atol=1e-8 is ~1e-9 relative to the counts, far above
+the rounding of a few hundred additions; rtol=atol=1e-9 for the warm-started fit against the
+reference, which runs the same mirror-descent updates; (c) compose(plan(solve_scale(...))) hits
+epsilon 0.7 to abs=1e-12, the root-finder's tolerance (a few ulps of the scale) times the
+composition's slope (~1); (a) a simplex projection of a point already on it changes nothing but
+rounding: atol=1e-12; (b) the totals from noisy measurements (noise sd 5 on each of up to 20
+cells: the largest clique's total has sd 5 * sqrt(20) = 22, the inverse-variance mix less)
+within rel=0.02 (80 rows) of 4,000: more than 3.6 standard errors even for the worst single
+clique.
+"""
 
 import itertools
 import math
@@ -197,6 +210,9 @@ def test_simplex_projection_is_the_constrained_minimiser():
                        method="SLSQP", bounds=[(0, None)] * n,
                        constraints=[{"type": "eq", "fun": lambda x: x.sum() - total}],
                        options={"ftol": 1e-14, "maxiter": 500})
+        # SLSQP (ftol 1e-14) may stop a little above the optimum, never below: ours may not
+        # exceed it by more than 1e-6; the KKT multipliers are a product and a difference:
+        # equal to 1e-9
         assert np.sum(w * (mu - t) ** 2) <= ref.fun + 1e-6
         lam = w * (t - mu)  # KKT: equal on the positive cells, at least that on the zeros
         pos = mu > 1e-12

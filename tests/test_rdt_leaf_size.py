@@ -1,5 +1,14 @@
 """The Duke report's n_B study (mechanisms.rdt.leaf_size): the exact Laplace-binomial interval
-against hand-computed cases and a simulation, and the minimum leaf size it implies."""
+against hand-computed cases and a simulation, and the minimum leaf size it implies.
+
+Tolerances: (c) interval endpoints are brentq roots to xtol 1e-9 * n, checked against closed
+forms at rel=1e-7 and against a direct sum of the mass at abs=1e-6 (the root's xtol times the
+density, plus the sum's rounding); (d) the report's worked example is quoted to 4 digits:
+abs=5e-5 is half a unit; the sqrt law's 1537 is the normal approximation of a discrete binomial
+search: abs=20; 1.96 is the 95% normal quantile to 3 digits: abs=0.002 on a ratio of 0.925
+covers its rounding (1.96 vs 1.959964); (b) the simulated width from 10,000 draws: z = 4.89
+standard errors of the two sample quantiles (see the test).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ from mechanisms.rdt.leaf_size import (
     normal_interval_width,
     simulated_interval,
 )
+from tests.support.tolerances import statistical
 
 
 def test_pure_laplace_interval_by_hand():
@@ -77,7 +87,17 @@ def test_normal_approximation_understates_the_laplace_tails():
 def test_study_row_and_errors():
     row = leaf_size_study(0.1, 0.95, 0.5, 25.0, draws=10_000)
     assert row.n == min_leaf_size(0.1, 0.95, 0.5, 25.0)
-    assert row.simulated[1] - row.simulated[0] == pytest.approx(0.1, abs=0.005)
+    # each 2.5% sample quantile of 10,000 draws has standard error sqrt(0.025 * 0.975 / 10,000)
+    # / f, f the share's density there (from the exact CDF: 1.66 at n = 1665, so 0.00094);
+    # the width's is at most twice that; z = 4.89 of it (false failure 1e-6): 0.0092 (the
+    # constant 0.005 was 2.7 to 3.8 standard errors)
+    lo, _ = noisy_share_interval(row.n, 0.5, 25.0, 0.95)
+    h = 1e-4
+    f = (laplace_binomial_cdf((lo + h) * row.n, row.n, 0.5, 25.0)
+         - laplace_binomial_cdf((lo - h) * row.n, row.n, 0.5, 25.0)) / (2 * h)
+    quantile_se = math.sqrt(0.025 * 0.975 / 10_000) / f
+    assert row.simulated[1] - row.simulated[0] == pytest.approx(
+        0.1, abs=statistical(2 * quantile_se))
     for bad in ({"width": 0}, {"confidence": 1.0}, {"p": 1.5}, {"scale": -1.0}):
         args = {"width": 0.1, "confidence": 0.95, "p": 0.5, "scale": 25.0, **bad}
         with pytest.raises(ConfigError, match="out of range"):

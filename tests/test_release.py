@@ -59,6 +59,8 @@ def test_exponential_mechanism_distribution():
     r = releaser(Budget(1e6))
     r.exponential("pick", scores, sens, eps)
     expected = np.exp(eps * scores / (2 * sens))
+    # (b) 20,000 draws of p = (0.097, 0.188, 0.715): binomial standard errors <= 0.0032;
+    # atol=0.015 is >= 4.7 of them (false failure < 3e-6 per share)
     np.testing.assert_allclose(draws, expected / expected.sum(), atol=0.015)
     assert r.ledger.charges[-1].pure_epsilon == pytest.approx(eps)
     assert r.ledger.charges[-1].rho == pytest.approx(eps**2 / 8)
@@ -146,12 +148,17 @@ def test_opendp_sampler_charges_what_opendp_certifies():
     r = releaser(Budget(1e6, 1e-6), "zcdp", sampler=OpenDPSampler())
     noisy = r.gaussian("counts", np.full(4000, 7.0), 1.0, 2.0)
     assert np.all(noisy == np.round(noisy))  # discrete Gaussian on integers
+    # (b) 4,000 draws: the mean's standard error 2 / sqrt(4000) = 0.032 and the sd's 2 /
+    # sqrt(8000) = 0.022, so 0.2 and 0.15 are 6.3 and 6.7 of them; Laplace(1.5) below: sd 2.12,
+    # standard errors 0.034 (mean) and 2.12 sqrt(5 / 16,000) = 0.038 (sd, kurtosis 6): 0.2 is
+    # >= 5.3 of them
     assert abs(np.mean(noisy) - 7.0) < 0.2 and abs(np.std(noisy) - 2.0) < 0.15
     assert r.ledger.charges[-1].rho == pytest.approx(1 / 8)
     lap = r.laplace("floats", np.full(4000, 0.5), 1.0, 1.5)
     assert abs(np.mean(lap) - 0.5) < 0.2 and abs(np.std(lap) - 1.5 * math.sqrt(2)) < 0.2
     picks = np.bincount([r.exponential("pick", [0.0, 3.0], 1.0, 2.0) for _ in range(2000)],
                         minlength=2) / 2000
+    # (b) 2,000 draws of p = 0.953: binomial standard error 0.0048, abs=0.03 is 6.3 of them
     assert picks[1] == pytest.approx(math.exp(3) / (1 + math.exp(3)), abs=0.03)
 
 

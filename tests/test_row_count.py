@@ -121,6 +121,8 @@ def test_independent_at_tiny_epsilon_emits_the_public_figure(public, expected):
     out = make_mechanism("independent", {}).fit_sample(
         data, Budget(10.0, 1e-10), Releaser(Ledger(Budget(10.0, 1e-10))),
         np.random.default_rng(0))
+    # (b) the row count is the noisy estimate (sd ~3 rows at epsilon 10, see the comment above)
+    # rounded: abs=30 is ~10 of its sds
     assert len(out) == pytest.approx(3000, abs=30)
 
 
@@ -145,6 +147,8 @@ def test_the_clip_ratio_and_the_synthetic_rows_by_hand():
     public["pid"] = np.concatenate([np.repeat(np.arange(600), 3), np.arange(600, 1200)])
     users = Dataset("small", make_small_schema(), make_small_frame(3000, seed=1), public,
                     unit="user", id_column="pid", max_records_per_individual=5)
+    # (a) a quotient of integer counts, correctly rounded (0.5 ulp = 1.1e-16 relative at 4/3):
+    # rel=1e-15 allows ~9 such roundings
     assert pgm.clip_ratio(users, 2) == pytest.approx(4 / 3, rel=1e-15)
     assert pgm.clip_ratio(users, 3) == 1.0  # the bound keeps every row
     assert pgm.synthetic_rows(1500.0, 30.0, users, 1.0, 4 / 3) == 2000
