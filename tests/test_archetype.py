@@ -82,16 +82,18 @@ def test_ledger_two_gaussian_charges_compose_to_the_budget(taxi, eps, accountant
     assert spent_delta == pytest.approx(DELTA, abs=1e-15)
     # the configured split of the accountant's additive budget (mu^2 / rho): 0.1 / 0.9
     share = [1 / c.scale**2 for c in ledger.charges]
-    assert share[0] / sum(share) == pytest.approx(0.1, rel=1e-12)
+    assert share[0] / sum(share) == pytest.approx(0.1, rel=1e-12, abs=0)
 
 
 def test_split_sigmas_are_the_whole_budget_shared():
     b = Budget(1.0, DELTA)
     sa, sc = split_sigmas(b, "gdp", 0.25)
-    assert 1 / sa**2 + 1 / sc**2 == pytest.approx(gdp_mu(1.0, DELTA) ** 2, rel=1e-12)
+    assert 1 / sa**2 + 1 / sc**2 == pytest.approx(gdp_mu(1.0, DELTA) ** 2, rel=1e-12,
+                                                          abs=0)
     assert sc / sa == pytest.approx(math.sqrt(0.25 / 0.75))
     sa, sc = split_sigmas(b, "zcdp", 0.5)
-    assert 1 / (2 * sa**2) + 1 / (2 * sc**2) == pytest.approx(zcdp_rho(1.0, DELTA), rel=1e-12)
+    assert 1 / (2 * sa**2) + 1 / (2 * sc**2) == pytest.approx(zcdp_rho(1.0, DELTA),
+                                                                           rel=1e-12, abs=0)
     for bad in (0.0, 1.0, -0.1, 1.5):
         with pytest.raises(ConfigError, match="split"):
             split_sigmas(b, "gdp", bad)

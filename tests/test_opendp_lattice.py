@@ -56,7 +56,7 @@ def test_float_gaussian_noise_has_the_stated_scale():
     # mean: N(0, sigma^2 / n); sample std: sd about sigma / sqrt(2 n); 5 standard errors
     assert abs(noise.mean()) < 5 * sigma / math.sqrt(n)
     assert abs(noise.std() - sigma) < 5 * sigma / math.sqrt(2 * n)
-    assert r.ledger.charges[-1].rho == pytest.approx(1 / (2 * sigma**2), rel=1e-14)
+    assert r.ledger.charges[-1].rho == pytest.approx(1 / (2 * sigma**2), rel=1e-14, abs=0)
 
 
 def test_float_laplace_noise_has_the_stated_scale():

@@ -90,7 +90,7 @@ def test_analytic_gaussian_delta_formula_matches_direct_evaluation():
     # delta = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), the sign-corrected formula.
     eps, mu = 0.7, 1.1
     direct = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
-    assert analytic_gaussian_delta(eps, mu) == pytest.approx(direct, rel=1e-12)
+    assert analytic_gaussian_delta(eps, mu) == pytest.approx(direct, rel=1e-12, abs=0)
 
 
 def test_gdp_epsilon_agrees_with_autodp_composed_gaussian():
@@ -202,7 +202,7 @@ def test_remaining_pure_epsilon_pure_ledger_is_the_difference():
     ledger.charge("a", "laplace", 1.0, 1.0 / 0.3)
     left = ledger.remaining_pure_epsilon()
     assert 0.7 - 1e-9 <= left <= 0.7
-    assert ledger.remaining_pure_epsilon((0.5, 0.25, 0.25)) == pytest.approx(left, rel=1e-12)
+    assert ledger.remaining_pure_epsilon((0.5, 0.25, 0.25)) == pytest.approx(left, rel=1e-12, abs=0)
     ledger.charge("rest", "laplace", 1.0, laplace_scale(left, 1.0))
     assert 1.0 - 1e-9 <= ledger.spent()[0] <= 1.0
     assert 0 <= ledger.remaining_pure_epsilon() < 1e-9  # only the headrooms are left

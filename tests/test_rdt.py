@@ -88,7 +88,7 @@ def test_epsilon_per_tree_charges_trees_times_epsilon(m, per_tree, accountant):
                          epsilon_per_tree=per_tree)
     assert len(ledger.charges) == 2 * m
     assert [c.pure_epsilon for c in ledger.charges] == pytest.approx([per_tree] * (2 * m),
-                                                                     rel=1e-12)
+                                                                     rel=1e-12, abs=0)
     assert all(c.pure_epsilon <= per_tree for c in ledger.charges)  # a hair below, never above
     total = 2 * m * per_tree
     assert ledger.spent()[0] == pytest.approx(total, rel=1e-12) and ledger.spent()[0] <= total

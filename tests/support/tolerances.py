@@ -15,6 +15,11 @@ written (a comment on the line or the line above, the test's docstring, or the m
 (c) an iterative solver: its stopping tolerance times the problem's conditioning;
 (d) a published number quoted to k digits: half a unit of its last digit.
 
+A trap: ``pytest.approx(x, rel=r)`` also accepts anything within its default ``abs=1e-12``,
+so below ``|x| = 1e-12 / r`` the stated ``rel`` is not the tolerance (test_budget_edges' delta
+of 1e-10 "agreed to rel=1e-11" only through it, while the two evaluations differed by 4e-9);
+where that matters, write ``abs=0`` or an absolute bound derived from the computation.
+
 Algorithms: the normal quantile (scipy.special.ndtri), the binomial, sample-mean and sample-sd
 standard errors, the clustered (sandwich) standard error of a share, the spacing of a float
 (numpy.spacing).
