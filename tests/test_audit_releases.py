@@ -1,6 +1,12 @@
 """The audit's release view and worst-case neighbours (harness.audit.releases, .neighbours):
 the log-likelihood ratio by hand, the replay, the pair, the cache's privacy, and planted bugs
-in every noise family caught with at most 2,000 runs per world."""
+in every noise family caught with at most 2,000 runs per world.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; (b) the likelihood-ratio mu and the ratio means within z = 4.89 standard errors
+(tests.support.tolerances, false failure 1e-6).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""mechanisms.conditional_fill: exact public conditional tables, fallbacks, vectorised sampling."""
+"""mechanisms.conditional_fill: exact public conditional tables, fallbacks, vectorised sampling.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 import numpy as np
 import pandas as pd

@@ -3,7 +3,13 @@ adapter's pure helpers (public padding rows, the epsilon split, the uniform marg
 the describer's extra release out of the output), the options and delta refused before launch,
 the claims and the list, the install's refusal on a Python outside dpmm's range; in the real
 environments (skipped when not built): the noisy row count's spread, the domain reaching each
-library when codes are missing from the data, and one fit each on adult at epsilon 1."""
+library when codes are missing from the data, and one fit each on adult at epsilon 1.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; (b) a noisy count's mean and sd within 5 standard errors of their draws (false
+failure 6e-7 each).
+"""
 
 from __future__ import annotations
 

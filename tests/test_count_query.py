@@ -1,5 +1,10 @@
 """Count-query relative error (metrics.count_query) on hand cases, random cross-checks and,
-when the shared data is present, MSNBC."""
+when the shared data is present, MSNBC.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

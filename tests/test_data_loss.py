@@ -1,7 +1,12 @@
 """Issue 39, items 6 and 7: nothing lost without a word (every value or row that loading sets
 missing, clips, rounds or drops is counted per column, reported before any run, and refused
 above ``dataset.max_loss``; the counts stay on the console), warnings with a real fix, and a
-board that says when it mixes runs on different schemas of one table."""
+board that says when it mixes runs on different schemas of one table.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

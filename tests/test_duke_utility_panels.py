@@ -1,7 +1,14 @@
 """The Duke report's utility panels (a), (b) over (Sex, Race, attribute) categories and (d)
 level correlations (metrics.duke_utility, issue 30), panel (c) least-squares slopes per
 attribute and the Figures 10-14 logistic-regression models (issue 40): hand-computed numbers on
-tiny tables, and their outputs declared private."""
+tiny tables, and their outputs declared private.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; (c) logistic coefficients (Newton's method, stopped after a step below ~1e-6
+with quadratic convergence; C = 1e6, whose penalty pulls a coefficient by ~1e-8) against
+log-odds by hand: tol = 1e-5; the gradient at the returned point < 1e-6 (see its comment).
+"""
 
 from __future__ import annotations
 

@@ -2,7 +2,13 @@
 protocol with a test double contestant (tests/contestant_double.py, run by this interpreter),
 each way a contestant can misbehave as one clear failure, no private file left behind after a
 run, a failure, a time limit, SIGTERM or SIGKILL, a missing environment refused before launch,
-the board's mark, and the real contestants when their environments exist (skipped otherwise)."""
+the board's mark, and the real contestants when their environments exist (skipped otherwise).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; (b) a noisy count's mean within 5 standard errors of its draws (false failure
+6e-7).
+"""
 
 from __future__ import annotations
 

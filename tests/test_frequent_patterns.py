@@ -1,4 +1,9 @@
-"""Top-k frequent contiguous sequential patterns (metrics.frequent_patterns)."""
+"""Top-k frequent contiguous sequential patterns (metrics.frequent_patterns).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
 """Issue 39: value classes and column types that read real files (ISO timestamps, months,
-mixed date formats, mostly-whole floats, text that must stay text under noise)."""
+mixed date formats, mostly-whole floats, text that must stay text under noise).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; the exp(-t / scale) < 1e-6 condition is a threshold's stated failure
+probability, not a tolerance.
+"""
 
 from __future__ import annotations
 

@@ -9,6 +9,12 @@
 - The statistics on hand-computed score lists; the randomised threshold's FPR is exact.
 - The bootstrap intervals contain the estimates and shrink with more targets.
 - Not applicable without a held-out part (or with too few held-out persons).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; (b) null scores within Z = 4 standard errors (false failure 6e-5 per assertion,
+about ten per run of the module; seeded draws): the same Z sets the power checks' floor (a leak
+must beat 0.5 + Z standard errors), so it is not raised to the suite's 4.89 here.
 """
 
 from __future__ import annotations

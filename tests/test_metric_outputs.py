@@ -5,6 +5,9 @@ public settings only. So, with the synthetic table fixed, it must be identical w
 table changes: to a neighbour (one person removed) and to a fresh draw of the population.
 Everything else is private by declaration, and at least one private table must change, or the
 comparison could not fail. A meta-check makes sure every registered metric is covered.
+
+Tolerances: (a) np.isclose's defaults (1e-5 relative, 1e-8 absolute) compare two scorings of
+the same inputs, which differ by rounding only.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@
 3. the data fingerprint was an unkeyed SHA-256 of the private table -> keyed HMAC;
 4. metric tables with exact private statistics were logged -> only with an opt-in, tagged;
 5. a delta at or above 1/n was accepted -> refused unless explicitly allowed.
+
+Tolerances: (b) correlations of independent draws are N(0, 1/n): |r| < 5 / sqrt(n) fails by
+chance with probability 6e-7 per assertion.
 """
 
 from __future__ import annotations

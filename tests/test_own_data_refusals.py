@@ -1,7 +1,12 @@
 """Refusals and limits on the own-data path (issue 39, item 8): a "public" sample that is the
 private table or a subset of it (:mod:`harness.data.overlap`), from-private marks that survive
 deleting the ``proposal`` block (:mod:`harness.data.provenance`), and the memory limit checked
-on an estimate of the loaded size before a CSV is read whole (:mod:`harness.run.preflight`)."""
+on an estimate of the loaded size before a CSV is read whole (:mod:`harness.run.preflight`).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

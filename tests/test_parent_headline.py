@@ -1,5 +1,10 @@
 """Issue 27: the sweep's parent run shows the winner per epsilon (metrics and tags) and holds the
-board as an MLflow table, so the MLflow UI names the winner without opening an artifact."""
+board as an MLflow table, so the MLflow UI names the winner without opening an artifact.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

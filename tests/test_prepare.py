@@ -1,6 +1,11 @@
 """``dp-arena-prepare chicago`` and ``dataset=chicago_sample``: Chicago taxi exports -> the Sprint 3
 schema (harness/data/taxi/chicago.py), hand-computed rows, the 200-trip cap, bad exports, the real
-sample (realdata)."""
+sample (realdata).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,12 @@
 """Issue 27: a sweep's progress counts runs done / in flight / failed from the sweep folder, and
 its ETA weights runs by their expected cost, so it never shows less than half the remaining
 time after the first 10 runs, even when the fast mechanisms finish first and the prior costs
-are off by a factor of 2.5 either way (a simulated sweep, two workers, Hydra's job order)."""
+are off by a factor of 2.5 either way (a simulated sweep, two workers, Hydra's job order).
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

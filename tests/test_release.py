@@ -1,4 +1,11 @@
-"""harness.privacy.release: one call charges the ledger and draws the noise; samplers."""
+"""harness.privacy.release: one call charges the ledger and draws the noise; samplers.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula; (b) every statistical check states its standard error and z where it is (5 or
+more standard errors, or z = 4.89 from tests.support.tolerances), and the KS tests' p > 1e-3 is
+their stated false-failure rate.
+"""
 
 from __future__ import annotations
 

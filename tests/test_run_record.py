@@ -1,7 +1,12 @@
 """The run record (harness/report/record.py, harness/run/record.py): one label for a run's
 setting on its name, its MLflow tags, its board row and the n/a row of a job that does not
 apply, for every shipped mechanism option; tags read back to the same record; older runs'
-missing tags read as their defaults; mechanisms keep no state of a run."""
+missing tags read as their defaults; mechanisms keep no state of a run.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 

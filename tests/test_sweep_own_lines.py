@@ -1,7 +1,12 @@
 """Issue 44, what remained: the sweep's own lines (the plan up front, the summary) within the
 width the terminal reports; the ETA of a mechanism the cost table does not name, priced by what
 the sweep measured rather than a guessed factor; the utility view's legend saying only what
-applies."""
+applies.
+
+Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
+relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
+wrong formula.
+"""
 
 from __future__ import annotations
 
