@@ -153,3 +153,16 @@ def csv_dir(tmp_path: Path, small_schema: Schema, empty_mlflow_store: Path) -> P
     beside an empty MLflow store (``./mlflow.db``, what ``dp-arena`` uses there)."""
     shutil.copyfile(empty_mlflow_store, tmp_path / "mlflow.db")
     return write_csv_dataset(tmp_path, small_schema)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every private folder a test makes goes under one fresh TMPDIR (checked empty after by
+    the tests that use it: contestants write the private table there)."""
+    import tempfile
+
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder

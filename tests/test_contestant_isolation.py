@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,16 +34,8 @@ from tests.support.external import DOUBLE, fit, leftovers, record_data
 PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND", "PYTHONPATH"}
 
 
-@pytest.fixture(autouse=True)
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every private folder of the test goes under one fresh TMPDIR (checked empty after)."""
-    import tempfile
-
-    folder = tmp_path / "tmpdir"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
+#: every private folder of a test here goes under its own fresh TMPDIR (conftest.private_tmp)
+pytestmark = pytest.mark.usefixtures("private_tmp")
 
 
 def double(mode: str = "ok", table: str = "codes", report_tags: list[str] | None = None,

@@ -15,7 +15,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,16 +34,8 @@ from tests.support.external import fit, leftovers, record_data
 NAMES = ("smartnoise_dpctgan", "smartnoise_patectgan", "smartnoise_mwem")
 
 
-@pytest.fixture(autouse=True)
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every private folder of the test goes under one fresh TMPDIR (checked empty after)."""
-    import tempfile
-
-    folder = tmp_path / "tmpdir"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
+#: every private folder of a test here goes under its own fresh TMPDIR (conftest.private_tmp)
+pytestmark = pytest.mark.usefixtures("private_tmp")
 
 
 def need_env() -> None:

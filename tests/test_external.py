@@ -46,16 +46,8 @@ from mechanisms.contestants.claims import Claim
 from tests.support.external import BUDGET, DOUBLE, double, fit, leftovers, record_data
 
 
-@pytest.fixture(autouse=True)
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every private folder of the test goes under one fresh TMPDIR, checked empty after."""
-    import tempfile
-
-    folder = tmp_path / "tmpdir"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
+#: every private folder of a test here goes under its own fresh TMPDIR (conftest.private_tmp)
+pytestmark = pytest.mark.usefixtures("private_tmp")
 
 
 def binary_data(columns: int = 9, n: int = 1500) -> Dataset:
