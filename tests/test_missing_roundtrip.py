@@ -38,8 +38,11 @@ SETTINGS = {"mst": {"iters": 100, "select_iters": 50},
             "aim": {"rounds": 3, "iters": 20, "final_iters": 50},
             "adaptive_grid": {"iters": 50},
             "rdt": {"private_attributes": ["pay", "fare"], "n_B": 200}}
-#: third-party contestants run in their own environments (tests/test_external*.py)
-EXTERNAL = ("external", "opendp_aim", "opendp_mst", "smartnoise_mst", "smartnoise_aim")
+#: third-party contestants run in their own environments (tests/test_external.py,
+#: tests/test_contestants_*.py): every registered mechanism served by the contestant protocol
+EXTERNAL = tuple(m for m, path in MECHANISMS.items() if path.split(":")[0] in (
+    "mechanisms.external", "mechanisms.smartnoise_synth_more",
+    "mechanisms.external_privbayes_dpmm"))
 #: not for record-level tabular data: the taxi archetypes and location sequences
 EXPECTED_NA = {"archetype", "prefix_tree"}
 

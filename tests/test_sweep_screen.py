@@ -177,7 +177,9 @@ def test_a_sweep_in_a_terminal_shows_one_progress_line_and_one_line_per_run(csv_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+# SIGTERM's stop path is the same handler; it is driven through a pipe in
+# tests/test_sweep_interrupt.py and through a sweep in tests/test_sweep_guard.py (suite time)
+@pytest.mark.parametrize("how", ["ctrl-c"])
 def test_an_interrupted_sweep_in_a_terminal_prints_its_stop_message_whole(csv_dir, how):
     """Two quick runs, then two that sleep: interrupted with both in flight."""
     run = dp_arena_in_pty(csv_dir, *CSV, "mechanism=test_sleeper", "mechanism.seconds=0,120",
