@@ -168,8 +168,8 @@ def in_env(env: str, code: str, *args: str, timeout: float = 600) -> dict:
 
 COUNT_CHECK = """
 import json
-from datasynthesizer_privbayes import private_row_count
-print(json.dumps([private_row_count(5000, 0.01) for _ in range(400)]))
+from datasynthesizer_privbayes import laplace_row_count
+print(json.dumps([laplace_row_count(5000, 0.01) for _ in range(400)]))
 """
 
 

@@ -49,8 +49,10 @@ from pathlib import Path
 import numpy as np
 from protocol import (
     bounded_rows,
+    laplace_row_count,
     main,
     read_codes,
+    split_epsilon,
     task_file,
     write_codes,
     write_report,
@@ -70,26 +72,6 @@ def padding_rows(sizes: list[int]) -> np.ndarray:
     code of every column appears (nothing read from data)."""
     count = max(sizes)
     return np.stack([np.arange(count) % size for size in sizes], axis=1).astype(np.int64)
-
-
-def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
-    """(epsilon for the library, epsilon for the row count): ``share`` of it for the count."""
-    if not 0 < share < 1:
-        raise ValueError(f"row_count_share must be between 0 and 1 (got {share!r})")
-    return epsilon * (1 - share), epsilon * share
-
-
-def private_row_count(records: int, epsilon: float) -> int:
-    """``records`` plus OpenDP's discrete Laplace noise at sensitivity 1 (one record added or
-    removed), scale 1/epsilon: epsilon-DP."""
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    scale = (1 / epsilon) * (1 + 1e-9)  # a hair wider: the map must not exceed epsilon
-    measurement = dp.m.make_laplace(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale)
-    if not measurement.map(1) <= epsilon:
-        raise ValueError("the row count's noise does not fit its budget")
-    return int(measurement(int(records)))
 
 
 class SerialPool:
@@ -160,7 +142,7 @@ def fit_and_write(task: dict) -> None:
         categorical_attribute_domain_file=str(domain_file), seed=fresh_seed())
     description = work / "description.json"
     description.write_text(json.dumps(uniform_marginals(describer.data_description)))
-    rows = bounded_rows(float(private_row_count(len(codes), count_epsilon)), task)
+    rows = bounded_rows(float(laplace_row_count(len(codes), count_epsilon)), task)
     generator = DataGenerator()
     generator.generate_dataset_in_correlated_attribute_mode(rows, str(description),
                                                             seed=fresh_seed())

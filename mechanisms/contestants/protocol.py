@@ -25,6 +25,11 @@ it dropped; only names the contestant declares are kept: its manifest in ``claim
 schema's categories from it; never write a data value). The environment holds only ``PATH``,
 ``HOME``, locale, time zone, thread limits and the protocol's ``TMPDIR``,
 ``PYTHONNOUSERSITE`` and ``MPLBACKEND``: none of the harness's settings.
+
+For adapters that close a library's read of the exact row count: :func:`split_epsilon` (a
+share of epsilon for the count, basic composition) and :func:`laplace_row_count` (OpenDP's
+discrete Laplace; imports OpenDP only when called, so only environments that draw a count need
+it).
 """
 
 from __future__ import annotations
@@ -90,6 +95,28 @@ def bounded_rows(estimate: float, task: dict) -> int:
     if not math.isfinite(estimate):
         return low
     return int(min(max(round(estimate), low), high))
+
+
+def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
+    """(epsilon for the synthesizer, epsilon for the row count): ``share`` of ``epsilon`` for
+    the count, the rest for the synthesizer; they add up to ``epsilon`` (basic composition)."""
+    if not 0 < share < 1:
+        raise ValueError(f"row_count_share must be between 0 and 1 (got {share!r})")
+    count = epsilon * share
+    return epsilon - count, count
+
+
+def laplace_row_count(records: int, epsilon: float) -> int:
+    """``records`` plus OpenDP's discrete Laplace noise calibrated to epsilon-DP at
+    sensitivity 1 (one record added or removed)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    scale = (1 / epsilon) * (1 + 1e-9)  # a hair wider: the map must not exceed epsilon
+    measurement = dp.m.make_laplace(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale)
+    if not measurement.map(1) <= epsilon:
+        raise ValueError("the row count's noise does not fit its budget")
+    return int(measurement(int(records)))
 
 
 #: How the mbi-based adapters draw records from the library's fitted model (task option

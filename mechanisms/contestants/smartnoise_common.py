@@ -54,8 +54,10 @@ import math
 import numpy as np
 from protocol import (
     bounded_rows,
+    laplace_row_count,
     read_codes,
     sampling_option,
+    split_epsilon,
     task_file,
     write_codes,
     write_report,
@@ -161,29 +163,7 @@ class DrawsWith:
         return self.model.synthetic_data(rows=rows, method=self.method)
 
 
-# ----- the GANs and MWEM: an epsilon split by basic composition ------------------------------
-def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
-    """(epsilon for the synthesizer, epsilon for the row count): ``share`` of ``epsilon`` for
-    the count, the rest for the synthesizer; they add up to ``epsilon`` (basic composition)."""
-    if not 0 < share < 1:
-        raise ValueError(f"row_count_share must be between 0 and 1 (got {share!r})")
-    count = epsilon * share
-    return epsilon - count, count
-
-
-def laplace_row_count(records: int, epsilon: float) -> int:
-    """``records`` plus OpenDP's discrete Laplace noise calibrated to epsilon-DP at
-    sensitivity 1 (one record added or removed)."""
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    scale = (1 / epsilon) * (1 + 1e-9)  # a hair wider: the map must not exceed epsilon
-    measurement = dp.m.make_laplace(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale)
-    if not measurement.map(1) <= epsilon:
-        raise ValueError("the row count's noise does not fit its budget")
-    return int(measurement(int(records)))
-
-
+# ----- the GANs and MWEM: an epsilon split by basic composition (protocol.split_epsilon) ----
 def mwem_defaults(options: dict, rows: float) -> dict:
     """MWEM's data-dependent defaults, filled from the noisy row count ``rows`` (smartnoise
     computes them from the exact one): ``iterations`` ``10 * ceil(log10 rows)``,
