@@ -41,6 +41,7 @@ from mechanisms.pgm.adaptive_grid import (
     fold_measurements,
 )
 from tests.seeding import seeded
+from tests.support.docstrings import printed_table
 
 DELTA = 2.5e-5
 
@@ -544,19 +545,6 @@ def test_marginals_read_from_smaller_cliques_equal_those_read_from_the_tree():
         kept = [a for a in node if a in cl]
         np.testing.assert_allclose(flat, np.transpose(direct, [kept.index(a) for a in cl])
                                    .ravel(), rtol=1e-12)
-
-
-def printed_table(doc: str, header_start: str) -> list[list[str]]:
-    """The rows of the reStructuredText simple table whose header row starts with
-    ``header_start``, cells split on two or more spaces."""
-    lines = doc.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[start + 2:]:
-        if line.startswith("="):
-            break
-        rows.append(re.split(r"\s{2,}", line.strip()))
-    return rows
 
 
 def writeup_sigmas(taxi) -> dict[tuple[str, float], float]:

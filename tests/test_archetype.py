@@ -39,6 +39,7 @@ from mechanisms.archetype import (
     tie_break_jitter,
 )
 from tests.seeding import seeded
+from tests.support.docstrings import printed_table
 
 
 @pytest.fixture(scope="module")
@@ -243,19 +244,6 @@ def test_the_cap_shrinks_taxis_or_trips(model, mode):
         taxi_trip_counts(model, taxis, cap, mode, rng, "both")
     with pytest.raises(ConfigError, match="trips_per_taxi"):
         taxi_trip_counts(model, taxis, cap, "mean", rng)
-
-
-def printed_table(doc: str, header_start: str) -> list[list[str]]:
-    """The rows of the reStructuredText simple table whose header row starts with
-    ``header_start``, cells split on two or more spaces."""
-    lines = doc.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[start + 2:]:
-        if line.startswith("="):
-            break
-        rows.append(re.split(r"\s{2,}", line.strip()))
-    return rows
 
 
 def test_docstring_sigma_table_is_what_the_code_computes():
