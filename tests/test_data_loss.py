@@ -137,6 +137,18 @@ def test_three_date_formats_are_refused_by_the_plan_with_the_counts_and_a_fix(tm
     assert not plan.notes and "600" not in capsys.readouterr().err  # said once, in the error
 
 
+def test_the_suggested_drop_loads_the_table_without_the_column(tmp_path):
+    """Following the refusal's fix ``dataset.drop=[day]`` leaves ``day`` out of the data and
+    the schema alike: the plan runs and no row is lost."""
+    path, schema = three_format_table(tmp_path)
+    dataset = {"name": "csv", "path": str(path), "schema": str(schema), "drop": ["day"]}
+    plan = plan_sweep([job(dataset)])
+    assert [j.verdict for j in plan.jobs] == ["run"], plan.jobs[0].reason
+    data = load_dataset(dataset)
+    assert "day" not in data.schema.names and "day" not in data.private.columns
+    assert len(data.private) == 900
+
+
 def test_max_loss_lets_it_through_with_the_report_printed_once(tmp_path, capsys):
     path, schema = three_format_table(tmp_path)
     dataset = {"name": "csv", "path": str(path), "schema": str(schema), "max_loss": 0.7}

@@ -245,6 +245,7 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     sch = Schema.load(_resolve(schema))
     source = read_source(_resolve(schema))
     chosen = chosen_columns(columns, drop)
+    sch = chosen_schema(sch, chosen)
     fraction, seed = checked_fraction(holdout_fraction), checked_seed(split_seed)
     unit = unit or ("user" if sch.id_column else "record")
     split_by = sch.id_column if unit == "user" else None
@@ -458,6 +459,15 @@ def chosen_columns(columns: list[str] | None, drop: list[str] | None):
         raise ConfigError("dataset.columns and dataset.drop both given",
                           "use one: the columns to keep, or the columns to drop")
     return (list(columns) if columns is not None else None, list(drop or []))
+
+
+def chosen_schema(schema: Schema, chosen: tuple[list[str] | None, list[str]]) -> Schema:
+    """The schema's columns the chosen columns keep (:func:`chosen_columns`): a column left
+    out with ``dataset.columns`` / ``dataset.drop`` leaves the schema as well as the data (the
+    fix a loading refusal suggests, ``dataset.drop=[col]``, then loads)."""
+    keep, drop = chosen
+    return replace(schema, columns=tuple(
+        c for c in schema.columns if c.name not in drop and (keep is None or c.name in keep)))
 
 
 def read_raw_table(path: Path, schema: Schema, what: str, chosen,
