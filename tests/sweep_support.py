@@ -1,17 +1,17 @@
-"""What the command-line tests share: ``dp-arena`` as a user runs it (a subprocess in a temp
-folder, MLflow in ``./mlflow.db``), the small CSV dataset's overrides, the test doubles, and the
+"""What the command-line tests share: ``dp-arena`` as a user runs it (its own process in a temp
+folder, forked by :func:`tests.support.forked.run_forked`; MLflow in ``./mlflow.db``), the small CSV dataset's overrides, the test doubles, and the
 runs a sweep left in MLflow."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from mlflow import MlflowClient
 
 from harness.data.datasets import PROJECT_ROOT
+from tests.support.forked import run_forked
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
 #: One job at a time: every parallel worker is a fresh interpreter (about 5 s of CPU to import
@@ -31,8 +31,7 @@ def dp_arena(cwd: Path, *overrides: str, timeout: float = 600) -> subprocess.Com
     """``dp-arena`` with ``overrides`` (one trial unless they sweep ``trial``)."""
     if not any(o.startswith("trial=") for o in overrides):
         overrides = (*overrides, "trial=0")
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *overrides], cwd=cwd,
-                          env=ENV, capture_output=True, text=True, timeout=timeout)
+    return run_forked(("dp-arena", *overrides), cwd, ENV, timeout=timeout)
 
 
 def runs_of(cwd: Path, experiment: str | None = None, kind: str = "run") -> list:

@@ -1,12 +1,12 @@
 """Issue 44's bad inputs, retried as a newcomer makes them: each command, run as a user runs it
-(a subprocess in a folder holding the ``csv_dir`` files and an empty MLflow store), must end
+(its own process, forked by :func:`tests.support.forked.run_forked`, in a folder holding the
+``csv_dir`` files and an empty MLflow store), must end
 with exactly one message that names the problem and the fix (one ``fix:`` line, no
 traceback), exit status 2, and leave the folder as it was (no ``multirun/``, ``mlruns/``,
 schema, ledger or board files; the MLflow store that was there may be opened, no other).
 
-The ``dp-arena`` cases fail while the sweep is planned or composed (a few seconds of Python
-start-up each: marked ``slow``); the ``dp-arena-schema`` and ``dp-arena-board`` cases are
-cheap.
+The ``dp-arena`` cases fail while the sweep is planned or composed (a second or so each:
+marked ``slow``); the ``dp-arena-schema`` and ``dp-arena-board`` cases are cheap.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.forked import run_forked
 from tests.sweep_support import ENV
 
 #: The csv_dir dataset, one job.
@@ -135,9 +135,7 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 
 def run_bad(folder: Path, argv: list[str]) -> subprocess.CompletedProcess:
-    env = {**ENV, "COLUMNS": "120"}
-    return subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return run_forked(argv, folder, {**ENV, "COLUMNS": "120"})
 
 
 def check_one_message(folder: Path, argv: list[str], words: tuple[str, ...]) -> None:
@@ -174,17 +172,17 @@ def params(cases: list) -> list:
 @pytest.mark.slow
 @pytest.mark.parametrize(("overrides", "words"), params(SWEEP_CASES))
 def test_dp_arena_bad_input_is_one_message_exit_2_nothing_left(csv_dir, overrides, words):
-    check_one_message(csv_dir, [sys.executable, "-m", "harness.cli.main", *overrides], words)
+    check_one_message(csv_dir, ["dp-arena", *overrides], words)
 
 
 @pytest.mark.parametrize(("args", "words"), params(SCHEMA_CASES))
 def test_dp_arena_schema_bad_input_is_one_message_exit_2_nothing_left(csv_dir, args, words):
-    check_one_message(csv_dir, [sys.executable, "-m", "harness.cli.schema", *args], words)
+    check_one_message(csv_dir, ["dp-arena-schema", *args], words)
 
 
 @pytest.mark.parametrize(("args", "words"), params(BOARD_CASES))
 def test_dp_arena_board_bad_input_is_one_message_exit_2_nothing_left(csv_dir, args, words):
-    check_one_message(csv_dir, [sys.executable, "-m", "harness.cli.board", *args], words)
+    check_one_message(csv_dir, ["dp-arena-board", *args], words)
 
 
 def test_there_are_at_least_25_cases():
