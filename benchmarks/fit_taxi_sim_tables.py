@@ -278,7 +278,7 @@ def render(raw: pd.DataFrame) -> str:
         f"{payment_counts(raw)!r}\n",
         f"#: Share of trips with tips > 0 per payment code.\nTIP_RATE: dict[int, float] = "
         f"{tip_rates(raw)!r}\n",
-        f"#: Levels of the quantile tables below.\nQUANTILE_LEVELS: tuple[float, ...] = (\n"
+        "#: Levels of the quantile tables below.\nQUANTILE_LEVELS: tuple[float, ...] = (\n"
         + wrap(", ".join(str(float(q)) for q in QUANTILE_LEVELS)) + ",\n)\n",
         "#: Quantiles of tips / fare over tipped trips.\n"
         "TIP_SHARE_QUANTILES: tuple[float, ...] = (\n"

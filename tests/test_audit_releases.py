@@ -14,7 +14,6 @@ import math
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ from harness.data.datasets import PROJECT_ROOT
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, OpenDPSampler, Releaser, ReleaseRecord
 from harness.privacy.thresholded import cell_keys, log_below
+from tests.support.forked import run_forked
 from tests.support.tolerances import statistical
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
@@ -292,10 +292,9 @@ def test_a_mu_bound_over_a_gdp_claim_is_a_violation_and_only_then():
 def audit(cwd: Path, csv_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
     data = (f"dataset.path={csv_dir / 'private.csv'}", f"dataset.schema={csv_dir / 'parameters.json'}",
             f"dataset.public_path={csv_dir / 'public.csv'}")
-    return subprocess.run([sys.executable, "-m", "harness.cli.audit", "dataset=csv", *data,
-                           "audit.view=releases", "audit.neighbours=worst_case",
-                           "audit.keep_cache=false", *DOUBLES, *overrides], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, check=False)
+    return run_forked(("dp-arena-audit", "dataset=csv", *data, "audit.view=releases",
+                        "audit.neighbours=worst_case", "audit.keep_cache=false", *DOUBLES,
+                        *overrides), cwd, ENV, timeout=1800)
 
 
 def verdict(proc: subprocess.CompletedProcess) -> str:
@@ -384,12 +383,10 @@ def sequence_audit(folder: Path, *overrides: str) -> subprocess.CompletedProcess
     copies of one 4-site sequence and D' one more (every node on its path kept)."""
     data = (f"dataset.path={folder / 'private.csv'}",
             f"dataset.schema={folder / 'parameters.json'}")
-    return subprocess.run([sys.executable, "-m", "harness.cli.audit", "dataset=csv", *data,
-                           "audit.view=releases", "audit.neighbours=worst_case",
-                           "audit.worst_case_persons=200", "audit.worst_case_extra=same",
-                           "audit.keep_cache=false", "privacy=pure", "privacy.epsilon=1",
-                           *DOUBLES, *overrides], cwd=folder, env=ENV, capture_output=True,
-                          text=True, check=False)
+    return run_forked(("dp-arena-audit", "dataset=csv", *data, "audit.view=releases",
+                        "audit.neighbours=worst_case", "audit.worst_case_persons=200",
+                        "audit.worst_case_extra=same", "audit.keep_cache=false", "privacy=pure",
+                        "privacy.epsilon=1", *DOUBLES, *overrides), folder, ENV, timeout=1800)
 
 
 TREE = "{h: 2, eps1_share: 0.5}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from harness.run.preflight import check_metric_sizes
 from harness.sweep.launch_checks import check_tracking_server, tracking_scheme_problem
 from harness.sweep.plan import planning_reporter, ticking
 from metrics import make_metric
+from tests.support.forked import run_forked
 from tests.sweep_support import CSV, ENV, dp_arena, runs_of
 
 
@@ -138,8 +138,7 @@ def test_dp_arena_refuses_before_any_run(csv_dir, case):
 
 
 def score(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.score", *args], check=False,
-                          cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+    return run_forked(("dp-arena-score", *args), cwd, ENV)
 
 
 def test_score_on_another_table_says_what_it_scores_and_the_fix(csv_dir):
@@ -151,8 +150,7 @@ def test_score_on_another_table_says_what_it_scores_and_the_fix(csv_dir):
 
 
 def test_audit_help_describes_the_audit(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness.cli.audit", "--help"], check=False,
-                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    proc = run_forked(("dp-arena-audit", "--help"), tmp_path, ENV)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("dp-arena-audit: an empirical lower bound on a mechanism's epsilon")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -53,11 +52,24 @@ def test_the_child_changes_nothing_here(tmp_path):
     assert not Path(cwd, "sim").exists()  # nothing written where the test runs
 
 
-def sleep_a_minute() -> None:
-    time.sleep(60)
-
-
-def test_a_child_that_runs_too_long_is_killed(tmp_path, monkeypatch):
-    monkeypatch.setitem(SCRIPTS, "sleeper", f"{__name__}:sleep_a_minute")
+def test_a_child_that_runs_too_long_is_killed(tmp_path):
+    # simulating a million trips takes far longer than half a second
     with pytest.raises(subprocess.TimeoutExpired):
-        run_forked(("sleeper",), tmp_path, dict(os.environ), timeout=0.5)
+        run_forked(("dp-arena-simulate", "--trips", "1000000", "--out", "sim"), tmp_path,
+                   dict(os.environ), timeout=0.5)
+
+
+def test_the_fork_server_has_not_started_jax():
+    """JAX's runtime in the process a child is forked from deadlocks the child's JAX code;
+    the server only imports. Its child reports what it inherited."""
+    from tests.support.forked import fork_server
+
+    queue = fork_server().SimpleQueue()
+    child = fork_server().Process(target=report_jax, args=(queue,))
+    child.start(), child.join(60)
+    assert queue.get() is False
+
+
+def report_jax(queue) -> None:
+    from jax._src import xla_bridge
+    queue.put(xla_bridge.backends_are_initialized())

@@ -5,20 +5,19 @@ on a sweep shows the first job's config with a note instead of an error or a tra
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.cli.compose import first_job_command, overrides_of
+from tests.support.forked import run_forked
 from tests.sweep_support import ENV
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def dp_arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=120)
+    return run_forked(("dp-arena", *args), cwd, ENV, timeout=120)
 
 
 def test_flags_and_their_values_are_not_overrides():
@@ -43,9 +42,9 @@ def test_cfg_on_a_sweep_shows_the_first_job_with_a_note():
 def test_tab_completion_installs_and_answers(tmp_path):
     install = dp_arena("-sc", "install=bash", cwd=tmp_path)
     assert install.returncode == 0 and "hydra_bash_completion" in install.stdout, install.stderr
-    query = subprocess.run([sys.executable, "-m", "harness.cli.main", "-sc", "query=bash"],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                           env={**ENV, "COMP_LINE": "dp-arena mechanism=ai", "COMP_POINT": "21"})
+    query = run_forked(("dp-arena", "-sc", "query=bash"), tmp_path,
+                       {**ENV, "COMP_LINE": "dp-arena mechanism=ai", "COMP_POINT": "21"},
+                       timeout=120)
     assert query.returncode == 0 and "mechanism=aim_quick" in query.stdout.split()
 
 

@@ -47,9 +47,11 @@ from harness.privacy.accounting import Budget, Charge, largest_fitting
 from ..base import bounded_private, contribution_bound, require_delta  # noqa: F401 - pgm.require_delta for callers
 from ..row_count import bounded_row_count
 from .cliques import (  # noqa: F401 - pgm.*
+    ModelGraph,
     downward_closure,
     kruskal_forest,
     model_size_mb,
+    singletons_plus_one_mb,
     sized_pairs,
     smallest_pairs_forest,
 )

@@ -203,7 +203,7 @@ class AIM(Mechanism):
         attrs = list(domain)
         closure = pgm.downward_closure([*work, *[(a,) for a in attrs]], attrs)
         fits = [cl for cl in closure if len(cl) == 1
-                or pgm.model_size_mb(domain, [*[(a,) for a in attrs], cl]) <= self.max_model_size]
+                or pgm.singletons_plus_one_mb(domain, cl) <= self.max_model_size]
         if len(fits) == len(closure):
             return fits, None
         return fits, (f"{len(closure) - len(fits)} of {len(closure)} candidate marginals alone "
@@ -254,7 +254,7 @@ class AIM(Mechanism):
         model = pgm.estimate(domain, measurements, self.iters, total, **self.stopping)
         marginals = pgm.TreeMarginals(model)
 
-        sizes: dict[frozenset[tuple[str, str]], float] = {}  # model size by graph (public)
+        sizes: dict = {}  # junction-tree cells of merged components, by graph (public)
         for t in range(1, 10 * T + 1):
             left = rho_total - rho_used
             round_rho = sum(c.rho for c in self.round_charges(sigma, eps, b))
@@ -265,9 +265,9 @@ class AIM(Mechanism):
                 self.round_charges(sigma, eps, b)))
             measured = [m.clique for m in measurements]
             free = set(pgm.downward_closure(measured, attrs))
-            edges = graph_edges(measured)
+            graph = pgm.ModelGraph.of(domain, measured)
             candidates = [cl for cl in closure if cl in free
-                          or model_size_with(domain, measured, edges, cl, sizes) <= limit]
+                          or graph.size_with_mb(cl, sizes) <= limit]
             scores = np.array([weights[cl] * (np.abs(answers[cl] - marginals.marginal(cl)).sum()
                                               - _BIAS * sigma * cells[cl]) for cl in candidates])
             sens = b * max(weights[cl] for cl in candidates)
@@ -353,24 +353,6 @@ def trimmed_workload(domain: dict[str, int], degree: int, max_cells: int | None,
                 f"answers fit max_answers_mb={max_answers_mb:g}; {len(work)} workload "
                 "marginals left")
     return work or [(a,) for a in attrs], note
-
-
-def graph_edges(cliques: list[tuple[str, ...]]) -> frozenset[tuple[str, str]]:
-    """The edges (sorted attribute pairs) of the graph the cliques induce: all that
-    :func:`mechanisms.pgm.cliques.model_size_mb` reads besides the domain."""
-    return frozenset(pair for cl in cliques for pair in itertools.combinations(sorted(cl), 2))
-
-
-def model_size_with(domain: dict[str, int], measured: list[tuple[str, ...]],
-                    edges: frozenset[tuple[str, str]], clique: tuple[str, ...],
-                    sizes: dict[frozenset[tuple[str, str]], float]) -> float:
-    """:func:`mechanisms.pgm.cliques.model_size_mb` of ``measured`` plus ``clique``
-    (``edges``: the measured cliques' :func:`graph_edges`), looked up in ``sizes`` (the
-    run's memo, by graph) before it is computed. Domain sizes and released cliques only."""
-    key = edges | graph_edges([clique])
-    if key not in sizes:
-        sizes[key] = pgm.model_size_mb(domain, [*measured, clique])
-    return sizes[key]
 
 
 def _subsets(cl: tuple[str, ...]) -> list[tuple[str, ...]]:

