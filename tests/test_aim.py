@@ -242,3 +242,19 @@ def test_other_mechanisms_report_the_ledger(small_dataset):
     mech = make_mechanism("independent", {})
     mech.fit_sample(small_dataset, budget, seeded(ledger, 0), np.random.default_rng(0))
     assert spent_budget(mech, ledger) == ledger.spent()
+
+
+def test_candidate_weights_are_the_papers_pairwise_sum():
+    """w_r = sum over workload marginals s of |r & s|, by its definition, on a random
+    workload (the fast form counts each attribute's workload marginals)."""
+    from mechanisms.pgm.aim import candidate_weights
+
+    rng = np.random.default_rng(4)
+    attrs = [f"a{i}" for i in range(9)]
+    work = [tuple(rng.choice(attrs, size=int(rng.integers(2, 4)), replace=False))
+            for _ in range(30)]
+    closure = pgm.downward_closure([*work, *[(a,) for a in attrs]], attrs)
+    by_definition = {r: float(sum(len(set(r) & set(s)) for s in work)) for r in closure}
+    assert candidate_weights(closure, work) == by_definition
+    assert candidate_weights([("a0", "a1")], [("a0", "a1", "a2"), ("a1", "a3")]) == \
+        {("a0", "a1"): 3.0}  # 2 + 1, by hand

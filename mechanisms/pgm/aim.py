@@ -232,7 +232,7 @@ class AIM(Mechanism):
         for note in (trimmed, dropped):
             if note:  # said once per sweep before it starts (notes); here only with -v
                 log.info("aim: %s", note)
-        weights = {cl: float(sum(len(set(cl) & set(w)) for w in work)) for cl in closure}
+        weights = candidate_weights(closure, work)
         answers = {cl: pgm.histogram(codes, cl, domain) for cl in closure}
         cells = {cl: answers[cl].size for cl in closure}
 
@@ -298,6 +298,20 @@ class AIM(Mechanism):
         tree = pgm.TreeMarginals(model)
         n_rows = pgm.fitted_rows(model, measurements, tree, data, budget.epsilon, b)
         return finish(data, pgm.sample_codes(model, n_rows, rng, attrs, tree), rng)
+
+
+def candidate_weights(candidates: list[tuple[str, ...]], work: list[tuple[str, ...]]
+                      ) -> dict[tuple[str, ...], float]:
+    """AIM's weight of each candidate ``r``: ``w_r = sum_{s in W} |r & s|``. Computed as
+    ``sum_{a in r} c_a`` with ``c_a`` the number of workload marginals holding ``a`` (each
+    ``|r & s|`` counts the attributes of ``r`` in ``s``): linear in the candidates and the
+    workload, where the pairwise sum is their product (25,000 x 24,000 set intersections on
+    a 56-column table, minutes before the first round). Same integers (a test compares)."""
+    holding: dict[str, int] = {}
+    for s in work:
+        for a in set(s):
+            holding[a] = holding.get(a, 0) + 1
+    return {r: float(sum(holding.get(a, 0) for a in set(r))) for r in candidates}
 
 
 def trimmed_workload(domain: dict[str, int], degree: int, max_cells: int | None,
