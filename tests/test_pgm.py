@@ -71,6 +71,14 @@ def test_tree_marginals_match_the_full_joint(fitted):
                                brute_force_marginal(model, domain, ("c", "a")), atol=1e-8)
 
 
+def test_a_marginal_not_kept_is_the_same_and_not_remembered(fitted):
+    domain, _, _, model = fitted
+    tm, kept = pgm.TreeMarginals(model), pgm.TreeMarginals(model)
+    for cl in itertools.combinations(domain, 2):
+        assert np.array_equal(tm.marginal(cl, keep=False), kept.marginal(cl))
+    assert tm._cache == {} and len(kept._cache) == len(list(itertools.combinations(domain, 2)))
+
+
 def test_tree_marginals_match_mbi_models(fitted):
     """TreeMarginals of an mbi model (adaptive grid's estimator) against mbi's own marginals."""
     from mbi import estimation as mbi_estimation

@@ -268,7 +268,8 @@ class AIM(Mechanism):
             graph = pgm.ModelGraph.of(domain, measured)
             candidates = [cl for cl in closure if cl in free
                           or graph.size_with_mb(cl, sizes) <= limit]
-            scores = np.array([weights[cl] * (np.abs(answers[cl] - marginals.marginal(cl)).sum()
+            scores = np.array([weights[cl] * (np.abs(answers[cl]
+                                                      - marginals.marginal(cl, keep=False)).sum()
                                               - _BIAS * sigma * cells[cl]) for cl in candidates])
             sens = b * max(weights[cl] for cl in candidates)
             pick = candidates[release.exponential(

@@ -100,13 +100,18 @@ class TreeMarginals:
             tables[n] = np.exp(belief) * self.total
         return tables
 
-    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+    def marginal(self, clique: Sequence[str], keep: bool = True) -> np.ndarray:
         """Flattened marginal of ``clique`` (row-major in the given order), summing to the
-        model total."""
+        model total. ``keep=False`` computes it without remembering it (AIM scores every
+        candidate once per round: remembered, the marginals of 25,000 candidates hold as
+        much memory as their answers)."""
         clique = tuple(clique)
-        if clique not in self._cache:
-            self._cache[clique] = self._compute(clique).ravel()
-        return self._cache[clique]
+        if clique in self._cache:
+            return self._cache[clique]
+        table = self._compute(clique).ravel()
+        if keep:
+            self._cache[clique] = table
+        return table
 
     def _compute(self, clique: Clique) -> np.ndarray:
         if not clique:

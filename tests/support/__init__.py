@@ -11,5 +11,7 @@ of them share lives here or in ``tests/conftest.py``):
 - :mod:`~tests.support.mlflow_server`: a throwaway MLflow server;
 - :mod:`~tests.support.accounting_check`: a ledger's epsilon recomputed with autodp;
 - :mod:`~tests.support.tolerances`: tolerances derived from the computation (ulps, standard
-  errors, a z for a stated false-failure probability).
+  errors, a z for a stated false-failure probability);
+- :mod:`~tests.support.forked`: a console script run as a user runs it, in a child of a fork
+  server that imported dp-arena once (a fresh interpreter per command cost 2-3 s of CPU).
 """
