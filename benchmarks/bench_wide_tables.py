@@ -88,8 +88,9 @@ def run_facts(tracking_uri: str, experiment: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary(board: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
-    """The board's score per mechanism setting and epsilon beside the runs' cost."""
+def summary(facts: pd.DataFrame) -> pd.DataFrame:
+    """Each mechanism setting's and epsilon's runs: how many finished, seconds, peak memory
+    and failure reasons."""
     cost = facts.groupby(["label", "epsilon"]).agg(
         runs=("status", "size"), finished=("status", lambda s: int((s == "FINISHED").sum())),
         s_mean=("seconds", "mean"), s_max=("seconds", "max"), peak_mb=("peak_mb", "max"),
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         board = read_board(experiment, uri)
         facts = run_facts(uri, experiment)
-        cost = summary(board, facts)
+        cost = summary(facts)
         keep = [c for c in ("mechanism", "hyperparameters", "epsilon", "mean", "ci95", "n", "rank")
                 if c in board.columns]
         print(board[keep].to_string(index=False))

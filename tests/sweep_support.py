@@ -1,5 +1,6 @@
 """What the command-line tests share: ``dp-arena`` as a user runs it (its own process in a temp
-folder, forked by :func:`tests.support.forked.run_forked`; MLflow in ``./mlflow.db``), the small CSV dataset's overrides, the test doubles, and the
+folder, forked by :func:`tests.support.forked.run_forked`; MLflow in ``./mlflow.db``), the
+small CSV dataset's overrides, the test doubles, and the
 runs a sweep left in MLflow."""
 
 from __future__ import annotations

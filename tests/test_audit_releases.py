@@ -289,12 +289,18 @@ def test_a_mu_bound_over_a_gdp_claim_is_a_violation_and_only_then():
 
 
 # ----- end to end: honest passes, planted bugs are caught ----------------------------------------
+def release_audit(cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``dp-arena-audit`` in the release view with worst-case neighbours on a CSV dataset, the
+    test doubles available, the run cache removed afterwards."""
+    return run_forked(("dp-arena-audit", "dataset=csv", "audit.view=releases",
+                       "audit.neighbours=worst_case", "audit.keep_cache=false", *DOUBLES,
+                       *overrides), cwd, ENV, timeout=1800)
+
+
 def audit(cwd: Path, csv_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
-    data = (f"dataset.path={csv_dir / 'private.csv'}", f"dataset.schema={csv_dir / 'parameters.json'}",
-            f"dataset.public_path={csv_dir / 'public.csv'}")
-    return run_forked(("dp-arena-audit", "dataset=csv", *data, "audit.view=releases",
-                        "audit.neighbours=worst_case", "audit.keep_cache=false", *DOUBLES,
-                        *overrides), cwd, ENV, timeout=1800)
+    return release_audit(cwd, f"dataset.path={csv_dir / 'private.csv'}",
+                         f"dataset.schema={csv_dir / 'parameters.json'}",
+                         f"dataset.public_path={csv_dir / 'public.csv'}", *overrides)
 
 
 def verdict(proc: subprocess.CompletedProcess) -> str:
@@ -381,12 +387,10 @@ def sequence_dir(tmp_path: Path) -> Path:
 def sequence_audit(folder: Path, *overrides: str) -> subprocess.CompletedProcess:
     """A release-view audit of a prefix tree of height 2 (4 Laplace releases) with D = 200
     copies of one 4-site sequence and D' one more (every node on its path kept)."""
-    data = (f"dataset.path={folder / 'private.csv'}",
-            f"dataset.schema={folder / 'parameters.json'}")
-    return run_forked(("dp-arena-audit", "dataset=csv", *data, "audit.view=releases",
-                        "audit.neighbours=worst_case", "audit.worst_case_persons=200",
-                        "audit.worst_case_extra=same", "audit.keep_cache=false", "privacy=pure",
-                        "privacy.epsilon=1", *DOUBLES, *overrides), folder, ENV, timeout=1800)
+    return release_audit(folder, f"dataset.path={folder / 'private.csv'}",
+                         f"dataset.schema={folder / 'parameters.json'}",
+                         "audit.worst_case_persons=200", "audit.worst_case_extra=same",
+                         "privacy=pure", "privacy.epsilon=1", *overrides)
 
 
 TREE = "{h: 2, eps1_share: 0.5}"

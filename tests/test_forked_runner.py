@@ -6,20 +6,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.support.forked import SCRIPTS, exit_status, run_forked
+from tests.support.forked import SCRIPTS, entry_point, exit_status, run_forked
 
-ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def test_the_scripts_are_pyprojects():
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert SCRIPTS == scripts
+def test_every_console_script_has_a_callable_entry_point():
+    assert "dp-arena" in SCRIPTS and "dp-arena-audit" in SCRIPTS
+    for script in SCRIPTS:
+        assert callable(entry_point(script)), script
 
 
 def test_exit_status_as_the_interpreter_gives_it(capsys):

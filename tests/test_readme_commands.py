@@ -7,7 +7,8 @@ word is a command (``dp-arena``, ``dp-arena-*``, ``mlflow``, ``python3.11``). :d
 maps each one to how it is exercised:
 
 - ``Run``: run here, cheaply, from an empty folder (our console scripts in a forked child, as
-  :mod:`tests.support.forked` explains; ``mlflow`` as a subprocess): ``--help``, ``--cfg job`` (Hydra composes
+  :mod:`tests.support.forked` explains; ``mlflow`` as a subprocess): ``--help``,
+  ``--cfg job`` (Hydra composes
   the command's overrides and prints a job's config: a misspelt group option or key fails), or
   the command itself on tiny data (``dp-arena-schema`` on a 60-row table,
   ``dp-arena-simulate --trips 1000``, ``dp-arena-contestants list``);

@@ -3,7 +3,8 @@ held on one CPU failed on another), and the shared helpers of :mod:`tests.suppor
 compute what their docstrings say.
 
 The lint (:func:`unexplained_tolerances`) is cheap: a literal ``rel=``, ``abs=``, ``atol=``,
-``rtol=``, ``rel_tol=`` or ``abs_tol=`` keyword must have a comment on its line or the line above, or sit in a test whose
+``rtol=``, ``rel_tol=`` or ``abs_tol=`` keyword must have a comment on its line or the line
+above, or sit in a test whose
 docstring speaks of its tolerance, or in a module with a ``Tolerances:`` note. It cannot
 check that the note is right, nor tolerances written as names or expressions of names, nor
 bounds written as comparisons (``< 1e-9``), nor pytest.approx's default.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import io
-import math
 import tokenize
 from pathlib import Path
 
@@ -137,4 +137,4 @@ def test_the_normal_quantile_bounds_the_false_failures_it_states():
     binomial standard errors (5 * sqrt(1e-3 / 1e6) = 1.6e-4)."""
     draws = np.random.default_rng(7).standard_normal(1_000_000)
     share = np.mean(np.abs(draws) > z_quantile(1e-3))
-    assert abs(share - 1e-3) <= 5 * math.sqrt(1e-3 * (1 - 1e-3) / 1e6)
+    assert abs(share - 1e-3) <= 5 * binomial_se(1e-3, 1_000_000)

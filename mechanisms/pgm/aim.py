@@ -254,7 +254,9 @@ class AIM(Mechanism):
         model = pgm.estimate(domain, measurements, self.iters, total, **self.stopping)
         marginals = pgm.TreeMarginals(model)
 
-        sizes: dict = {}  # junction-tree cells of merged components, by graph (public)
+        # junction-tree cells of merged components, by their edges (domain sizes and released
+        # cliques only: public)
+        sizes: dict[frozenset[tuple[str, str]] | frozenset[str], int] = {}
         for t in range(1, 10 * T + 1):
             left = rho_total - rho_used
             round_rho = sum(c.rho for c in self.round_charges(sigma, eps, b))

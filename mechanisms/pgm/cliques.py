@@ -116,22 +116,26 @@ def greedy_elimination_cells(domain: dict[str, int], nbrs: dict[str, set[str]]) 
     return sum(math.prod(domain[a] for a in c) for c in maximal)
 
 
+def reachable(nbrs: dict[str, set[str]] | dict[str, frozenset[str]], start: str) -> set[str]:
+    """The attributes connected to ``start`` in the graph ``nbrs`` (depth-first search)."""
+    seen, stack = {start}, [start]
+    while stack:
+        for b in nbrs[stack.pop()] - seen:
+            seen.add(b)
+            stack.append(b)
+    return seen
+
+
 def components(nbrs: dict[str, set[str]]) -> list[list[str]]:
     """The connected components of the graph ``nbrs``, each in ``nbrs``' order, ordered by
     their first attribute."""
     seen: set[str] = set()
     out = []
     for start in nbrs:
-        if start in seen:
-            continue
-        seen.add(start)
-        stack, comp = [start], {start}
-        while stack:
-            for b in nbrs[stack.pop()] - comp:
-                comp.add(b)
-                stack.append(b)
-        seen |= comp
-        out.append([a for a in nbrs if a in comp])
+        if start not in seen:
+            comp = reachable(nbrs, start)
+            seen |= comp
+            out.append([a for a in nbrs if a in comp])
     return out
 
 
@@ -206,7 +210,7 @@ class ModelGraph:
         nbrs = {a: set(self.nbrs[a]) for a in sorted(merged, key=self.pos.__getitem__)}
         for a in clique:
             nbrs[a].update(b for b in clique if b != a)
-        rest = sum(c for i, c in enumerate(self.cells) if i not in touched)
+        rest = sum(self.cells) - sum(self.cells[i] for i in touched)
         if len(nbrs) == len(self.domain) and is_spanning_tree(nbrs):
             return tree_cells(self.domain, nbrs) * 8 / 2**20
         edges = frozenset((a, b) for a in nbrs for b in nbrs[a] if a < b)
@@ -217,13 +221,5 @@ class ModelGraph:
 
 
 def is_connected(nbrs: dict[str, set[str]]) -> bool:
-    """Whether the graph given by its neighbour sets is connected (depth-first search)."""
-    if not nbrs:
-        return True
-    start = next(iter(nbrs))
-    seen, stack = {start}, [start]
-    while stack:
-        for b in nbrs[stack.pop()] - seen:
-            seen.add(b)
-            stack.append(b)
-    return len(seen) == len(nbrs)
+    """Whether the graph given by its neighbour sets is connected."""
+    return not nbrs or len(reachable(nbrs, next(iter(nbrs)))) == len(nbrs)

@@ -29,21 +29,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import tomllib
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-#: console script -> its entry point (pyproject.toml's [project.scripts]).
-SCRIPTS = {
-    "dp-arena": "harness.cli.main:main",
-    "dp-arena-board": "harness.cli.board:main",
-    "dp-arena-simulate": "harness.cli.simulate:main",
-    "dp-arena-score": "harness.cli.score:main",
-    "dp-arena-audit": "harness.cli.audit:main",
-    "dp-arena-prepare": "harness.cli.prepare:main",
-    "dp-arena-schema": "harness.cli.schema:main",
-    "dp-arena-contestants": "harness.cli.contestants:main",
-}
+#: console script -> its entry point, as pyproject.toml's [project.scripts] installs them.
+SCRIPTS: dict[str, str] = tomllib.loads(
+    (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["scripts"]
 
 
 #: What the fork server imports once (a command's own imports then cost nothing).
@@ -52,7 +45,7 @@ PRELOAD = (*(target.partition(":")[0] for target in SCRIPTS.values()), "harness.
 
 
 def entry_point(script: str):
-    """The ``main`` callable of a console script (imported here, in the parent)."""
+    """The ``main`` callable of a console script."""
     module, _, name = SCRIPTS[script].partition(":")
     return getattr(importlib.import_module(module), name)
 
