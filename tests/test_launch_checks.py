@@ -67,6 +67,16 @@ def test_an_unknown_key_names_the_option_that_lacks_it_and_its_settings():
     assert "fix:" in problem
 
 
+def test_a_setting_every_swept_option_has_passes_though_the_default_option_lacks_it():
+    # the config's default mechanism (independent) has no iters; both swept options do
+    assert composition_problem(CONF, "config", ["mechanism=adaptive_grid,adaptive_grid_zcdp",
+                                                "mechanism.iters=300"]) is None
+    problem = composition_problem(CONF, "config", ["mechanism=adaptive_grid,independent",
+                                                   "mechanism.iters=300"])
+    assert problem.startswith("unknown setting mechanism.iters: mechanism 'independent' has no "
+                              "setting iters")
+
+
 def test_the_dataclass_message_names_the_mechanism():
     with pytest.raises(ConfigError) as err:
         make_mechanism("independent", {"k": 5})

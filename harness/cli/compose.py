@@ -94,16 +94,35 @@ def composition_problem(conf_dir: Path, config_name: str, argv: list[str]) -> st
     if overrides is None:
         return None
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="check"):
-        try:
-            compose(config_name, overrides=overrides)
-        except MissingConfigException as exc:  # an option no search path holds
-            choices = f"choose from {', '.join(exc.options)}" if exc.options else \
-                "check the option's name and hydra.searchpath"
-            return f"{str(exc).strip().splitlines()[0]}\n  fix: {choices}"
-        except Exception as exc:  # noqa: BLE001 - every composition error becomes one message
-            problem = config_problem(exc)
-            return options_lacking(config_name, overrides, argv, problem) or str(problem)
+        for variant in swept_open_choices(argv):
+            try:
+                compose(config_name, overrides=overrides + variant)
+            except MissingConfigException as exc:  # an option no search path holds
+                choices = f"choose from {', '.join(exc.options)}" if exc.options else \
+                    "check the option's name and hydra.searchpath"
+                return f"{str(exc).strip().splitlines()[0]}\n  fix: {choices}"
+            except Exception as exc:  # noqa: BLE001 - every composition error: one message
+                problem = config_problem(exc)
+                return options_lacking(config_name, overrides, argv, problem) or str(problem)
     return None
+
+
+def swept_open_choices(argv: list[str]) -> list[list[str]]:
+    """The compositions that check a command: one per option of each swept open group
+    (``mechanism=a,b``: ``[mechanism=a]``, ``[mechanism=b]``), since a setting such as
+    ``mechanism.iters=5`` belongs to the chosen options, not to the config's default one;
+    ``[[]]`` when no open group is swept."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = [a for a in argv if "=" in a and not a.startswith("-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(given)
+    except Exception:  # noqa: BLE001 - a syntax error is said by the syntax check
+        return [[]]
+    variants = [[f"{o.key_or_group}={value}"] for o in parsed
+                if o.is_sweep_override() and o.key_or_group in OPEN_GROUPS
+                for value in o.sweep_string_iterator()]
+    return variants or [[]]
 
 
 #: Config groups whose options are open mappings (each option has its own settings).
