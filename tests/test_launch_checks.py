@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.compose import composition_problem
+from harness.cli.compose import composition_problem, forced_option_settings
 from harness.errors import ConfigError, DPArenaError
 from harness.sweep import launch_checks
 from harness.sweep.plan import plan_sweep
@@ -75,6 +75,26 @@ def test_a_setting_every_swept_option_has_passes_though_the_default_option_lacks
                                                    "mechanism.iters=300"])
     assert problem.startswith("unknown setting mechanism.iters: mechanism 'independent' has no "
                               "setting iters")
+
+
+def test_a_swept_options_setting_survives_hydras_base_composition():
+    # Hydra composes a sweep's base config with the default mechanism (independent, no
+    # iters) before expanding the sweep: the plain setting fails there, the forced one not
+    from hydra import compose, initialize_config_dir
+
+    argv = ["mechanism=adaptive_grid,adaptive_grid_zcdp", "mechanism.iters=300", "trial=0",
+            "+mechanism.extra=1", "dataset.n_private=10"]
+    forced = forced_option_settings(argv)
+    assert forced == ["mechanism=adaptive_grid,adaptive_grid_zcdp", "++mechanism.iters=300",
+                      "trial=0", "+mechanism.extra=1", "dataset.n_private=10"]
+    assert forced_option_settings(["mechanism=mst", "mechanism.iters=3"]) == \
+        ["mechanism=mst", "mechanism.iters=3"]  # nothing swept: nothing to force
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3", job_name="t"):
+        with pytest.raises(Exception, match="iters"):
+            compose("config", overrides=["mechanism.iters=300"])
+        base = compose("config", overrides=["++mechanism.iters=300"])
+        job = compose("config", overrides=["mechanism=adaptive_grid", "++mechanism.iters=300"])
+    assert base.mechanism.name == "independent" and job.mechanism.iters == 300
 
 
 def test_the_dataclass_message_names_the_mechanism():

@@ -164,6 +164,24 @@ def options_lacking(config_name: str, overrides: list[str], argv: list[str],
             f"(one command per option)")
 
 
+def forced_option_settings(argv: list[str]) -> list[str]:
+    """``argv`` with each setting of a swept open group (``mechanism.iters=300`` beside
+    ``mechanism=a,b``) written ``++mechanism.iters=300``. Hydra composes a sweep's base config
+    with the config's default options (mechanism ``independent``, which has no ``iters``)
+    before it expands the sweep, so the plain form fails there though every swept option has
+    the setting; ``++`` sets it in each job's config. Call it after :func:`refuse_bad_command`,
+    which has checked the setting against each swept option."""
+    swept = {group for variant in swept_open_choices(argv) for group in
+             (v.split("=", 1)[0] for v in variant)}
+    out = []
+    for arg in argv:
+        key = arg.split("=", 1)[0]
+        group, dot, _ = key.partition(".")
+        forced = "=" in arg and not arg.startswith(("-", "+", "~")) and dot and group in swept
+        out.append("++" + arg if forced else arg)
+    return out
+
+
 #: Hydra's flags that take a value as the next argument (``-sc install=bash``, ``-c job``).
 FLAGS_WITH_VALUE = ("-sc", "--shell-completion", "-c", "--cfg", "-p", "--package",
                     "--info", "-cp", "--config-path", "-cn", "--config-name", "-cd",

@@ -29,7 +29,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from harness.cli.compose import first_job_command, refuse_bad_command
+from harness.cli.compose import first_job_command, forced_option_settings, refuse_bad_command
 from harness.resources import config_dir
 from harness.run import config_store  # noqa: F401 - registers the schema and resolvers (also in workers)
 
@@ -51,6 +51,7 @@ def main() -> None:
     quiet_banners(sys.argv[1:])
     sys.argv[1:] = with_verbosity(sys.argv[1:])
     refuse_bad_command("dp-arena", Path(CONF_DIR), "config", sys.argv[1:])
+    sys.argv[1:] = forced_option_settings(sys.argv[1:])
     if any(a in ("-c", "--cfg") for a in sys.argv[1:]):  # show one job, not "ambiguous value"
         sys.argv[1:], note = first_job_command("config", Path(CONF_DIR), sys.argv[1:])
         if note:
