@@ -416,6 +416,26 @@ def test_default_marginals_without_public_data_are_chosen_by_size():
     assert all(len(c) == 1 for c in AdaptiveGrid().cliques(wide)[0])
 
 
+def test_iteration_cap_follows_the_minutemen_schedule_unless_set():
+    # int(344 eps + 256), by hand: 428 at 0.5, 600 at 1, 3,696 at 10
+    assert [AdaptiveGrid().max_iters(Budget(e, DELTA)) for e in (0.5, 1.0, 10.0)] == \
+        [428, 600, 3696]
+    assert AdaptiveGrid(iters=200).max_iters(Budget(10.0, DELTA)) == 200
+
+
+def test_a_table_outside_the_taxi_design_is_said_once_and_the_taxi_data_is_not(
+        taxi, small_dataset):
+    assert AdaptiveGrid().notes(taxi) == ()
+    assert AdaptiveGrid(marginals=[["color", "size"]]).notes(small_dataset) == ()
+    (note,) = AdaptiveGrid().notes(small_dataset)
+    closure, _ = AdaptiveGrid().cliques(small_dataset)
+    pairs = sum(len(c) == 2 for c in closure)
+    assert "designed for the taxi challenge" in note and "Chow-Liu tree of the public" in note
+    assert f"measures {pairs} pairs" in note and f"{len(closure)} measurements" in note
+    (note,) = AdaptiveGrid().notes(wide_table(12, 50))
+    assert "domain size alone (no public sample" in note
+
+
 def test_too_large_marginals_are_refused_before_anything_is_measured():
     """Three 5,000-value columns in one marginal: 1.25e11 cells (1e12 bytes). The run stops
     with the fix before any budget is spent or any array is allocated."""

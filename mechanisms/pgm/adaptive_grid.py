@@ -29,8 +29,11 @@ Algorithm
   cells, each parent's own query ``Q_c`` applied to their marginal onto that parent, scaled
   by ``1/sqrt(#parents)``. By induction every column of ``Q`` has L2 norm exactly 1
   (:class:`GridQuery`).
-- Estimate (``mbi``'s mirror descent, ``iters`` steps, in NumPy:
-  :mod:`mechanisms.pgm.mirror_descent`). Before estimating, measurements
+- Estimate (``mbi``'s mirror descent, in NumPy: :mod:`mechanisms.pgm.mirror_descent`), at
+  most ``iters`` steps (default: the Minutemen code's ``int(344 epsilon + 256)``), stopping
+  once the loss has stalled (``tol``, ``patience``, as MST: post-processing of the noisy
+  measurements). A fixed 200 steps (the setting before issue 43) cut the fit short on wide
+  tables, worse at epsilon 10 (docs/pgm-estimation.md). Before estimating, measurements
   whose query has no identity rows are replaced by what they observe exactly, their parents'
   query answers (with noise ``sigma / coef``), and repeated observations are merged by
   inverse-variance weighting (:func:`fold_measurements`): the least-squares objective changes
@@ -411,7 +414,9 @@ def is_epsilon_mapping(value: object) -> bool:
 class AdaptiveGrid(Mechanism):
     C: float | dict | None = None
     threshold: float = 5.0
-    iters: int = 600
+    iters: int | None = None
+    tol: float | None = 3e-2
+    patience: int = 2
     marginals: list[list[str]] | None = None
     copies_of: list[str] | None = None
     extra_copies: int | None = None
@@ -428,7 +433,8 @@ class AdaptiveGrid(Mechanism):
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "C": [Interval(float, 0, closed="neither"), None, Satisfies(
             is_epsilon_mapping, "a mapping epsilon -> C > 0 (e.g. {1: 30, 10: 100})")],
-        "threshold": [Interval(float, 0)], "iters": [Interval(int, 1)],
+        "threshold": [Interval(float, 0)], "iters": [Interval(int, 1), None],
+        "tol": [Interval(float, 0), None], "patience": [Interval(int, 1)],
         "extra_copies": [Interval(int, 0), None], "row_count": [OneOf("fitted", "one_way")],
         "ids": [OneOf(*ID_POLICIES)],
         "person_count_share": [Interval(float, 0, 1, closed="left")],
@@ -451,6 +457,14 @@ class AdaptiveGrid(Mechanism):
         if self.C is not None:
             return float(self.C)
         return 150.0 if budget.epsilon <= 1 else 200.0
+
+    def max_iters(self, budget: Budget) -> int:
+        """The estimation's iteration cap: ``iters``, or with ``iters: null`` the schedule
+        ``int(344 epsilon + 256)`` of the Minutemen team's published Sprint 3 code (the
+        write-up, 003_*.txt, gives none)."""
+        if self.iters is not None:
+            return int(self.iters)
+        return int(344 * budget.epsilon + 256)
 
     @staticmethod
     def is_taxi(data: Dataset) -> bool:
@@ -501,6 +515,24 @@ class AdaptiveGrid(Mechanism):
                                   "measured marginals", "repeat a subset of a measured marginal")
             closure = closure + [rep] * copies
         return sorted(closure, key=len), derived
+
+    def notes(self, data: Dataset) -> tuple[str, ...]:
+        """Said once per sweep: on a table other than the taxi data the write-up's marginals
+        do not apply, so the measured marginals come from the public sample (a Chow-Liu
+        tree) or, without one, from domain sizes alone. From public facts only."""
+        if self.marginals is not None or self.is_taxi(data):
+            return ()
+        try:
+            closure, _ = self.cliques(data)
+        except ConfigError:  # refused by the run's own check, with its fix
+            return ()
+        pairs = sum(len(cl) == 2 for cl in closure)
+        source = ("a Chow-Liu tree of the public sample" if data.public is not None else
+                  "pairs chosen by domain size alone (no public sample: they ignore how the "
+                  "columns depend)")
+        return (f"designed for the taxi challenge's hand-picked marginals; on this table it "
+                f"measures {pairs} pairs from {source}, {len(closure)} measurements sharing "
+                f"the budget (mechanism.marginals chooses them)",)
 
     def counts_persons(self, data: Dataset) -> bool:
         """Whether the run releases a noisy person count (``ids=public_profiles`` on
@@ -554,7 +586,8 @@ class AdaptiveGrid(Mechanism):
         marks.append(("measure", time.time()))
         measurements = fold_measurements(measurements)
         total = pgm.initial_total(measurements, model_domain)
-        model = pgm.estimate(model_domain, measurements, self.iters, total)
+        model = pgm.estimate(model_domain, measurements, self.max_iters(budget), total,
+                             tol=self.tol, patience=self.patience)
         marks.append(("estimate", time.time()))
         tree = pgm.TreeMarginals(model)
         n_rows, std = (pgm.fitted_total_and_std(model, measurements, tree)
