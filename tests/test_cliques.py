@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from mechanisms import pgm
-from mechanisms.pgm.cliques import ModelGraph, components, greedy_elimination_cells
+from mechanisms.pgm.cliques import (
+    ModelGraph,
+    components,
+    greedy_elimination_cells,
+    maximal_elimination_cliques,
+    neighbour_sets,
+)
 
 
 def random_model(rng: np.random.Generator, n_attrs: int, n_cliques: int):
@@ -86,3 +92,26 @@ def test_singletons_plus_one_clique_in_closed_form():
     two = {"x": 3, "y": 7}  # a pair over two attributes is the spanning-tree case
     assert pgm.singletons_plus_one_mb(two, ("x", "y")) == \
         pgm.model_size_mb(two, [("x",), ("y",), ("x", "y")]) == 21 * 8 / 2**20
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_maximal_elimination_cliques_are_those_no_other_contains(seed):
+    """The linear-time rule (a clique is not maximal iff a child has one attribute more)
+    against the definition, on the elimination orders greedy elimination makes."""
+    rng = np.random.default_rng(seed)
+    domain, cliques = random_model(rng, int(rng.integers(3, 14)), int(rng.integers(1, 12)))
+    nbrs = neighbour_sets(list(domain), cliques)
+    order, later = [], []
+    remaining = list(nbrs)
+    while remaining:  # greedy elimination, as greedy_elimination_cells
+        best = min(remaining, key=lambda a: (np.prod([domain[b] for b in nbrs[a] | {a}]),
+                                             remaining.index(a)))
+        order.append(best)
+        later.append(set(nbrs[best]))
+        for b in nbrs[best]:
+            nbrs[b] |= nbrs[best] - {b}
+            nbrs[b].discard(best)
+        remaining.remove(best)
+    cliques_ = [frozenset({order[i], *later[i]}) for i in range(len(order))]
+    by_definition = [i for i, c in enumerate(cliques_) if not any(c < d for d in cliques_)]
+    assert maximal_elimination_cliques(order, later) == by_definition

@@ -225,12 +225,21 @@ def _transpose(arr: np.ndarray, attrs: Clique, target: Clique) -> np.ndarray:
 
 def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.ndarray:
     letters: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     args: list = []
     for attrs, arr in operands:
         args.append(arr)
         args.append([letters.setdefault(a, len(letters)) for a in attrs])
+        sizes.update(zip(attrs, arr.shape))
     args.append([letters[a] for a in target])
-    return np.einsum(*args, optimize=len(operands) > 2)
+    # a contraction order pays off on large products; planning one costs ~0.2 ms, more than
+    # the naive loop over a product of at most NAIVE_EINSUM_CELLS cells
+    naive = len(operands) <= 2 or math.prod(sizes.values()) <= NAIVE_EINSUM_CELLS
+    return np.einsum(*args, optimize=not naive)
+
+
+#: Largest product of an einsum's index sizes computed without planning a contraction order.
+NAIVE_EINSUM_CELLS = 2**16
 
 
 # ----- sampling and decoding --------------------------------------------------------------
