@@ -84,6 +84,17 @@ def test_budget_schedule_follows_the_paper_under_zcdp(small_dataset):
     assert sum(c.rho for c in ledger.charges) == pytest.approx(rho, rel=1e-9)
 
 
+def test_rounds_per_attribute_sets_t_when_rounds_is_null(small_dataset):
+    """T = rounds_per_attribute x d: the first noise scale is sqrt(T / (2 * 0.9 rho)) per unit
+    sensitivity with T = 4 x 3 attributes = 12, as with rounds=12."""
+    budget, rho = Budget(1.0, 1e-6), zcdp_rho(1.0, 1e-6)
+    ledger, _ = run(small_dataset, budget, "zcdp", rounds=None, rounds_per_attribute=4)
+    first = ledger.charges[0]
+    assert first.scale / first.sensitivity == pytest.approx(math.sqrt(12 / (2 * 0.9 * rho)))
+    same, _ = run(small_dataset, budget, "zcdp", rounds=12)
+    assert [c.scale for c in same.charges[:3]] == [c.scale for c in ledger.charges[:3]]
+
+
 @pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
 @pytest.mark.parametrize("eps, rounds", [(0.3, 4), (3.0, 9), (1.0, 2)])
 def test_zcdp_filter_never_exceeds_rho(small_dataset, accountant, eps, rounds):

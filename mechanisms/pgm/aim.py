@@ -14,6 +14,7 @@ Algorithm
   weighted by ``w_r = sum_{s in W} |r & s|``; a candidate that alone would make the model
   larger than ``max_model_size`` MB is dropped up front (it could never be selected).
 - Start: every 1-way marginal measured with ``sigma_0``; fit an ``mbi`` model.
+- ``T = rounds``, or ``rounds_per_attribute x d`` (paper: ``16 d``) when ``rounds`` is null.
 - Round ``t``: keep the candidates that are already inside a measured clique or keep the
   model's junction tree under ``max_model_size * (budget used so far)`` MB; select one with
   the exponential mechanism on ``w_r (||x_r - xhat_r||_1 - sqrt(2/pi) sigma n_r)``
@@ -43,8 +44,8 @@ the reference does. The stopping rule reads only the loss, a function of the
 noisy measurements: post-processing, it spends nothing. The model size of a candidate
 depends only on the graph of the measured cliques and the candidate, so it is computed once
 per distinct graph within a run.
-``conf/mechanism/aim_quick.yaml`` is the budget preset of the default competition (24
-rounds, 100 iterations; labelled ``[quick]`` on the board).
+``conf/mechanism/aim_quick.yaml`` is the budget preset of the default competition (2-way
+workload, ``T = 2 d`` rounds, 100 iterations; labelled ``[quick]`` on the board).
 
 Privacy argument
 ----------------
@@ -144,6 +145,7 @@ class AIM(Mechanism):
     workload_degree: int = 3
     max_cells: int | None = 10_000
     rounds: int | None = None
+    rounds_per_attribute: int = 16
     max_model_size: float = 80.0
     max_answers_mb: float = 1000.0
     iters: int = 1000
@@ -159,6 +161,7 @@ class AIM(Mechanism):
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "workload_degree": [Interval(int, 1)], "iters": [Interval(int, 1)],
         "final_iters": [Interval(int, 1)], "rounds": [Interval(int, 1), None],
+        "rounds_per_attribute": [Interval(int, 1)],
         "max_cells": [Interval(int, 1), None], "max_contrib": [Interval(int, 1), None],
         "max_model_size": [Interval(float, 0, closed="neither")],
         "max_answers_mb": [Interval(float, 0, closed="neither")],
@@ -225,7 +228,7 @@ class AIM(Mechanism):
         codes, b = pgm.bounded_codes(data, self.max_contrib, rng)
         domain = schema.domain()
         attrs = list(domain)
-        T = self.rounds or 16 * len(attrs)
+        T = self.rounds or self.rounds_per_attribute * len(attrs)
 
         work, trimmed = self.sized_workload(domain)
         closure, dropped = self.trimmed_candidates(domain, work)
