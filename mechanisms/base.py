@@ -96,6 +96,14 @@ class Mechanism(ABC):
         fingerprint, with what they import); a wrapper adds the wrapped mechanism's."""
         return (type(self).__module__,)
 
+    def memory_mb(self, data: Dataset) -> tuple[float, str] | None:
+        """The most memory (MB) this mechanism's own caps let a fit on ``data`` allocate
+        beyond the loaded data and the runtime, with how that figure is made; from public
+        facts only (the schema and the settings). A run whose limit is below it is refused
+        before it starts (:func:`harness.run.preflight.check_memory_caps`). Default: no
+        bound stated (``None``)."""
+        return None
+
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What this mechanism will trim or cap on ``data`` because of its settings (e.g.
         marginals over a memory cap), from public facts only (the schema). A sweep says each

@@ -269,3 +269,30 @@ def test_candidate_weights_are_the_papers_pairwise_sum():
     assert candidate_weights(closure, work) == by_definition
     assert candidate_weights([("a0", "a1")], [("a0", "a1", "a2"), ("a1", "a3")]) == \
         {("a0", "a1"): 3.0}  # 2 + 1, by hand
+
+
+def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_dataset):
+    """AIM's stated bound is its candidates' answers (float64 cells of the closure) plus
+    8 x max_model_size; a run whose limit is below bound + the runtime's share is refused
+    with the figures, one above it passes."""
+    from types import SimpleNamespace
+
+    from harness.errors import ConfigError
+    from harness.run.preflight import RUNTIME_MB, check_memory_caps
+
+    mech = make_mechanism("aim", {"workload_degree": 2, "max_model_size": 50.0})
+    domain = small_dataset.schema.domain()
+    attrs = list(domain)
+    closure = [(a,) for a in attrs] + list(itertools.combinations(attrs, 2))
+    cells = sum(math.prod(domain[a] for a in cl) for cl in closure)
+    bound, how = mech.memory_mb(small_dataset)
+    assert bound == pytest.approx(cells * 8 / 2**20 + 8 * 50.0)
+    assert "max_model_size=50" in how
+    run_config = SimpleNamespace(limits=SimpleNamespace(memory_limit_mb=RUNTIME_MB + 399.0))
+    with pytest.raises(ConfigError) as err:
+        check_memory_caps(run_config, mech, small_dataset)
+    assert "over limits.memory_limit_mb=799" in str(err.value)
+    run_config.limits.memory_limit_mb = RUNTIME_MB + bound + 1
+    check_memory_caps(run_config, mech, small_dataset)  # fits: no error
+    run_config.limits.memory_limit_mb = None
+    check_memory_caps(run_config, mech, small_dataset)  # no limit: nothing to check

@@ -245,6 +245,29 @@ def check_metric_sizes(metrics: Mapping[str, Metric], data: Dataset, name: str) 
             "columns)")
 
 
+#: Resident memory (MB) of a run's process before its mechanism allocates anything: the
+#: interpreter, numpy/scipy/pandas/mlflow and a small table (a run's peak with MST on a
+#: 10,000-row, 55-column table was 332-346 MB; benchmarks/bench_wide_tables.py).
+RUNTIME_MB = 400
+
+
+def check_memory_caps(rc: RunConfig, mechanism: Mechanism, data: Dataset) -> None:
+    """Refuse, before the run, a mechanism whose own memory caps
+    (:meth:`~mechanisms.base.Mechanism.memory_mb`) plus :data:`RUNTIME_MB` exceed
+    ``limits.memory_limit_mb``: such a run could be killed at the limit after spending
+    minutes. The schema and the settings only (public); the loaded data is not counted."""
+    limit = rc.limits.memory_limit_mb
+    stated = mechanism.memory_mb(data) if limit else None
+    if stated is None or RUNTIME_MB + stated[0] <= limit:
+        return
+    bound, how = stated
+    raise ConfigError(
+        f"{mechanism.name}'s memory caps allow about {RUNTIME_MB + bound:,.0f} MB on dataset "
+        f"{data.name!r} ({how}, + {RUNTIME_MB} MB for the runtime), over "
+        f"limits.memory_limit_mb={limit:g}",
+        "lower the mechanism's caps named above, or raise limits.memory_limit_mb")
+
+
 def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
               data: Dataset) -> CheckedRun:
     """The data view, the metrics that apply (and why the others do not); raises
@@ -253,6 +276,7 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
     view = public_view(data, rc.tuning.public_fraction, rc.tuning.split_seed) \
         if rc.tuning.view == "public" else data
     mechanism.check_applicable(view.training_view())  # held-out persons: scores only
+    check_memory_caps(rc, mechanism, view.training_view())
     settings_check = getattr(mechanism, "check_settings", None)
     if callable(settings_check):  # settings against the schema (rdt's), else at run time
         settings_check(view.training_view())

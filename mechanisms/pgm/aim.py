@@ -212,6 +212,20 @@ class AIM(Mechanism):
         return fits, (f"{len(closure) - len(fits)} of {len(closure)} candidate marginals alone "
                       f"exceed max_model_size={self.max_model_size:g} MB and are dropped")
 
+    def memory_mb(self, data: Dataset) -> tuple[float, str]:
+        """The candidates' answers (float64 cells of the trimmed workload's closure, at most
+        ``max_answers_mb``) plus :data:`MODEL_COPIES` x ``max_model_size``: the per-round
+        cap is ``max_model_size`` x the budget used so far, never more, and estimating plus
+        reading marginals peaks at about 7.4x the junction tree's size (measured on 31 MB and
+        117 MB models, benchmarks/bench_aim_memory.py)."""
+        domain = data.schema.domain()
+        closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
+        answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20
+        bound = answers + MODEL_COPIES * self.max_model_size
+        return bound, (f"{answers:,.0f} MB of candidate answers, at most mechanism."
+                       f"max_answers_mb={self.max_answers_mb:g}, + {MODEL_COPIES} x mechanism."
+                       f"max_model_size={self.max_model_size:g} MB for estimation")
+
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What AIM trims on this schema to fit its memory caps (domain sizes only), said
         once per sweep before it starts."""
@@ -304,6 +318,11 @@ class AIM(Mechanism):
         tree = pgm.TreeMarginals(model)
         n_rows = pgm.fitted_rows(model, measurements, tree, data, budget.epsilon, b)
         return finish(data, pgm.sample_codes(model, n_rows, rng, attrs, tree), rng)
+
+
+#: Copies of the junction tree that estimation and reading marginals hold at their peak
+#: (7.4-7.5 measured, rounded up; see :meth:`AIM.memory_mb`).
+MODEL_COPIES = 8
 
 
 def candidate_weights(candidates: list[tuple[str, ...]], work: list[tuple[str, ...]]
