@@ -43,7 +43,7 @@ final_tol = 1e-7`` are the settings before issue 43; ``tol: null`` runs every it
 the reference does. The stopping rule reads only the loss, a function of the
 noisy measurements: post-processing, it spends nothing. The model size of a candidate
 depends only on the graph of the measured cliques and the candidate, so it is computed once
-per distinct graph within a run.
+per distinct graph within a round.
 ``conf/mechanism/aim_quick.yaml`` is the budget preset of the default competition (2-way
 workload, ``T = 2 d`` rounds, 100 iterations; labelled ``[quick]`` on the board).
 
@@ -271,9 +271,6 @@ class AIM(Mechanism):
         model = pgm.estimate(domain, measurements, self.iters, total, **self.stopping)
         marginals = pgm.TreeMarginals(model)
 
-        # junction-tree cells of merged components, by their edges (domain sizes and released
-        # cliques only: public)
-        sizes: dict[frozenset[tuple[str, str]] | frozenset[str], int] = {}
         for t in range(1, 10 * T + 1):
             left = rho_total - rho_used
             round_rho = sum(c.rho for c in self.round_charges(sigma, eps, b))
@@ -285,6 +282,11 @@ class AIM(Mechanism):
             measured = [m.clique for m in measurements]
             free = set(pgm.downward_closure(measured, attrs))
             graph = pgm.ModelGraph.of(domain, measured)
+            # junction-tree cells of merged components, by their edges (domain sizes and
+            # released cliques only: public). One round's: each measured clique changes the
+            # component it joins, so last round's keys rarely recur, and kept across rounds
+            # (thousands of edge sets a round) they held gigabytes on a 34-column table
+            sizes: dict[frozenset[tuple[str, str]] | frozenset[str], int] = {}
             candidates = [cl for cl in closure if cl in free
                           or graph.size_with_mb(cl, sizes) <= limit]
             scores = np.array([weights[cl] * (np.abs(answers[cl]
