@@ -36,10 +36,9 @@ from mechanisms.pgm.adaptive_grid import (
     DIAGNOSTICS_FILE,
     TAXI_OUTER,
     AdaptiveGrid,
-    GridQuery,
     chow_liu_pairs,
-    fold_measurements,
 )
+from mechanisms.pgm.grid_query import GridQuery, fold_measurements
 from tests.seeding import seeded
 from tests.support.docstrings import printed_table
 

@@ -1,5 +1,6 @@
 """The Private-PGM family: :mod:`~mechanisms.pgm.mst`, :mod:`~mechanisms.pgm.aim` and
-:mod:`~mechanisms.pgm.adaptive_grid`, fitted with :mod:`~mechanisms.pgm.mirror_descent` over
+:mod:`~mechanisms.pgm.adaptive_grid` (its query matrices in :mod:`~mechanisms.pgm.grid_query`),
+fitted with :mod:`~mechanisms.pgm.mirror_descent` over
 :mod:`~mechanisms.pgm.cliques` (:mod:`~mechanisms.pgm.mbi_setup` configures ``mbi``), read
 and sampled through :mod:`~mechanisms.pgm.marginals`. This module is their shared (``mbi``)
 glue, imported as ``from mechanisms import pgm``. It may import ``harness.data``,
@@ -86,7 +87,7 @@ class Measurement:
     """``y = Q x + N(0, sigma^2 I)`` for the histogram ``x`` of ``clique``.
 
     ``query`` is ``None`` for the identity, a vector of per-cell weights (diagonal ``Q``), or
-    a *structured* query such as ``mechanisms.pgm.adaptive_grid.GridQuery``:
+    a *structured* query such as ``mechanisms.pgm.grid_query.GridQuery``:
     an object with ``apply(x)`` (``Q x`` in NumPy), ``required_cliques()`` (the marginals its
     evaluation reads) and a static ``batch_loss(items, marginals)`` returning the loss
     ``sum ||Q mu - y||^2 / (2 sigma^2)`` over ``(query, y, sigma)`` items and its gradient

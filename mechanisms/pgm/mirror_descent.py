@@ -315,7 +315,7 @@ def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, t
     ``query``: ``None`` (identity), per-cell weights, or a structured query (``structured``
     true: ``type(query).batch_loss(items, marginals)`` returns the loss of all such
     ``(query, y, sigma)`` items and its gradient per marginal it reads, as
-    :class:`mechanisms.pgm.adaptive_grid.GridQuery` does). ``lipschitz_constant`` replaces
+    :class:`mechanisms.pgm.grid_query.GridQuery` does). ``lipschitz_constant`` replaces
     ``mbi``'s metadata bound (it only sets the first step size).
 
     Stopping: with ``tol`` the fit ends once :func:`stalled` holds for the losses at the
