@@ -422,6 +422,27 @@ def test_iteration_cap_follows_the_minutemen_schedule_unless_set():
     assert AdaptiveGrid(iters=200).max_iters(Budget(10.0, DELTA)) == 200
 
 
+def test_the_fit_stops_when_the_loss_stalls_and_runs_the_cap_without_a_tol(small_dataset,
+                                                                          monkeypatch):
+    """Defaults: the cap is int(344 x 10 + 256) = 3,696 at epsilon 10 and the loss rule (tol
+    0.03) ends the fit well before it; tol=None runs exactly the iterations asked."""
+    fits = []
+    real = pgm.estimate
+
+    def recorded(domain, measurements, iters, total, **kwargs):
+        model = real(domain, measurements, iters, total, **kwargs)
+        fits.append((iters, kwargs.get("tol"), model.iterations))
+        return model
+
+    monkeypatch.setattr(pgm, "estimate", recorded)
+    run(small_dataset, {"C": 5}, Budget(10.0, 1e-6))
+    (cap, tol, taken), = fits
+    assert (cap, tol) == (3696, 0.03) and 0 < taken < cap
+    fits.clear()
+    run(small_dataset, {"C": 5, "iters": 120, "tol": None}, Budget(10.0, 1e-6))
+    assert fits == [(120, None, 120)]
+
+
 def test_a_table_outside_the_taxi_design_is_said_once_and_the_taxi_data_is_not(
         taxi, small_dataset):
     assert AdaptiveGrid().notes(taxi) == ()
