@@ -119,7 +119,8 @@ def checks(board: pd.DataFrame, cost: pd.DataFrame) -> list[str]:
             if b["mean"] + b["ci95"] < a["mean"] - a["ci95"]:
                 falls.append(f"{name} {a['mean']:.1f} -> {b['mean']:.1f}")
     lines.append(f"mean score falls from epsilon {lo:g} to {hi:g} beyond the CIs: "
-                 + ("; ".join(falls) or "none"))
+                 + ("; ".join(falls) or "none") if lo != hi else
+                 f"one epsilon ({lo:g}): whether scores fall with epsilon is not checked")
     seconds = cost.set_index(["label", "epsilon"])["s_mean"]
     for eps in sorted(set(board["epsilon"])):
         a, m = ("aim [quick]", eps), ("mst [quick]", eps)
