@@ -74,14 +74,27 @@ def override_syntax_problem(argv: list[str]) -> str | None:
 def fixed_overrides(argv: list[str]) -> list[str] | None:
     """The command's overrides that are not sweeps (``a=1,2``, ``a=range(..)``), as given;
     ``None`` when they do not parse (Hydra then says why)."""
+    parsed = parsed_overrides(argv)
+    return None if parsed is None else [o.input_line for o in parsed
+                                        if not o.is_sweep_override()]
+
+
+def parsed_overrides(argv: list[str]) -> list | None:
+    """The command's ``key=value`` arguments as Hydra's parsed overrides; ``None`` when they
+    do not parse (a syntax error, said by its own check or by Hydra)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     given = [a for a in argv if "=" in a and not a.startswith("-")]
     try:
-        parsed = OverridesParser.create().parse_overrides(given)
+        return OverridesParser.create().parse_overrides(given)
     except Exception:  # noqa: BLE001 - a syntax error: Hydra's own message is the clear one
         return None
-    return [o.input_line for o in parsed if not o.is_sweep_override()]
+
+
+def swept_open_groups(argv: list[str]) -> list:
+    """The command's sweeps of an open group (``mechanism=a,b``), as parsed overrides."""
+    return [o for o in parsed_overrides(argv) or []
+            if o.is_sweep_override() and o.key_or_group in OPEN_GROUPS]
 
 
 def composition_problem(conf_dir: Path, config_name: str, argv: list[str]) -> str | None:
@@ -112,15 +125,7 @@ def swept_open_choices(argv: list[str]) -> list[list[str]]:
     (``mechanism=a,b``: ``[mechanism=a]``, ``[mechanism=b]``), since a setting such as
     ``mechanism.iters=5`` belongs to the chosen options, not to the config's default one;
     ``[[]]`` when no open group is swept."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    given = [a for a in argv if "=" in a and not a.startswith("-")]
-    try:
-        parsed = OverridesParser.create().parse_overrides(given)
-    except Exception:  # noqa: BLE001 - a syntax error is said by the syntax check
-        return [[]]
-    variants = [[f"{o.key_or_group}={value}"] for o in parsed
-                if o.is_sweep_override() and o.key_or_group in OPEN_GROUPS
+    variants = [[f"{o.key_or_group}={value}"] for o in swept_open_groups(argv)
                 for value in o.sweep_string_iterator()]
     return variants or [[]]
 
@@ -171,8 +176,7 @@ def forced_option_settings(argv: list[str]) -> list[str]:
     before it expands the sweep, so the plain form fails there though every swept option has
     the setting; ``++`` sets it in each job's config. Call it after :func:`refuse_bad_command`,
     which has checked the setting against each swept option."""
-    swept = {group for variant in swept_open_choices(argv) for group in
-             (v.split("=", 1)[0] for v in variant)}
+    swept = {o.key_or_group for o in swept_open_groups(argv)}
     out = []
     for arg in argv:
         key = arg.split("=", 1)[0]
