@@ -20,7 +20,7 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_rho
 from harness.run.runner import spent_budget
 from mechanisms import make_mechanism, pgm
-from mechanisms.pgm.aim import AIM, trimmed_workload
+from mechanisms.pgm.aim import AIM, size_admission, trimmed_workload
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
 
@@ -296,3 +296,25 @@ def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_da
     check_memory_caps(run_config, mech, small_dataset)  # fits: no error
     run_config.limits.memory_limit_mb = None
     check_memory_caps(run_config, mech, small_dataset)  # no limit: nothing to check
+
+
+def test_size_admission_is_inside_a_measured_clique_or_the_model_size_within_the_limit():
+    """Against the definition, on random models: candidate ``r`` is admissible iff it lies
+    inside a measured clique or ``model_size_mb(measured + [r]) <= limit`` (the junction tree
+    mbi would build), whichever order the candidates are asked in."""
+    rng = np.random.default_rng(3)
+    domain = {f"a{i}": int(rng.integers(2, 12)) for i in range(14)}
+    attrs = list(domain)
+    closure = pgm.downward_closure(list(itertools.combinations(attrs, 3)), attrs)
+    for _ in range(6):
+        measured = [tuple(rng.choice(attrs, size=int(rng.integers(1, 4)), replace=False))
+                    for _ in range(10)]
+        sizes = [pgm.model_size_mb(domain, [*measured, cl]) for cl in closure]
+        limit = float(np.quantile(sizes, 0.5))
+        inside = set(pgm.downward_closure(measured, attrs))
+        expected = [cl in inside or size <= limit for cl, size in zip(closure, sizes)]
+        admissible = size_admission(closure, measured, domain, limit)
+        order = rng.permutation(len(closure))
+        got = dict((int(i), admissible(int(i))) for i in order)
+        assert [got[i] for i in range(len(closure))] == expected
+        assert 0 < sum(expected) < len(closure)  # the limit splits the candidates

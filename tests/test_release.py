@@ -73,6 +73,62 @@ def test_exponential_mechanism_distribution():
     assert r.ledger.charges[-1].rho == pytest.approx(eps**2 / 8)
 
 
+class _TestsAll:
+    """A sampler without ``argmax_gumbel_among`` (as OpenDP's): the releaser tests every
+    candidate and draws from the admitted scores."""
+
+    name = "numpy-eager"
+
+    def __init__(self, rng):
+        self.inner = NumpySampler(rng)
+
+    def argmax_gumbel(self, scores, sensitivity, scale):
+        return self.inner.argmax_gumbel(scores, sensitivity, scale)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_exponential_mechanism_over_the_admissible_candidates(lazy):
+    """With ``admissible``: P(i) proportional to exp(eps * score_i / (2 Delta)) over the
+    admitted candidates, never another one, whether candidates are tested lazily (numpy) or
+    all up front (a sampler without the lazy method)."""
+    scores = np.array([5.0, 0.0, 1.0, 9.0, 3.0])
+    allowed = {1, 2, 4}  # the two best scores are not admitted
+    eps, sens = 2.0, 1.5
+    rng = np.random.default_rng(1)
+    sampler = NumpySampler(rng) if lazy else _TestsAll(rng)
+    draws = np.bincount([releaser(Budget(1e6), sampler=sampler).exponential(
+        "pick", scores, sens, eps, admissible=allowed.__contains__) for _ in range(20000)],
+        minlength=5) / 20000
+    expected = np.where(np.isin(np.arange(5), list(allowed)),
+                        np.exp(eps * scores / (2 * sens)), 0.0)
+    # (b) 20,000 draws of p = (0, 0.097, 0.188, 0, 0.715): binomial standard errors <= 0.0032;
+    # atol=0.015 is >= 4.7 of them; the excluded ones must be exactly 0
+    np.testing.assert_allclose(draws, expected / expected.sum(), atol=0.015)
+    assert draws[0] == draws[3] == 0.0
+
+
+def test_lazy_exponential_mechanism_tests_few_candidates_and_the_audit_sees_the_admitted():
+    tested = []
+
+    def admissible(i):
+        tested.append(i)
+        return i % 2 == 0
+
+    scores = np.arange(1000, dtype=float) * 10.0  # scale 1: the top score wins by 10 nats
+    index = releaser(Budget(1e6)).exponential("pick", scores, 0.5, 1.0, admissible=admissible)
+    # the best two are 999 (refused) and 998 (admitted, ahead of 997 by 10 nats: a Gumbel
+    # difference over 10 has probability 4.5e-5)
+    assert index == 998 and tested == [999, 998]
+    seen = []
+    r = releaser(Budget(1e6), observer=seen.append)
+    index = r.exponential("pick", scores, 0.5, 1.0, admissible=lambda i: i % 2 == 0)
+    assert index == 998
+    rec = seen[-1]  # the audit's record: the admitted scores and the index among them
+    assert np.array_equal(rec.true, scores[::2]) and int(rec.noisy) == 499
+    with pytest.raises(DPArenaError, match="admitted no candidate"):
+        releaser(Budget(1e6)).exponential("pick", scores, 0.5, 1.0, admissible=lambda i: False)
+
+
 def test_an_over_budget_release_is_refused_before_any_noise_is_drawn():
     class Counting(NumpySampler):
         draws = 0

@@ -20,7 +20,12 @@ Releases
     index ``i`` with probability proportional to ``exp(epsilon * scores[i] / (2 Delta))``,
     ``Delta`` the scores' sensitivity (L-infinity); charged as an ``epsilon``-DP release,
     ``epsilon^2 / 8``-zCDP (bounded range, Cesar & Rogers 2021). The one implementation of it
-    in dp-arena (MST, AIM and ``tuning=dp_select`` use it).
+    in dp-arena (MST, AIM and ``tuning=dp_select`` use it). With ``admissible`` (a public
+    predicate on candidate indices) it runs over the admitted candidates only; the ``numpy``
+    sampler then tests candidates lazily, in decreasing order of their noisy scores, and
+    returns the first admitted: the argmax of the Gumbel-perturbed scores over the admitted
+    set, which is the exponential mechanism over that set exactly (the noise of the others is
+    never looked at), at the cost of testing a few candidates instead of all.
 :meth:`Releaser.laplace_above`
     Laplace counts of a sparse histogram, only those at or above a threshold kept (the prefix
     tree); empty cells by an exact shortcut (:mod:`harness.privacy.thresholded`); charged as
@@ -128,6 +133,10 @@ class Sampler(Protocol):
 
     def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int: ...
 
+    # optional: ``argmax_gumbel_among(scores, sensitivity, scale, admissible) -> int``, the
+    # argmax over the candidates ``admissible`` accepts, testing as few as it can
+    # (:meth:`NumpySampler.argmax_gumbel_among`); without it the releaser tests them all
+
     def laplace_above(self, sizes: np.ndarray, family: np.ndarray, child: np.ndarray,
                       counts: np.ndarray, sensitivity: float, scale: float, threshold: float,
                       tail: np.random.Generator
@@ -158,6 +167,18 @@ class NumpySampler:
 
     def argmax_gumbel(self, scores: np.ndarray, sensitivity: float, scale: float) -> int:
         return int(np.argmax(scores / scale + self.rng.gumbel(size=scores.size)))
+
+    def argmax_gumbel_among(self, scores: np.ndarray, sensitivity: float, scale: float,
+                            admissible: Callable[[int], bool]) -> int:
+        """The argmax of ``scores / scale + Gumbel`` over the indices ``admissible`` accepts:
+        candidates are tested in decreasing order of their noisy scores and the first
+        accepted is returned (the same draw as perturbing the admitted scores alone)."""
+        noisy = scores / scale + self.rng.gumbel(size=scores.size)
+        for index in np.argsort(-noisy, kind="stable"):
+            if admissible(int(index)):
+                return int(index)
+        raise DPArenaError("the exponential mechanism admitted no candidate",
+                           "the mechanism must admit at least one candidate")
 
     def laplace_above(self, sizes, family, child, counts, sensitivity, scale, threshold, tail):
         return (*draw_above(lambda v: self.laplace(v, sensitivity, scale), sizes, family, child,
@@ -375,18 +396,34 @@ class Releaser:
         return noisy
 
     def exponential(self, name: str, scores, sensitivity: float, epsilon: float, *,
-                    query: str | None = None, note: str = "") -> int:
+                    query: str | None = None, note: str = "",
+                    admissible: Callable[[int], bool] | None = None) -> int:
         """The index chosen by the ``epsilon``-DP exponential mechanism on ``scores`` of
-        sensitivity ``sensitivity`` (higher is better)."""
+        sensitivity ``sensitivity`` (higher is better). ``admissible``: the mechanism runs
+        over the indices it accepts only (``sensitivity`` must bound theirs); it must be a
+        function of public inputs and earlier releases, and accept at least one index. A
+        sampler with ``argmax_gumbel_among`` tests the candidates lazily (module docstring);
+        otherwise, and when an observer (the audit) records the release, every candidate is
+        tested and the admitted scores alone are drawn from and recorded."""
         true = _as_array(scores)
         if true.ndim != 1 or true.size == 0:
             raise DPArenaError("the exponential mechanism needs a non-empty vector of scores",
                                "pass one score per candidate")
         scale = 2.0 * sensitivity / epsilon
+        lazy = getattr(self.sampler, "argmax_gumbel_among", None)
+        kept = None
+        if admissible is not None and (lazy is None or self.observer is not None):
+            kept = np.flatnonzero([admissible(i) for i in range(true.size)])
+            if kept.size == 0:
+                raise DPArenaError("the exponential mechanism admitted no candidate",
+                                   "the mechanism must admit at least one candidate")
+            true = true[kept]
         self.ledger.charge(name, "exponential", sensitivity, scale, note=note)
+        if admissible is not None and kept is None:
+            return lazy(true, sensitivity, scale, admissible)  # type: ignore[misc]
         index = self.sampler.argmax_gumbel(true, sensitivity, scale)
         self._observe(name, "exponential", query, sensitivity, scale, true, np.array(index))
-        return index
+        return index if kept is None else int(kept[index])
 
     def laplace_above(self, name: str, family_sizes, family, child, counts,
                       sensitivity: float, scale: float, threshold: float, *,
