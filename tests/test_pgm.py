@@ -79,6 +79,66 @@ def test_a_marginal_not_kept_is_the_same_and_not_remembered(fitted):
     assert tm._cache == {} and len(kept._cache) == len(list(itertools.combinations(domain, 2)))
 
 
+def test_marginals_do_not_depend_on_the_queries_before(fitted, monkeypatch):
+    """TreeMarginals remembers messages and component parts across queries (within
+    MEMO_CELLS). On a tree (a, b) - (b, c, d) and a lone e, where one edge carries messages
+    over several attribute sets: every marginal, in any attribute order, matches the full
+    joint, and is bit for bit what a fresh instance computes and what one remembering
+    nothing computes in the reverse order."""
+    from mechanisms.pgm import marginals
+
+    domain, codes, _, _ = fitted
+    rng = np.random.default_rng(1)
+    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
+          for cl in [("a",), ("e",), ("a", "b"), ("b", "c", "d")]
+          for h in [pgm.histogram(codes, cl, domain)]]
+    model = pgm.estimate(domain, ms, 100, pgm.initial_total(ms, domain))
+    cliques = [cl for k in (1, 2, 3) for cl in itertools.permutations(domain, k)]
+    shared = pgm.TreeMarginals(model)
+    answers = [shared.marginal(cl, keep=False) for cl in cliques]
+    assert shared._memo_cells > 0 and shared._cache == {}
+    for cl, got in zip(cliques, answers):
+        np.testing.assert_allclose(got, brute_force_marginal(model, domain, cl),
+                                   rtol=1e-8, atol=1e-8)
+        assert np.array_equal(got, pgm.TreeMarginals(model).marginal(cl, keep=False)), cl
+    monkeypatch.setattr(marginals, "MEMO_CELLS", 0)
+    forgetful = pgm.TreeMarginals(model)
+    for cl, got in reversed(list(zip(cliques, answers))):
+        assert np.array_equal(got, forgetful.marginal(cl, keep=False)), cl
+    assert forgetful._memo_cells == 0 and not forgetful._messages and not forgetful._groups
+
+
+def test_marginals_from_the_cheapest_root_are_the_same(fitted, monkeypatch):
+    """With REROOT_CELLS = 0 every marginal over several tree nodes is computed from the
+    covering subtree's cheapest root (TreeMarginals._cheapest_root) instead of the default
+    one: on a chain (a, b) - (b, c) - (c, d) - (d, e) every 2- and 3-way marginal, in any
+    attribute order, still matches the full joint, and some query does change root."""
+    from mechanisms.pgm import marginals
+
+    domain, codes, _, _ = fitted
+    rng = np.random.default_rng(2)
+    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
+          for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
+          for h in [pgm.histogram(codes, cl, domain)]]
+    model = pgm.estimate(domain, ms, 100, pgm.initial_total(ms, domain))
+    monkeypatch.setattr(marginals, "REROOT_CELLS", 0)
+    moved = []
+    search = marginals.TreeMarginals._cheapest_root
+
+    def spy(self, root, children, clique):
+        out = search(self, root, children, clique)
+        moved.append(out[0] != root)
+        return out
+
+    monkeypatch.setattr(marginals.TreeMarginals, "_cheapest_root", spy)
+    tm = pgm.TreeMarginals(model)
+    for cl in [cl for k in (2, 3) for cl in itertools.permutations(domain, k)]:
+        np.testing.assert_allclose(tm.marginal(cl, keep=False),
+                                   brute_force_marginal(model, domain, cl), rtol=1e-8,
+                                   atol=1e-8)
+    assert any(moved) and len(moved) > 0
+
+
 def test_tree_marginals_match_mbi_models(fitted):
     """TreeMarginals of an mbi model (adaptive grid's estimator) against mbi's own marginals."""
     from mbi import estimation as mbi_estimation

@@ -1,7 +1,9 @@
 """Marginals of a fitted ``mbi`` model and records drawn from it, in NumPy (post-processing).
 
 - :class:`TreeMarginals`: any marginal of an estimated model, computed on the model's junction
-  tree (calibrated once; no per-query JIT compilation, which would dominate AIM's run time);
+  tree (calibrated once; no per-query JIT compilation, which would dominate AIM's run time) by
+  eliminating the subtree covering the clique towards a root, with per-attribute holder sets,
+  rooted trees and (bounded) memos of messages and component parts shared across queries;
 - :func:`sample_codes`: seeded sampling of records from the model along the junction tree's
   elimination order, stratified within groups of conditioning values by default
   (``balanced``), or ``mbi``'s ``round`` / ``sample`` draws; one binary search per column.
@@ -33,6 +35,14 @@ class TreeMarginals:
     one tree node is a projection, otherwise it is computed by eliminating, towards a root,
     the smallest subtree covering the clique (``prod mu_C / prod mu_S`` restricted to the
     subtree). Disconnected components are independent (outer product / total).
+
+    Per query, only nodes holding a clique attribute are looked at (per-attribute holder
+    sets); the rooted trees, inverse separators, messages between nodes and the marginals
+    of a clique's part in one component (which recur across AIM's candidates) are
+    remembered, the last two within :data:`MEMO_CELLS` cells. A remembered array is the one
+    the same operations would compute again, so results do not depend on the order of the
+    queries; every order (of children, of a message's attributes) is fixed, so they do not
+    depend on string hashing either.
     """
 
     def __init__(self, model):
@@ -64,6 +74,18 @@ class TreeMarginals:
         for n in nodes:
             for a in n:
                 self.home.setdefault(a, []).append(n)
+        # for the queries, built once: each attribute's holders (positions in ``nodes``) and
+        # each node's attribute set; filled as queries come: the tree rooted at a node, the
+        # inverse separator marginal of an edge, and the memos (MEMO_CELLS cells in all)
+        position = {n: i for i, n in enumerate(nodes)}
+        self._holders = {a: frozenset(map(position.get, ns)) for a, ns in self.home.items()}
+        self._attr_sets = {n: frozenset(n) for n in nodes}
+        self._rooted: dict[Clique, tuple[dict, dict[Clique, int]]] = {}
+        self._inverses: dict[tuple[Clique, Clique], tuple[Clique, np.ndarray]] = {}
+        self._messages: dict[tuple, np.ndarray] = {}
+        self._groups: dict[Clique, np.ndarray] = {}
+        self._projections: dict[tuple[Clique, Clique], np.ndarray] = {}
+        self._memo_cells = 0
         self._cache: dict[Clique, np.ndarray] = {}
 
     def _calibrate(self, potentials: dict[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
@@ -116,66 +138,180 @@ class TreeMarginals:
     def _compute(self, clique: Clique) -> np.ndarray:
         if not clique:
             return np.array([self.total])
-        for n in self.nodes:
-            if set(clique) <= set(n):
-                return _project(self.tables[n], n, clique)
+        host = self._host(clique)
+        if host is not None:
+            return _project(self.tables[host], host, clique)
         groups: dict[int, list[str]] = {}
         for a in clique:
             groups.setdefault(self.component[self.home[a][0]], []).append(a)
         if len(groups) > 1:
-            parts = [(tuple(g), self._connected(tuple(g))) for g in groups.values()]
-            attrs: list[str] = []
-            out = np.ones(())
-            for g, arr in parts:
+            parts = [(tuple(g), self._group(tuple(g))) for g in groups.values()]
+            attrs, out = parts[0]
+            for g, arr in parts[1:]:
                 out = np.multiply.outer(out, arr)
-                attrs.extend(g)
+                attrs += g
             out = out / self.total ** (len(parts) - 1)
-            return _transpose(out, tuple(attrs), clique)
+            return _transpose(out, attrs, clique)
         return self._connected(clique)
 
+    def _group(self, group: Clique) -> np.ndarray:
+        """:meth:`_connected`, remembered (within the memo budget): the part of a clique
+        in one component recurs with every choice of the attributes in other components."""
+        table = self._groups.get(group)
+        if table is None:
+            table = self._connected(group)
+            self._remember(self._groups, group, table)
+        return table
+
+    def _remember(self, memo: dict, key, table: np.ndarray) -> None:
+        """Keep ``table`` in ``memo`` if the memos hold at most ``MEMO_CELLS`` cells with it."""
+        if self._memo_cells + table.size <= MEMO_CELLS:
+            memo[key] = table
+            self._memo_cells += table.size
+
+    def _host(self, clique: Clique) -> Clique | None:
+        """The first tree node (in ``nodes`` order) holding all of ``clique``, if any: the
+        smallest position common to its attributes' holders."""
+        common = frozenset.intersection(*(self._holders[a] for a in clique))
+        return self.nodes[min(common)] if common else None
+
     def _connected(self, clique: Clique) -> np.ndarray:
-        """Marginal of ``clique`` whose attributes lie in one tree component."""
-        for n in self.nodes:
-            if set(clique) <= set(n):
-                return _project(self.tables[n], n, clique)
+        """Marginal of ``clique`` whose attributes lie in one tree component.
+
+        Inside one node: a projection. Otherwise the root is the node sharing the most
+        attributes with the clique (the smallest table among ties, then the first in
+        ``nodes`` order; only nodes holding a clique attribute can share any), and the
+        subtree kept joins the root to the shallowest holder of every attribute the root
+        lacks. Leaves first, each kept node sends its parent its table times its children's
+        messages divided by the separator marginal (:meth:`_inverse_separator`), summed
+        to the separator and the clique attributes gathered below; the root sums to the
+        clique."""
+        host = self._host(clique)
+        if host is not None:
+            return _project(self.tables[host], host, clique)
         q = set(clique)
-        root = max(self.nodes, key=lambda n: (len(q & set(n)), -self.tables[n].size))
-        parent, order = _bfs(root, self.adj)
-        depth = {root: 0}
-        for n in order[1:]:
-            depth[n] = depth[parent[n]] + 1
-        keep = {root}
-        covered = set(root) & q
+        near = sorted(frozenset().union(*(self._holders[a] for a in clique)))
+        root = max((self.nodes[i] for i in near),
+                   key=lambda n: (len(q & self._attr_sets[n]), -self.tables[n].size))
+        parent, depth = self._rooted_at(root)
+        children = self._covering_subtree(root, clique, parent, depth)
+        if self._work(root, children, q) > REROOT_CELLS:
+            root, parent, children = self._cheapest_root(root, children, clique)
+
+        def upward(node: Clique) -> tuple[tuple, Clique, np.ndarray]:
+            """(memo key, attributes, array) of the message ``node`` sends its parent (at
+            the root: the marginal). The key names the computation: node, target and the
+            keys of the children's messages, in operand order."""
+            below = [upward(child) for child in children[node]]
+            operands = [(node, self.tables[node])] + [(t, arr) for _, t, arr in below]
+            if node == root:  # the root's table summed first to what the query needs
+                inflow = set(clique).union(*(t for _, t, _ in below))
+                kept = tuple(a for a in root if a in inflow)
+                operands[0] = (kept, self._projection(root, kept))
+                return (), clique, _einsum(operands, clique)
+            sep, inv = self._inverse_separator(node, parent[node])
+            gathered = self._attr_sets[node].union(*(t for _, t, _ in below))
+            target = sep + tuple(a for a in clique if a in gathered and a not in sep)
+            key = (node, parent[node], target, tuple(k for k, _, _ in below))
+            message = self._messages.get(key)
+            if message is None:
+                message = _einsum(operands + [(sep, inv)], target)
+                self._remember(self._messages, key, message)
+            return key, target, message
+
+        return upward(root)[2]
+
+    def _rooted_at(self, root: Clique) -> tuple[dict, dict[Clique, int]]:
+        """Parent and depth of every node of ``root``'s component, the tree rooted at
+        ``root`` (one BFS per root, remembered: a few roots serve every query)."""
+        if root not in self._rooted:
+            parent, order = _bfs(root, self.adj)
+            depth = {root: 0}
+            for n in order[1:]:
+                depth[n] = depth[parent[n]] + 1
+            self._rooted[root] = (parent, depth)
+        return self._rooted[root]
+
+    def _covering_subtree(self, root: Clique, clique: Clique, parent: dict,
+                          depth: dict[Clique, int]) -> dict[Clique, list[Clique]]:
+        """The children of each node of the subtree joining ``root`` to the shallowest holder
+        (first in ``home`` order among equals) of each clique attribute the subtree does not
+        hold yet, attributes in clique order; children in the order they join."""
+        q = set(clique)
+        children: dict[Clique, list[Clique]] = {root: []}
+        covered = self._attr_sets[root] & q
         for a in clique:
             if a in covered:
                 continue
-            best = min((n for n in self.home[a] if n in depth), key=lambda n: depth[n])
-            n = best
-            while n not in keep:
-                keep.add(n)
-                covered |= set(n) & q
+            n = min((n for n in self.home[a] if n in depth), key=lambda n: depth[n])
+            path = []
+            while n not in children:
+                path.append(n)
+                covered |= self._attr_sets[n] & q
                 n = parent[n]
-        children: dict[Clique, list[Clique]] = {n: [] for n in keep}
-        for n in keep:
-            if n != root:
+            for n in reversed(path):  # top down: every node joins after its parent
+                children[n] = []
                 children[parent[n]].append(n)
+        return children
 
-        def upward(node: Clique) -> tuple[Clique, np.ndarray]:
-            operands = [(node, self.tables[node])]
+    def _work(self, root: Clique, children: dict[Clique, list[Clique]], q: set[str]) -> int:
+        """Cells the elimination from ``root`` touches, about: each kept node's table times
+        the clique attributes its message must carry besides its own (those gathered below
+        it that it lacks). A message carries its separator times those attributes, so two
+        clique attributes far from the root on one branch multiply the separators on the
+        way (measured: a 153-million-cell message for one 3-way marginal on a 48-column
+        model)."""
+        def gathered(node: Clique) -> tuple[set[str], int]:
+            below, work = set(), 0
             for child in children[node]:
-                operands.append(upward(child))
-            if node == root:
-                target = clique
-            else:
-                sep = tuple(a for a in node if a in parent[node])
-                mu_sep = _project(self.tables[node], node, sep)
-                inv = np.divide(1.0, mu_sep, out=np.zeros_like(mu_sep), where=mu_sep > 0)
-                operands.append((sep, inv))
-                present = set().union(*[set(a) for a, _ in operands])
-                target = tuple(a for a in present if a in q or a in sep)
-            return target, _einsum(operands, target)
+                attrs, w = gathered(child)
+                below |= attrs
+                work += w
+            own = self._attr_sets[node]
+            extra = math.prod(self.sizes[a] for a in below - own)
+            return below | (own & q), work + self.tables[node].size * extra
 
-        return upward(root)[1]
+        return gathered(root)[1]
+
+    def _cheapest_root(self, root: Clique, children: dict[Clique, list[Clique]],
+                       clique: Clique) -> tuple[Clique, dict, dict[Clique, list[Clique]]]:
+        """The node of the covering subtree from which eliminating touches the fewest cells
+        (:meth:`_work`), with its rooted tree and covering subtree: asked only when the
+        default root's work is over :data:`REROOT_CELLS`, so small queries pay nothing.
+        Every root gives the same marginal (up to rounding)."""
+        q = set(clique)
+        best = None
+        for node in sorted(children, key=self.nodes.index):
+            parent, depth = self._rooted_at(node)
+            subtree = self._covering_subtree(node, clique, parent, depth)
+            work = self._work(node, subtree, q)
+            if best is None or work < best[0]:
+                best = (work, node, parent, subtree)
+        assert best is not None
+        return best[1], best[2], best[3]
+
+    def _projection(self, node: Clique, kept: Clique) -> np.ndarray:
+        """``node``'s table summed over the attributes not in ``kept`` (in ``node``'s order),
+        remembered within the memo budget: late in an AIM run a root can hold hundreds of
+        thousands of cells, and the candidates it serves need a few of its attributes
+        (the same few for many of them), so each sum over the big table is done once."""
+        if kept == node:
+            return self.tables[node]
+        table = self._projections.get((node, kept))
+        if table is None:
+            table = _project(self.tables[node], node, kept)
+            self._remember(self._projections, (node, kept), table)
+        return table
+
+    def _inverse_separator(self, node: Clique, up: Clique) -> tuple[Clique, np.ndarray]:
+        """The separator of tree edge ``node``-``up`` (in ``node``'s attribute order) and
+        ``1 / mu_sep`` from ``node``'s table (0 where ``mu_sep`` is 0), remembered per edge."""
+        if (node, up) not in self._inverses:
+            sep = tuple(a for a in node if a in up)
+            mu_sep = _project(self.tables[node], node, sep)
+            inv = np.divide(1.0, mu_sep, out=np.zeros_like(mu_sep), where=mu_sep > 0)
+            self._inverses[(node, up)] = (sep, inv)
+        return self._inverses[(node, up)]
 
 
 def _components(nodes: list[Clique], adj: dict[Clique, list[Clique]]) -> list[list[Clique]]:
@@ -240,6 +376,12 @@ def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.nda
 
 #: Largest product of an einsum's index sizes computed without planning a contraction order.
 NAIVE_EINSUM_CELLS = 2**16
+#: Most cells of messages and component parts a :class:`TreeMarginals` remembers (float64:
+#: 16 MB), so that ``marginal(..., keep=False)`` over every candidate stays within a bound.
+MEMO_CELLS = 2**21
+#: Work (cells touched, :meth:`TreeMarginals._work`) above which a marginal looks for a
+#: cheaper root: 2^22 cells (~10 ms of einsum); below it the search would cost more.
+REROOT_CELLS = 2**22
 
 
 # ----- sampling and decoding --------------------------------------------------------------
