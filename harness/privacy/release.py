@@ -177,8 +177,7 @@ class NumpySampler:
         for index in np.argsort(-noisy, kind="stable"):
             if admissible(int(index)):
                 return int(index)
-        raise DPArenaError("the exponential mechanism admitted no candidate",
-                           "the mechanism must admit at least one candidate")
+        raise none_admitted()
 
     def laplace_above(self, sizes, family, child, counts, sensitivity, scale, threshold, tail):
         return (*draw_above(lambda v: self.laplace(v, sensitivity, scale), sizes, family, child,
@@ -325,6 +324,12 @@ def make_sampler(name: str, rng: np.random.Generator) -> Sampler:
     return OpenDPSampler() if name == "opendp" else NumpySampler(rng)
 
 
+def none_admitted() -> DPArenaError:
+    """The error of an exponential mechanism whose ``admissible`` accepts no candidate."""
+    return DPArenaError("the exponential mechanism admitted no candidate",
+                        "the mechanism must admit at least one candidate")
+
+
 def _as_array(values) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(arr)):
@@ -415,8 +420,7 @@ class Releaser:
         if admissible is not None and (lazy is None or self.observer is not None):
             kept = np.flatnonzero([admissible(i) for i in range(true.size)])
             if kept.size == 0:
-                raise DPArenaError("the exponential mechanism admitted no candidate",
-                                   "the mechanism must admit at least one candidate")
+                raise none_admitted()
             true = true[kept]
         self.ledger.charge(name, "exponential", sensitivity, scale, note=note)
         if admissible is not None and kept is None:
