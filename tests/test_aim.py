@@ -20,7 +20,8 @@ from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_rho
 from harness.run.runner import spent_budget
 from mechanisms import make_mechanism, pgm
-from mechanisms.pgm.aim import AIM, size_admission, trimmed_workload
+from mechanisms.pgm import aim as aim_module
+from mechanisms.pgm.aim import AIM, admitted_pool, size_admission, trimmed_workload
 from mechanisms.pgm.marginals import MEMO_CELLS
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
@@ -319,3 +320,72 @@ def test_size_admission_is_inside_a_measured_clique_or_the_model_size_within_the
         got = dict((int(i), admissible(int(i))) for i in order)
         assert [got[i] for i in range(len(closure))] == expected
         assert 0 < sum(expected) < len(closure)  # the limit splits the candidates
+
+
+@pytest.mark.parametrize("n, share_admitted", [(6553, 0.9), (6553, 0.3), (100, 0.5), (40, 0.95)])
+def test_admitted_pool_probes_then_lists_exactly_the_admitted(n, share_admitted):
+    """Mostly admitted (the probe's share above 0.8): ``None`` after testing at most the
+    probe (``ceil(n / 256)`` apart: 256 candidates at most); otherwise every candidate is tested
+    and exactly the admitted indices come back, in order."""
+    rng = np.random.default_rng(n)
+    allowed = rng.random(n) < share_admitted
+    asked: list[int] = []
+
+    def admissible(i: int) -> bool:
+        asked.append(i)
+        return bool(allowed[i])
+
+    pool = admitted_pool(admissible, n)
+    step = math.ceil(n / 256)
+    probe_share = allowed[::step].mean()
+    if probe_share > 0.8:
+        assert pool is None
+        assert asked == list(range(0, n, step)) and len(asked) <= 256
+    else:
+        assert pool == list(np.flatnonzero(allowed))
+
+
+def test_rounds_scoring_the_admitted_alone_select_among_them(small_dataset, monkeypatch):
+    """With the admitted-only path forced in every round (a probe share of 1.0 is never
+    exceeded), each selection draws from exactly the candidates that round's size test
+    admits, picks one of them, and the run stays within its budget."""
+    monkeypatch.setattr(aim_module, "admitted_pool",
+                        lambda admissible, n: admitted_pool(admissible, n, share=1.0))
+    rounds: list = []
+    real = aim_module.size_admission
+
+    def recording(closure, measured, domain, limit):
+        test = real(closure, measured, domain, limit)
+        rounds.append((closure, test))
+        return test
+
+    monkeypatch.setattr(aim_module, "size_admission", recording)
+    budget = Budget(1.0, 1e-6)
+    ledger = Ledger(budget, "zcdp", unit=small_dataset.ledger_unit)
+    release = seeded(ledger, 3)
+    drawn: list[int] = []
+    exponential = release.exponential
+
+    def spy(name, scores, sensitivity, epsilon, **kw):
+        assert kw.get("admissible") is None  # the pool path tests nothing lazily
+        drawn.append(len(scores))
+        return exponential(name, scores, sensitivity, epsilon, **kw)
+
+    monkeypatch.setattr(release, "exponential", spy)
+    mech = make_mechanism("aim", {**FAST, "max_model_size": 0.0002})
+    mech.fit_sample(small_dataset, budget, release, np.random.default_rng(3))
+    assert len(drawn) == len(rounds) > 0
+    picks = [c.name.split("measure ")[1] for c in ledger.charges if "measure" in c.name]
+    for (closure, test), size, pick in zip(rounds, drawn, picks):
+        admitted = [cl for i, cl in enumerate(closure) if test(i)]
+        assert size == len(admitted)
+        assert tuple(pick.split(" x ")) in admitted
+    assert any(size < len(closure) for (closure, _), size in zip(rounds, drawn))  # some excluded
+    # the sensitivity: 5 rows per person x the heaviest admitted candidate's weight
+    work = mech.sized_workload(small_dataset.schema.domain())[0]
+    weights = aim_module.candidate_weights(rounds[0][0], work)
+    selections = [c for c in ledger.charges if c.kind == "exponential"]
+    for (closure, test), charge in zip(rounds, selections):
+        assert charge.sensitivity == 5.0 * max(weights[cl] for i, cl in enumerate(closure)
+                                               if test(i))
+    assert sum(c.rho for c in ledger.charges) <= zcdp_rho(1.0, 1e-6)
