@@ -347,7 +347,7 @@ def size_admission(closure: list[tuple[str, ...]], measured: list[tuple[str, ...
     released cliques only (public). Each answer is computed on first use and remembered for
     the round: the exponential mechanism tests candidates lazily (most rounds test a handful
     of the 16,000-25,000 a 3-way workload has on 50 columns, where testing all took half of
-    the run), and the junction-tree cells of merged components are remembered by their edges
+    the run) unless :func:`admitted_pool` finds few admissible, and the junction-tree cells of merged components are remembered by their edges
     for the round only (each measured clique changes the component it joins, so last round's
     keys rarely recur: kept across rounds they held gigabytes on a 34-column table)."""
     free = set(pgm.downward_closure(measured, list(domain)))
