@@ -275,7 +275,7 @@ def test_candidate_weights_are_the_papers_pairwise_sum():
 
 def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_dataset):
     """AIM's stated bound is its candidates' answers (float64 cells of the closure) plus
-    8 x max_model_size plus the marginals' memo; a run whose limit is below bound + the runtime's share is refused
+    MODEL_COPIES (9) x max_model_size plus the marginals' memo; a run whose limit is below bound + the runtime's share is refused
     with the figures, one above it passes."""
     from types import SimpleNamespace
 
@@ -288,7 +288,8 @@ def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_da
     closure = [(a,) for a in attrs] + list(itertools.combinations(attrs, 2))
     cells = sum(math.prod(domain[a] for a in cl) for cl in closure)
     bound, how = mech.memory_mb(small_dataset)
-    assert bound == pytest.approx(cells * 8 / 2**20 + 8 * 50.0 + MEMO_CELLS * 8 / 2**20)
+    assert aim_module.MODEL_COPIES == 9
+    assert bound == pytest.approx(cells * 8 / 2**20 + 9 * 50.0 + MEMO_CELLS * 8 / 2**20)
     assert "max_model_size=50" in how
     run_config = SimpleNamespace(limits=SimpleNamespace(memory_limit_mb=RUNTIME_MB + 399.0))
     with pytest.raises(ConfigError) as err:

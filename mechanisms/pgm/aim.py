@@ -224,9 +224,9 @@ class AIM(Mechanism):
     def memory_mb(self, data: Dataset) -> tuple[float, str]:
         """The candidates' answers (float64 cells of the trimmed workload's closure, at most
         ``max_answers_mb``) plus :data:`MODEL_COPIES` x ``max_model_size``: the per-round
-        cap is ``max_model_size`` x the budget used so far, never more, and estimating plus
-        reading marginals peaks at about 7.4x the junction tree's size (measured on 31 MB and
-        117 MB models, benchmarks/bench_aim_memory.py), plus what scoring the candidates
+        cap is ``max_model_size`` x the budget used so far, never more, and a warm-started
+        refit plus reading marginals peaks at about 8.3x the junction tree's size (measured on
+        31 MB and 117 MB models, benchmarks/bench_aim_memory.py), plus what scoring the candidates
         remembers (:data:`mechanisms.pgm.marginals.MEMO_CELLS`)."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
@@ -318,7 +318,9 @@ class AIM(Mechanism):
             total = pgm.initial_total(measurements, domain)
             if last:
                 break
-            model = pgm.estimate(domain, measurements, self.iters, total, warm_start=model,
+            warm = model.warm_start()
+            del model, marginals  # the old beliefs: freed before the refit builds new ones
+            model = pgm.estimate(domain, measurements, self.iters, total, warm_start=warm,
                                  **self.stopping)
             marginals = pgm.TreeMarginals(model)
             moved = float(np.abs(marginals.marginal(pick) - before).sum())
@@ -328,16 +330,19 @@ class AIM(Mechanism):
                 sigma, eps = sigma / 2, eps * 2
         release.done()
 
-        model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=model,
+        warm = model.warm_start()
+        del model, marginals
+        model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=warm,
                              **{**self.stopping, "tol": self.final_tol})
         tree = pgm.TreeMarginals(model)
         n_rows = pgm.fitted_rows(model, measurements, tree, data, budget.epsilon, b)
         return finish(data, pgm.sample_codes(model, n_rows, rng, attrs, tree), rng)
 
 
-#: Copies of the junction tree that estimation and reading marginals hold at their peak
-#: (7.4-7.5 measured, rounded up; see :meth:`AIM.memory_mb`).
-MODEL_COPIES = 8
+#: Copies of the junction tree that a round holds at its peak: a warm-started refit and
+#: reading marginals from it (8.2-8.3 measured, rounded up; benchmarks/bench_aim_memory.py;
+#: see :meth:`AIM.memory_mb`).
+MODEL_COPIES = 9
 
 
 def size_admission(closure: list[tuple[str, ...]], measured: list[tuple[str, ...]],

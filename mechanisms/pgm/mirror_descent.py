@@ -43,7 +43,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -182,6 +182,12 @@ class FittedModel:
     @property
     def cliques(self) -> list[Clique]:
         return list(self.potentials)
+
+    def warm_start(self) -> FittedModel:
+        """This model without its beliefs: all a warm-started fit reads (potentials and step
+        size), so that the beliefs can be freed before the next fit builds its own (one copy of
+        the junction tree less at the peak: benchmarks/bench_aim_memory.py)."""
+        return replace(self, beliefs={})
 
 
 @dataclass
