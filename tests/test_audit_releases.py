@@ -364,8 +364,12 @@ def test_planted_bugs_are_caught_in_every_noise_family(family, factor, runs, set
     (1000, ("mechanism=independent", "privacy.delta=1e-6", "privacy.epsilon=4")),
 ])
 def test_the_honest_twins_of_the_planted_bugs_pass(runs, setting, csv_dir, tmp_path):
-    """The settings that catch the factor-2 bugs do not accuse an honest mechanism."""
-    assert verdict(audit(tmp_path, csv_dir, *setting, f"audit.runs={runs}")) == "ok"
+    """The settings that catch the factor-2 bugs do not accuse an honest mechanism. At the
+    audit's 95% an honest mechanism whose claim is tight is accused with probability up to
+    5% (one such failure in a CI-style run, 2026-11-28; it passed rerun), so the twins are
+    checked at 99.99%: a false accusation fails the suite with probability at most 1e-4."""
+    assert verdict(audit(tmp_path, csv_dir, *setting, f"audit.runs={runs}",
+                         "audit.confidence=0.9999")) == "ok"
 
 
 @pytest.fixture
