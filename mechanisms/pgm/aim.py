@@ -352,7 +352,8 @@ def size_admission(closure: list[tuple[str, ...]], measured: list[tuple[str, ...
     released cliques only (public). Each answer is computed on first use and remembered for
     the round: the exponential mechanism tests candidates lazily (most rounds test a handful
     of the 16,000-25,000 a 3-way workload has on 50 columns, where testing all took half of
-    the run) unless :func:`admitted_pool` finds few admissible, and the junction-tree cells of merged components are remembered by their edges
+    the run) unless :func:`admitted_pool` finds few admissible, and the junction-tree
+    cells of merged components are remembered by their edges
     for the round only (each measured clique changes the component it joins, so last round's
     keys rarely recur: kept across rounds they held gigabytes on a 34-column table)."""
     free = set(pgm.downward_closure(measured, list(domain)))
@@ -377,8 +378,8 @@ def admitted_pool(admissible: Callable[[int], bool], n: int,
     them are admitted, returns ``None`` (score every candidate, test admission lazily in
     noisy-score order: a handful of tests). Otherwise tests all and returns the admitted
     ones, so that only they are scored: late in a run, when the model nears its size limit,
-    70% of the candidates can be inadmissible (happiness, 34 columns, epsilon 10: 29-34%
-    admitted from round 90 on) and scoring them was most of a round. Either way the
+    70% of the candidates can be inadmissible (happiness, 34 columns, epsilon 10: 29-41%
+    admitted from round 56 on) and scoring them was most of a round. Either way the
     selection is the exponential mechanism over the admitted candidates; which way is taken
     depends on ``admissible`` only (public: domain sizes, released cliques, the size limit)."""
     step = max(1, math.ceil(n / probes))
