@@ -275,7 +275,8 @@ def test_candidate_weights_are_the_papers_pairwise_sum():
 
 def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_dataset):
     """AIM's stated bound is its candidates' answers (float64 cells of the closure) plus
-    MODEL_COPIES (9) x max_model_size plus the marginals' memo; a run whose limit is below bound + the runtime's share is refused
+    MODEL_COPIES (9) x max_model_size plus the marginals' memo; a run whose limit is below
+    bound + the runtime's share is refused
     with the figures, one above it passes."""
     from types import SimpleNamespace
 

@@ -295,11 +295,10 @@ class AIM(Mechanism):
             admissible = size_admission(closure, [m.clique for m in measurements], domain,
                                         limit)
             pool = admitted_pool(admissible, len(closure))
+            scored = closure if pool is None else [closure[i] for i in pool]
             scores = np.array([weights[cl] * (np.abs(answers[cl]
                                                       - marginals.marginal(cl, keep=False)).sum()
-                                              - _BIAS * sigma * cells[cl])
-                               for cl in (closure if pool is None else map(closure.__getitem__,
-                                                                            pool))])
+                                              - _BIAS * sigma * cells[cl]) for cl in scored])
             note = f"{len(closure)} candidates, those within size limit {limit:.3g} MB"
             if pool is None:  # most are admitted: test lazily, by noisy score
                 sens = b * next(weights[closure[i]] for i in heaviest_first if admissible(i))

@@ -375,7 +375,8 @@ def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.nda
 #: Largest product of an einsum's index sizes computed without planning a contraction order.
 NAIVE_EINSUM_CELLS = 2**16
 #: Most cells of messages, component parts and root projections a :class:`TreeMarginals`
-#: remembers (float64: 16 MB), so that ``marginal(..., keep=False)`` over every candidate stays within a bound.
+#: remembers (float64: 16 MB), so that ``marginal(..., keep=False)`` over every candidate
+#: stays within a bound.
 MEMO_CELLS = 2**21
 #: Work (cells touched, :meth:`TreeMarginals._work`) above which a marginal looks for a
 #: cheaper root: 2^22 cells (~10 ms of einsum); below it the search would cost more.
