@@ -22,7 +22,7 @@ from harness.run.runner import spent_budget
 from mechanisms import make_mechanism, pgm
 from mechanisms.pgm import aim as aim_module
 from mechanisms.pgm.aim import AIM, admitted_pool, size_admission, trimmed_workload
-from mechanisms.pgm.marginals import MEMO_CELLS
+from mechanisms.pgm.marginals import MEMO_CELLS, WORKING_CELLS
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
 
@@ -275,7 +275,8 @@ def test_candidate_weights_are_the_papers_pairwise_sum():
 
 def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_dataset):
     """AIM's stated bound is its candidates' answers (float64 cells of the closure) plus
-    MODEL_COPIES (9) x max_model_size plus the marginals' memo; a run whose limit is below
+    MODEL_COPIES (9) x max_model_size plus the marginals' memo and working memory (16 MB
+    and 4 x 16 MB, the caps of mechanisms.pgm.marginals); a run whose limit is below
     bound + the runtime's share is refused
     with the figures, one above it passes."""
     from types import SimpleNamespace
@@ -290,7 +291,8 @@ def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_da
     cells = sum(math.prod(domain[a] for a in cl) for cl in closure)
     bound, how = mech.memory_mb(small_dataset)
     assert aim_module.MODEL_COPIES == 9
-    assert bound == pytest.approx(cells * 8 / 2**20 + 9 * 50.0 + MEMO_CELLS * 8 / 2**20)
+    assert (MEMO_CELLS, WORKING_CELLS) == (2**21, 4 * 2**21)
+    assert bound == pytest.approx(cells * 8 / 2**20 + 9 * 50.0 + 16 + 64)
     assert "max_model_size=50" in how
     run_config = SimpleNamespace(limits=SimpleNamespace(memory_limit_mb=RUNTIME_MB + 399.0))
     with pytest.raises(ConfigError) as err:

@@ -366,3 +366,131 @@ def test_unknown_sampling_method_is_refused(fitted):
     domain, _, _, model = fitted
     with pytest.raises(ConfigError, match="sampling method"):
         pgm.sample_codes(model, 10, np.random.default_rng(0), list(domain), method="best")
+
+
+def test_largest_intermediate_by_hand():
+    """Contracting ab, bc, cd to ad (a=2, b=3, c=5, d=7): (ab, bc) -> ac (10 cells), then
+    (cd, ac) -> ad (14); the other order, (bc, cd) -> bd (21), then (ab, bd) -> ad (14)."""
+    from mechanisms.pgm.marginals import _largest_intermediate
+
+    sizes = {"a": 2, "b": 3, "c": 5, "d": 7}
+    ops = [["a", "b"], ["b", "c"], ["c", "d"]]
+    assert _largest_intermediate(ops, ["einsum_path", (0, 1), (0, 1)], ("a", "d"), sizes) == 14
+    assert _largest_intermediate(ops, ["einsum_path", (1, 2), (0, 1)], ("a", "d"), sizes) == 21
+    assert _largest_intermediate(ops, ["einsum_path", (0, 1), (0, 1)], ("a", "c", "d"),
+                                 sizes) == 70  # c is kept to the end: ac, then acd
+
+
+def test_a_contraction_over_the_cap_is_split_and_the_same(monkeypatch):
+    """With WORK_CELLS = 64, a 4-operand contraction whose planned intermediates exceed it
+    (and its operands) is done one value of the target's largest attribute at a time, down
+    to slices whose intermediates fit: the same array as numpy's own einsum (float64
+    rounding over sums of at most 6 x 5 terms)."""
+    from mechanisms.pgm import marginals
+
+    rng = np.random.default_rng(4)
+    sizes = {"a": 4, "b": 6, "c": 5, "d": 7, "e": 3}
+    spec = [("a", "b"), ("b", "c"), ("c", "d"), ("b", "e")]
+    operands = [(cl, rng.random([sizes[x] for x in cl])) for cl in spec]
+    target = ("a", "d", "e")
+    expected = np.einsum("ab,bc,cd,be->ade", *(arr for _, arr in operands))
+    monkeypatch.setattr(marginals, "NAIVE_EINSUM_CELLS", 0)
+    monkeypatch.setattr(marginals, "WORK_CELLS", 64)
+    calls = []
+    whole = marginals._einsum
+
+    def spy(ops, tgt):
+        calls.append(tgt)
+        return whole(ops, tgt)
+
+    monkeypatch.setattr(marginals, "_einsum", spy)
+    got = marginals._einsum(operands, target)
+    np.testing.assert_allclose(got, expected, rtol=30 * np.finfo(float).eps)
+    assert ("a", "e") in calls  # d (7 values), the target's largest attribute, split first
+    assert len(calls) > 1
+
+
+@pytest.fixture(scope="module")
+def wide_chain():
+    """A model on the chain (a, b) - (b, c) - (c, d) - (d, e), a = 2 values, b..e 100 each:
+    the marginal of (a, c, e) from root (a, b) receives a message over (b, c, e), 10^6 cells
+    (7.6 MB), for a 20,000-cell result."""
+    rng = np.random.default_rng(3)
+    domain = {"a": 2, "b": 100, "c": 100, "d": 100, "e": 100}
+    n = 20000
+    a = rng.integers(0, 2, n)
+    b = (50 * a + rng.integers(0, 60, n)) % 100
+    c = (b + rng.integers(0, 10, n)) % 100
+    d = (c + rng.integers(0, 10, n)) % 100
+    e = (d + rng.integers(0, 10, n)) % 100
+    codes = pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "e": e})
+    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
+          for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
+          for h in [pgm.histogram(codes, cl, domain)]]
+    return pgm.estimate(domain, ms, 20, pgm.initial_total(ms, domain))
+
+
+def traced_marginal(model, clique):
+    """(marginal, peak bytes allocated while computing it), nothing remembered."""
+    import tracemalloc
+
+    tm = pgm.TreeMarginals(model)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        out = tm.marginal(clique, keep=False)
+        return out, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_marginal_whose_messages_exceed_the_cap_is_computed_by_slices(wide_chain,
+                                                                        monkeypatch):
+    """The working memory of a marginal is bounded: with WORK_CELLS = 2^14 the (a, c, e)
+    marginal of the wide chain is computed one value of e at a time (its messages then hold
+    10,200 cells, not 1,020,000), equals the unsliced marginal (float64 rounding over sums
+    of at most 10^6 terms), and allocates at most its result plus WORKING_CELLS (4 x the
+    cap; the tables are smaller) float64 cells, while the unsliced one allocates at least
+    its 10^6-cell message."""
+    from mechanisms.pgm import marginals
+
+    monkeypatch.setattr(marginals, "MEMO_CELLS", 0)
+    whole, whole_peak = traced_marginal(wide_chain, ("a", "c", "e"))
+    assert whole_peak >= 10**6 * 8
+    monkeypatch.setattr(marginals, "WORK_CELLS", 2**14)
+    sliced = []
+    by_slices = marginals.TreeMarginals._by_slices
+
+    def spy(self, root, parent, children, clique, fixed):
+        sliced.append((fixed, self._message_cells(root, parent, children, clique,
+                                                  frozenset()),
+                       self._message_cells(root, parent, children, clique, frozenset(fixed))))
+        return by_slices(self, root, parent, children, clique, fixed)
+
+    monkeypatch.setattr(marginals.TreeMarginals, "_by_slices", spy)
+    got, peak = traced_marginal(wide_chain, ("a", "c", "e"))
+    assert sliced == [(("e",), 10**4 + 10**4 + 10**6, 100 + 100 + 10**4)]
+    np.testing.assert_allclose(got, whole, rtol=10**6 * np.finfo(float).eps)
+    assert peak <= (got.size + 4 * 2**14) * 8
+    for clique in [("e", "a", "c"), ("b", "d"), ("a", "e")]:  # any order, other slices
+        np.testing.assert_allclose(pgm.TreeMarginals(wide_chain).marginal(clique),
+                                   brute_chain(wide_chain, clique),
+                                   rtol=10**6 * np.finfo(float).eps)
+
+
+def brute_chain(model, clique):
+    """A chain model's marginal as one dense einsum over the whole chain (no slicing, no
+    junction-tree code): prod mu_(i,i+1) / prod mu_i, summed to ``clique``."""
+    order = ["a", "b", "c", "d", "e"]
+    letter = {a: chr(ord("p") + i) for i, a in enumerate(order)}
+    ops, subs = [], []
+    for a, b in zip(order, order[1:]):
+        table = model.beliefs[(a, b)] if (a, b) in model.beliefs else model.beliefs[(b, a)].T
+        ops.append(table)
+        subs.append(letter[a] + letter[b])
+        if a != "a":  # the separator a between (., a) and (a, b)
+            mu = table.sum(axis=1)
+            ops.append(np.divide(1.0, mu, out=np.zeros_like(mu), where=mu > 0))
+            subs.append(letter[a])
+    spec = ",".join(subs) + "->" + "".join(letter[a] for a in clique)
+    return np.einsum(spec, *ops, optimize=True).ravel()

@@ -121,7 +121,7 @@ from harness.privacy.release import Releaser
 
 from .. import pgm
 from ..base import Mechanism, finish
-from .marginals import MEMO_CELLS
+from .marginals import MEMO_CELLS, WORKING_CELLS
 
 _BIAS = math.sqrt(2.0 / math.pi)
 log = logging.getLogger(__name__)
@@ -227,16 +227,20 @@ class AIM(Mechanism):
         cap is ``max_model_size`` x the budget used so far, never more, and a warm-started
         refit plus reading marginals peaks at about 8.3x the junction tree's size (measured on
         31 MB and 117 MB models, benchmarks/bench_aim_memory.py), plus what scoring the candidates
-        remembers (:data:`mechanisms.pgm.marginals.MEMO_CELLS`)."""
+        remembers (:data:`mechanisms.pgm.marginals.MEMO_CELLS`) and the working memory of
+        one candidate's marginal (:data:`mechanisms.pgm.marginals.WORKING_CELLS`; the
+        slices and split contractions of ``TreeMarginals`` keep it there)."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20
         memo = MEMO_CELLS * 8 / 2**20
-        bound = answers + MODEL_COPIES * self.max_model_size + memo
+        working = WORKING_CELLS * 8 / 2**20
+        bound = answers + MODEL_COPIES * self.max_model_size + memo + working
         return bound, (f"{answers:,.0f} MB of candidate answers, at most mechanism."
                        f"max_answers_mb={self.max_answers_mb:g}, + {MODEL_COPIES} x mechanism."
                        f"max_model_size={self.max_model_size:g} MB for estimation, + "
-                       f"{memo:g} MB remembered while scoring")
+                       f"{memo:g} MB remembered and {working:g} MB of working memory while "
+                       f"scoring")
 
     def notes(self, data: Dataset) -> tuple[str, ...]:
         """What AIM trims on this schema to fit its memory caps (domain sizes only), said

@@ -3,7 +3,10 @@
 - :class:`TreeMarginals`: any marginal of an estimated model, computed on the model's junction
   tree (calibrated once; no per-query JIT compilation, which would dominate AIM's run time) by
   eliminating the subtree covering the clique towards a root, with per-attribute holder sets,
-  rooted trees and (bounded) memos of messages and component parts shared across queries;
+  rooted trees and (bounded) memos of messages and component parts shared across queries,
+  and bounded working memory (a marginal whose messages would exceed ``WORK_CELLS`` is
+  computed one value of some clique attributes at a time; a contraction whose planned
+  intermediates would, one value of a target attribute at a time);
 - :func:`sample_codes`: seeded sampling of records from the model along the junction tree's
   elimination order, stratified within groups of conditioning values by default
   (``balanced``), or ``mbi``'s ``round`` / ``sample`` draws; one binary search per column.
@@ -13,6 +16,7 @@ Nothing here reads private data: the model is fitted to noisy measurements only.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -42,7 +46,8 @@ class TreeMarginals:
     remembered, the last two within :data:`MEMO_CELLS` cells. A remembered array is the one
     the same operations would compute again, so results do not depend on the order of the
     queries; every order (of children, of a message's attributes) is fixed, so they do not
-    depend on string hashing either.
+    depend on string hashing either. Besides the model and the memos, one marginal holds at
+    most :data:`WORKING_CELLS` cells and its result (tables of the model aside).
     """
 
     def __init__(self, model):
@@ -180,10 +185,10 @@ class TreeMarginals:
         attributes with the clique (the smallest table among ties, then the first in
         ``nodes`` order; only nodes holding a clique attribute can share any), and the
         subtree kept joins the root to the shallowest holder of every attribute the root
-        lacks. Leaves first, each kept node sends its parent its table times its children's
-        messages divided by the separator marginal (:meth:`_inverse_separator`), summed
-        to the separator and the clique attributes gathered below; the root sums to the
-        clique."""
+        lacks; eliminated towards the root (:meth:`_eliminate`), from the subtree's cheapest
+        root when the default one's work is over :data:`REROOT_CELLS`, and by slices of one
+        or more clique attributes (:meth:`_by_slices`) when its messages would hold more than
+        :data:`WORK_CELLS` cells."""
         host = self._host(clique)
         if host is not None:
             return _project(self.tables[host], host, clique)
@@ -193,31 +198,100 @@ class TreeMarginals:
                    key=lambda n: (len(q & self._attr_sets[n]), -self.tables[n].size))
         parent, depth = self._rooted_at(root)
         children = self._covering_subtree(root, clique, parent, depth)
-        if self._work(root, children, q) > REROOT_CELLS:
-            root, parent, children = self._cheapest_root(root, children, clique)
+        work = self._work(root, children, q)
+        if work > REROOT_CELLS:
+            root, parent, children, work = self._cheapest_root(root, children, clique)
+        if work > WORK_CELLS:  # the messages' cells are at most the work
+            fixed = self._fixed_attributes(root, parent, children, clique)
+            if fixed:
+                return self._by_slices(root, parent, children, clique, fixed)
+        return self._eliminate(root, parent, children, clique, {})
+
+    def _eliminate(self, root: Clique, parent: dict, children: dict[Clique, list[Clique]],
+                   clique: Clique, evidence: dict[str, int]) -> np.ndarray:
+        """The marginal of ``clique`` over its attributes not in ``evidence`` (clique order),
+        with each attribute of ``evidence`` held at its value (every table sliced there):
+        leaves first, each kept node sends its parent its table times its children's
+        messages divided by the separator marginal (:meth:`_inverse_separator`), summed to
+        the separator and the clique attributes gathered below; the root sums to the
+        clique."""
+        free = tuple(a for a in clique if a not in evidence)
 
         def upward(node: Clique) -> tuple[tuple, Clique, np.ndarray]:
             """(memo key, attributes, array) of the message ``node`` sends its parent (at
-            the root: the marginal). The key names the computation: node, target and the
-            keys of the children's messages, in operand order."""
+            the root: the marginal). The key names the computation: node, target, the
+            keys of the children's messages, in operand order, and the values held in
+            ``node``'s table."""
             below = [upward(child) for child in children[node]]
-            operands = [(node, self.tables[node])] + [(t, arr) for _, t, arr in below]
+            messages = [(t, arr) for _, t, arr in below]
             if node == root:  # the root's table summed first to what the query needs
                 inflow = set(clique).union(*(t for _, t, _ in below))
                 kept = tuple(a for a in root if a in inflow)
-                operands[0] = (kept, self._projection(root, kept))
-                return (), clique, _einsum(operands, clique)
-            sep, inv = self._inverse_separator(node, parent[node])
+                table = _held(kept, self._projection(root, kept), evidence)
+                return (), free, _einsum([table, *messages], free)
+            sep, inv = _held(*self._inverse_separator(node, parent[node]), evidence)
             gathered = self._attr_sets[node].union(*(t for _, t, _ in below))
-            target = sep + tuple(a for a in clique if a in gathered and a not in sep)
-            key = (node, parent[node], target, tuple(k for k, _, _ in below))
+            target = sep + tuple(a for a in free if a in gathered and a not in sep)
+            own = tuple((a, evidence[a]) for a in node if a in evidence)
+            key = (node, parent[node], target, tuple(k for k, _, _ in below), own)
             message = self._messages.get(key)
             if message is None:
-                message = _einsum(operands + [(sep, inv)], target)
+                table = _held(node, self.tables[node], evidence)
+                message = _einsum([table, *messages, (sep, inv)], target)
                 self._remember(self._messages, key, message)
             return key, target, message
 
         return upward(root)[2]
+
+    def _by_slices(self, root: Clique, parent: dict, children: dict[Clique, list[Clique]],
+                   clique: Clique, fixed: Clique) -> np.ndarray:
+        """The marginal of ``clique`` assembled from one :meth:`_eliminate` per combination
+        of values of ``fixed``: each slice's messages lack those attributes."""
+        out = np.empty([self.sizes[a] for a in clique])
+        for values in itertools.product(*(range(self.sizes[a]) for a in fixed)):
+            evidence = dict(zip(fixed, values))
+            out[tuple(evidence.get(a, slice(None)) for a in clique)] = self._eliminate(
+                root, parent, children, clique, evidence)
+        return out
+
+    def _message_cells(self, root: Clique, parent: dict,
+                       children: dict[Clique, list[Clique]], clique: Clique,
+                       fixed: frozenset[str]) -> int:
+        """Cells of all the messages :meth:`_eliminate` sends with the attributes of
+        ``fixed`` held: each carries its separator and the clique attributes gathered
+        below it, less those held."""
+        free = set(clique) - fixed
+
+        def cells(node: Clique) -> tuple[set[str], int]:
+            gathered, total = self._attr_sets[node] & free, 0
+            for child in children[node]:
+                attrs, n = cells(child)
+                gathered |= attrs
+                total += n
+            if node != root:
+                sep = (self._attr_sets[node] & self._attr_sets[parent[node]]) - fixed
+                total += math.prod(self.sizes[a] for a in sep | gathered)
+            return gathered, total
+
+        return cells(root)[1]
+
+    def _fixed_attributes(self, root: Clique, parent: dict,
+                          children: dict[Clique, list[Clique]], clique: Clique) -> Clique:
+        """The clique attributes to hold, one value at a time, so that the messages of a
+        marginal fit in :data:`WORK_CELLS` cells: greedily the one that shrinks them most
+        (first in clique order among equals), while holding one more shrinks them. Empty
+        when they fit already."""
+        fixed: Clique = ()
+        cells = self._message_cells(root, parent, children, clique, frozenset())
+        while cells > WORK_CELLS:
+            options = [(self._message_cells(root, parent, children, clique,
+                                            frozenset((*fixed, a))), i, a)
+                       for i, a in enumerate(clique) if a not in fixed]
+            if not options or min(options)[0] >= cells:
+                break
+            cells, _, a = min(options)
+            fixed += (a,)
+        return fixed
 
     def _rooted_at(self, root: Clique) -> tuple[dict, dict[Clique, int]]:
         """Parent and depth of every node of ``root``'s component, the tree rooted at
@@ -272,9 +346,9 @@ class TreeMarginals:
         return gathered(root)[1]
 
     def _cheapest_root(self, root: Clique, children: dict[Clique, list[Clique]],
-                       clique: Clique) -> tuple[Clique, dict, dict[Clique, list[Clique]]]:
+                       clique: Clique) -> tuple[Clique, dict, dict[Clique, list[Clique]], int]:
         """The node of the covering subtree from which eliminating touches the fewest cells
-        (:meth:`_work`), with its rooted tree and covering subtree: asked only when the
+        (:meth:`_work`), with its rooted tree, covering subtree and work: asked only when the
         default root's work is over :data:`REROOT_CELLS`, so small queries pay nothing.
         Every root gives the same marginal (up to rounding)."""
         q = set(clique)
@@ -286,7 +360,7 @@ class TreeMarginals:
             if best is None or work < best[0]:
                 best = (work, node, parent, subtree)
         assert best is not None
-        return best[1], best[2], best[3]
+        return best[1], best[2], best[3], best[0]
 
     def _projection(self, node: Clique, kept: Clique) -> np.ndarray:
         """``node``'s table summed over the attributes not in ``kept`` (in ``node``'s order),
@@ -357,7 +431,22 @@ def _transpose(arr: np.ndarray, attrs: Clique, target: Clique) -> np.ndarray:
     return np.transpose(arr, [attrs.index(a) for a in target])
 
 
+def _held(attrs: Clique, table: np.ndarray,
+          evidence: dict[str, int]) -> tuple[Clique, np.ndarray]:
+    """``table`` over ``attrs`` at the values of ``evidence`` (a view), and its remaining
+    attributes."""
+    if not any(a in evidence for a in attrs):
+        return attrs, table
+    return (tuple(a for a in attrs if a not in evidence),
+            table[tuple(evidence.get(a, slice(None)) for a in attrs)])
+
+
 def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.ndarray:
+    """The sum over the attributes not in ``target`` of the product of ``operands``
+    (attributes, array). A planned contraction whose largest intermediate array would hold
+    more than :data:`WORK_CELLS` cells (and more than its largest operand) is done one value
+    of the target's largest attribute at a time; every intermediate then lacks the target's
+    attributes, so splitting ends at most at the operands' size."""
     letters: dict[str, int] = {}
     sizes: dict[str, int] = {}
     args: list = []
@@ -368,8 +457,39 @@ def _einsum(operands: list[tuple[Clique, np.ndarray]], target: Clique) -> np.nda
     args.append([letters[a] for a in target])
     # a contraction order pays off on large products; planning one costs ~0.2 ms, more than
     # the naive loop over a product of at most NAIVE_EINSUM_CELLS cells
-    naive = len(operands) <= 2 or math.prod(sizes.values()) <= NAIVE_EINSUM_CELLS
-    return np.einsum(*args, optimize=not naive)
+    product = math.prod(sizes.values())
+    if len(operands) <= 2 or product <= NAIVE_EINSUM_CELLS:
+        return np.einsum(*args, optimize=False)
+    if product <= WORK_CELLS:  # no intermediate can be larger
+        return np.einsum(*args, optimize=True)
+    path = np.einsum_path(*args, optimize="greedy")[0]
+    largest = _largest_intermediate([list(attrs) for attrs, _ in operands], path, target, sizes)
+    if largest <= max(WORK_CELLS, *(arr.size for _, arr in operands)) or not target:
+        return np.einsum(*args, optimize=path)
+    split = max(target, key=lambda a: (sizes[a], -target.index(a)))
+    at = target.index(split)
+    rest = target[:at] + target[at + 1:]
+    out = np.empty([sizes[a] for a in target])
+    for v in range(sizes[split]):
+        out[(slice(None),) * at + (v,)] = _einsum(
+            [_held(attrs, arr, {split: v}) for attrs, arr in operands], rest)
+    return out
+
+
+def _largest_intermediate(operands: list[list[str]], path: list, target: Clique,
+                          sizes: dict[str, int]) -> int:
+    """Cells of the largest array that contracting ``operands`` (their attribute lists) in
+    the order of ``path`` (``np.einsum_path``'s pairs) creates: each step's result keeps the
+    attributes still needed by the other operands or the target."""
+    operands = list(operands)
+    largest = 0
+    for step in path[1:]:
+        taken = [operands.pop(i) for i in sorted(step, reverse=True)]
+        needed = set(target).union(*operands)
+        kept = {a for t in taken for a in t if a in needed}
+        largest = max(largest, math.prod(sizes[a] for a in kept))
+        operands.append(sorted(kept))
+    return largest
 
 
 #: Largest product of an einsum's index sizes computed without planning a contraction order.
@@ -381,6 +501,20 @@ MEMO_CELLS = 2**21
 #: Work (cells touched, :meth:`TreeMarginals._work`) above which a marginal looks for a
 #: cheaper root: 2^22 cells (~10 ms of einsum); below it the search would cost more.
 REROOT_CELLS = 2**22
+#: Most cells (float64: 16 MB) of the messages of one marginal, and of one contraction's
+#: largest intermediate array beyond its operands', before the marginal is computed by
+#: slices (:meth:`TreeMarginals._by_slices`) or the contraction split (:func:`_einsum`):
+#: the working memory of a marginal is bounded, not only its memos (one 3-way marginal
+#: late in a full ``aim`` run sent a 62 MB message and peaked at 124 MB).
+WORK_CELLS = 2**21
+#: Most cells one marginal's computation holds besides the model, the memos and the
+#: marginal itself: its messages (at most :data:`WORK_CELLS`), a contraction's largest
+#: intermediate and the one before it, and a transposed copy of an operand (each at most
+#: :data:`WORK_CELLS` or a tree node's table, which the model's size bounds). Measured: a
+#: 3-way marginal whose unsliced message held 62 MB peaked at 34 MB with the 16 MB cap
+#: (memo growth included), one by slices on a test chain at 3.4 x ``WORK_CELLS`` with its
+#: 160 KB result (tests/test_pgm.py).
+WORKING_CELLS = 4 * WORK_CELLS
 
 
 # ----- sampling and decoding --------------------------------------------------------------
