@@ -58,6 +58,14 @@ def brute_force_marginal(model, domain, clique):
     return np.transpose(out, [kept.index(a) for a in clique]).ravel()
 
 
+def noisy_model(codes, domain, cliques, rng, iters=100):
+    """A model fitted to ``cliques``' histograms of ``codes`` plus Gaussian noise of scale 5
+    drawn from ``rng`` (clique by clique, in order)."""
+    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
+          for cl in cliques for h in [pgm.histogram(codes, cl, domain)]]
+    return pgm.estimate(domain, ms, iters, pgm.initial_total(ms, domain))
+
+
 def test_tree_marginals_match_the_full_joint(fitted):
     """Belief propagation (mechanisms.pgm.mirror_descent) and TreeMarginals, for cliques inside a
     node, across nodes and across components, against brute-force summation of the joint."""
@@ -88,11 +96,8 @@ def test_marginals_do_not_depend_on_the_queries_before(fitted, monkeypatch):
     from mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
-    rng = np.random.default_rng(1)
-    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
-          for cl in [("a",), ("e",), ("a", "b"), ("b", "c", "d")]
-          for h in [pgm.histogram(codes, cl, domain)]]
-    model = pgm.estimate(domain, ms, 100, pgm.initial_total(ms, domain))
+    model = noisy_model(codes, domain, [("a",), ("e",), ("a", "b"), ("b", "c", "d")],
+                        np.random.default_rng(1))
     cliques = [cl for k in (1, 2, 3) for cl in itertools.permutations(domain, k)]
     shared = pgm.TreeMarginals(model)
     answers = [shared.marginal(cl, keep=False) for cl in cliques]
@@ -116,11 +121,8 @@ def test_marginals_from_the_cheapest_root_are_the_same(fitted, monkeypatch):
     from mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
-    rng = np.random.default_rng(2)
-    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
-          for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
-          for h in [pgm.histogram(codes, cl, domain)]]
-    model = pgm.estimate(domain, ms, 100, pgm.initial_total(ms, domain))
+    model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")],
+                        np.random.default_rng(2))
     monkeypatch.setattr(marginals, "REROOT_CELLS", 0)
     moved = []
     search = marginals.TreeMarginals._cheapest_root
@@ -424,10 +426,8 @@ def wide_chain():
     d = (c + rng.integers(0, 10, n)) % 100
     e = (d + rng.integers(0, 10, n)) % 100
     codes = pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "e": e})
-    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
-          for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
-          for h in [pgm.histogram(codes, cl, domain)]]
-    return pgm.estimate(domain, ms, 20, pgm.initial_total(ms, domain))
+    return noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")], rng,
+                       iters=20)
 
 
 def traced_marginal(model, clique):
@@ -504,11 +504,8 @@ def test_marginals_by_slices_of_every_attribute_match_the_full_joint(fitted, mon
     from mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
-    rng = np.random.default_rng(5)
-    ms = [pgm.Measurement(cl, h + rng.normal(0.0, 5.0, size=h.shape), 5.0)
-          for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("b", "e")]
-          for h in [pgm.histogram(codes, cl, domain)]]
-    model = pgm.estimate(domain, ms, 100, pgm.initial_total(ms, domain))
+    model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("b", "e")],
+                        np.random.default_rng(5))
     monkeypatch.setattr(marginals, "WORK_CELLS", 1)
     monkeypatch.setattr(marginals, "NAIVE_EINSUM_CELLS", 0)
     held, cells = [], []
