@@ -102,10 +102,11 @@ class JunctionTree:
             self.components.append(bfs)
         self.children = {n: [m for m in self.nodes if self.parent[m] == n] for n in self.nodes}
         # upward message of n: sum n over the axes not shared with its parent, reshaped to
-        # broadcast against the parent; the downward message the other way round
+        # broadcast against the parent; the downward message: the parent's belief summed to
+        # the separator (attributes in the parent's order), reshaped to broadcast against n
         self._up: dict[Clique, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self._down: dict[Clique, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self._separator: dict[Clique, Clique] = {}  # n's separator, in its parent's order
+        self._down: dict[Clique, tuple[int, ...]] = {}
+        self._separator: dict[Clique, Clique] = {}
         for n in self.nodes:
             p = self.parent[n]
             if p is None:
@@ -113,8 +114,7 @@ class JunctionTree:
             sep = set(n) & set(p)
             self._up[n] = (tuple(i for i, a in enumerate(n) if a not in sep),
                            tuple(self.domain[a] if a in sep else 1 for a in p))
-            self._down[n] = (tuple(i for i, a in enumerate(p) if a not in sep),
-                             tuple(self.domain[a] if a in sep else 1 for a in n))
+            self._down[n] = tuple(self.domain[a] if a in sep else 1 for a in n)
             self._separator[n] = tuple(a for a in p if a in sep)
 
     def host(self, clique: Sequence[str]) -> Clique:
@@ -156,7 +156,6 @@ class JunctionTree:
                 if p is None:
                     belief = inner[n]
                 else:
-                    _, shape = self._down[n]
                     key = self._separator[n]
                     if p not in seps:  # every child's separator from one set of passes
                         wanted = [self._separator[c] for c in self.children[p]]
@@ -167,7 +166,7 @@ class JunctionTree:
                     if not left[key]:  # freed once the last child with it has it
                         del tables[key]
                     down = np.divide(sep, up[n], out=np.zeros_like(sep), where=up[n] > 0)
-                    belief = inner[n] * down.reshape(shape)
+                    belief = inner[n] * down.reshape(self._down[n])
                 mass = belief.sum()
                 if mass > 0:
                     belief *= total / mass  # belief is this pass's own array (inner or new)
