@@ -53,9 +53,8 @@ def readers_of(tree: JunctionTree, domain: dict[str, int], cliques: list[tuple[s
     for cl in cliques:
         node = tree.host(cl)
         kept = [a for a in node if a in cl]
-        out.append(_Reader(cl, node, tuple(i for i, a in enumerate(node) if a not in cl),
-                           [kept.index(a) for a in cl], tuple(domain[a] for a in cl), cl,
-                           [], ()))
+        out.append(_Reader(cl, node, tuple(kept), [kept.index(a) for a in cl],
+                           tuple(domain[a] for a in cl), cl, [], ()))
     return out
 
 
@@ -66,8 +65,9 @@ def direct(readers: list[_Reader], plan: list, beliefs: dict) -> list[np.ndarray
     for i in sorted(range(len(readers)), key=lambda i: -len(readers[i].clique)):
         r = readers[i]
         if plan[i] is None:
+            axes = tuple(k for k, a in enumerate(r.node) if a not in r.clique)
             table = beliefs[r.node]
-            table = np.transpose(table.sum(axis=r.axes) if r.axes else table, r.perm)
+            table = np.transpose(table.sum(axis=axes) if axes else table, r.perm)
         else:
             j, axes, perm = plan[i]
             table = np.transpose(tables[j].sum(axis=axes), perm)

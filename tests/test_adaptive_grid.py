@@ -573,8 +573,7 @@ def test_marginals_read_from_smaller_cliques_equal_those_read_from_the_tree():
         node = tree.host(cl)
         kept = [a for a in node if a in cl]
         readers.append(type("R", (), {
-            "clique": cl, "node": node,
-            "axes": tuple(i for i, a in enumerate(node) if a not in cl),
+            "clique": cl, "node": node, "kept": tuple(kept),
             "perm": [kept.index(a) for a in cl]})())
     plan = marginal_plan(cliques, domain)
     assert plan[1] is not None and plan[1][0] == 0  # ("a", "c") from ("c", "b", "a")

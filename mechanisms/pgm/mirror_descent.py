@@ -204,13 +204,13 @@ class FittedModel:
 
 @dataclass
 class _Reader:
-    """A clique whose marginal the loss reads: its host node (the axes to sum and the
-    transposition into the clique's own attribute order) and the maximal clique its gradient
-    is added to (transposition and broadcast shape)."""
+    """A clique whose marginal the loss reads: its host node (the clique's attributes in the
+    node's order, ``kept``, and the transposition from them into the clique's own order) and
+    the maximal clique its gradient is added to (transposition and broadcast shape)."""
 
     clique: Clique
     node: Clique
-    axes: tuple[int, ...]
+    kept: Clique
     perm: list[int]
     shape: tuple[int, ...]
     host: Clique
@@ -290,11 +290,10 @@ def read_marginals(readers: Sequence[_Reader], plan: Sequence, beliefs: dict[Cli
         if step is None:
             by_node.setdefault(readers[i].node, []).append(i)
     for node, members in by_node.items():
-        sums = shared_sums(beliefs[node], node,
-                           [tuple(a for a in node if a in readers[i].clique) for i in members])
+        sums = shared_sums(beliefs[node], node, [readers[i].kept for i in members])
         for i in members:
-            kept = tuple(a for a in node if a in readers[i].clique)
-            tables[i] = np.ascontiguousarray(np.transpose(sums[kept], readers[i].perm))
+            tables[i] = np.ascontiguousarray(np.transpose(sums[readers[i].kept],
+                                                          readers[i].perm))
     for i in sorted(range(len(readers)), key=lambda i: -len(readers[i].clique)):
         if plan[i] is not None:
             j, axes, perm = plan[i]
@@ -401,8 +400,7 @@ def mirror_descent(domain: dict[str, int], measurements: Sequence, iters: int, t
             ordered = [a for a in host if a in cl]
             readers[cl] = len(reader_list)
             reader_list.append(_Reader(
-                cl, node, tuple(i for i, a in enumerate(node) if a not in cl),
-                [kept.index(a) for a in cl], tuple(domain[a] for a in cl), host,
+                cl, node, tuple(kept), [kept.index(a) for a in cl], tuple(domain[a] for a in cl), host,
                 [list(cl).index(a) for a in ordered],
                 tuple(domain[a] if a in cl else 1 for a in host)))
         return readers[cl]
