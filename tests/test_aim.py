@@ -275,7 +275,7 @@ def test_candidate_weights_are_the_papers_pairwise_sum():
 
 def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_dataset):
     """AIM's stated bound is its candidates' answers (float64 cells of the closure) plus
-    MODEL_COPIES (9) x max_model_size plus the marginals' memo and working memory (16 MB
+    MODEL_COPIES (9) x max_model_size plus the marginals' memo and working memory (128 MB
     and 4 x 16 MB, the caps of mechanisms.pgm.marginals); a run whose limit is below
     bound + the runtime's share is refused
     with the figures, one above it passes."""
@@ -291,8 +291,8 @@ def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_da
     cells = sum(math.prod(domain[a] for a in cl) for cl in closure)
     bound, how = mech.memory_mb(small_dataset)
     assert aim_module.MODEL_COPIES == 9
-    assert (MEMO_CELLS, WORKING_CELLS) == (2**21, 4 * 2**21)
-    assert bound == pytest.approx(cells * 8 / 2**20 + 9 * 50.0 + 16 + 64)
+    assert (MEMO_CELLS, WORKING_CELLS) == (2**24, 4 * 2**21)
+    assert bound == pytest.approx(cells * 8 / 2**20 + 9 * 50.0 + 128 + 64)
     assert "max_model_size=50" in how
     run_config = SimpleNamespace(limits=SimpleNamespace(memory_limit_mb=RUNTIME_MB + 399.0))
     with pytest.raises(ConfigError) as err:
@@ -393,3 +393,29 @@ def test_rounds_scoring_the_admitted_alone_select_among_them(small_dataset, monk
         assert charge.sensitivity == 5.0 * max(weights[cl] for i, cl in enumerate(closure)
                                                if test(i))
     assert sum(c.rho for c in ledger.charges) <= zcdp_rho(1.0, 1e-6)
+
+
+def test_model_errors_are_each_candidates_l1_error_in_the_given_order(monkeypatch):
+    """model_errors computes the marginals in attribute order (to share remembered
+    messages) but returns ``||x_r - xhat_r||_1`` in the order asked: against a direct sum
+    per candidate, on a chain model where most 2- and 3-way candidates span several nodes,
+    with the candidates shuffled and a small memo that keeps forgetting."""
+    from mechanisms.pgm import marginals
+    from mechanisms.pgm.aim import model_errors
+
+    rng = np.random.default_rng(7)
+    domain = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3}
+    codes = pd.DataFrame({a: rng.integers(0, k, 500) for a, k in domain.items()})
+    ms = [pgm.Measurement(cl, pgm.histogram(codes, cl, domain) + rng.normal(0, 3, size=math.prod(
+        domain[a] for a in cl)), 3.0) for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]]
+    model = pgm.estimate(domain, ms, 50, pgm.initial_total(ms, domain))
+    candidates = [cl for k in (1, 2, 3) for cl in itertools.combinations(domain, k)]
+    candidates = [candidates[i] for i in rng.permutation(len(candidates))]
+    answers = {cl: pgm.histogram(codes, cl, domain).astype(float) for cl in candidates}
+    direct = [np.abs(answers[cl] - pgm.TreeMarginals(model).marginal(cl)).sum()
+              for cl in candidates]
+    monkeypatch.setattr(marginals, "MEMO_CELLS", 40)
+    got = model_errors(pgm.TreeMarginals(model), candidates, answers,
+                       {a: i for i, a in enumerate(domain)})
+    assert got.shape == (len(candidates),)
+    np.testing.assert_array_equal(got, direct)

@@ -101,7 +101,7 @@ def test_marginals_do_not_depend_on_the_queries_before(fitted, monkeypatch):
     cliques = [cl for k in (1, 2, 3) for cl in itertools.permutations(domain, k)]
     shared = pgm.TreeMarginals(model)
     answers = [shared.marginal(cl, keep=False) for cl in cliques]
-    assert shared._memo_cells > 0 and shared._cache == {}
+    assert shared._memo.used > 0 and shared._cache == {}
     for cl, got in zip(cliques, answers):
         np.testing.assert_allclose(got, brute_force_marginal(model, domain, cl),
                                    rtol=1e-8, atol=1e-8)
@@ -110,7 +110,48 @@ def test_marginals_do_not_depend_on_the_queries_before(fitted, monkeypatch):
     forgetful = pgm.TreeMarginals(model)
     for cl, got in reversed(list(zip(cliques, answers))):
         assert np.array_equal(got, forgetful.marginal(cl, keep=False)), cl
-    assert forgetful._memo_cells == 0 and not forgetful._messages and not forgetful._groups
+    assert forgetful._memo.used == 0 and len(forgetful._memo) == 0
+
+
+def test_the_memo_forgets_the_least_recently_used_first():
+    """By hand, a budget of 10 cells: a (4) and b (4) fit; reading a makes b the oldest, so
+    c (4) evicts b only; an array larger than the budget is not kept and evicts nothing."""
+    from mechanisms.pgm.marginals import Memo
+
+    memo = Memo(10)
+    a, b, c = np.zeros(4), np.ones(4), np.full(4, 2.0)
+    memo.put(("a",), a)
+    memo.put(("b",), b)
+    assert memo.get(("a",)) is a and memo.used == 8
+    memo.put(("c",), c)
+    assert memo.get(("b",)) is None and memo.get(("a",)) is a and memo.get(("c",)) is c
+    assert memo.used == 8 and len(memo) == 2
+    memo.put(("big",), np.zeros(11))
+    assert memo.get(("big",)) is None and len(memo) == 2 and memo.used == 8
+
+
+def test_a_memo_that_forgets_gives_the_same_marginals(fitted, monkeypatch):
+    """With a memo of 40 cells (an unbounded one ends up holding 11 arrays of 2-20 cells on
+    the chain below, 126 cells in all, so the small one keeps forgetting) every 2- and 3-way
+    marginal of a chain model is bit for bit what an unbounded memo computes, in forward and reverse order, and
+    the memo never holds more than its budget."""
+    from mechanisms.pgm import marginals
+
+    domain, codes, _, _ = fitted
+    model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")],
+                        np.random.default_rng(3))
+    cliques = [cl for k in (2, 3) for cl in itertools.permutations(domain, k)]
+    monkeypatch.setattr(marginals, "MEMO_CELLS", 10**9)
+    roomy = pgm.TreeMarginals(model)
+    expected = [roomy.marginal(cl, keep=False) for cl in cliques]
+    monkeypatch.setattr(marginals, "MEMO_CELLS", 40)
+    for order in (cliques, cliques[::-1]):
+        small = pgm.TreeMarginals(model)
+        got = {cl: small.marginal(cl, keep=False) for cl in order}
+        assert small._memo.used <= 40 and len(small._memo) > 0
+        for cl, want in zip(cliques, expected):
+            assert np.array_equal(got[cl], want), cl
+    assert roomy._memo.used > 40  # the small memo did have to forget
 
 
 def test_marginals_from_the_cheapest_root_are_the_same(fitted, monkeypatch):

