@@ -103,8 +103,9 @@ def greedy_elimination_cells(domain: dict[str, int], nbrs: dict[str, set[str]]) 
         return math.prod(domain[b] for b in nbrs[a]) * domain[a]
 
     # a heap of (cells, position, attribute); an entry whose cells changed is stale and
-    # skipped: only the eliminated attribute's neighbours change, so each step recomputes
-    # their costs alone instead of every remaining attribute's
+    # skipped: only the eliminated attribute's neighbours change, so each step updates
+    # their costs alone (by the attributes that left and joined each neighbourhood)
+    # instead of recomputing every remaining attribute's
     current = {a: cost(a) for a in nbrs}
     heap = [(c, pos[a], a) for a, c in current.items()]
     heapq.heapify(heap)
@@ -117,10 +118,15 @@ def greedy_elimination_cells(domain: dict[str, int], nbrs: dict[str, set[str]]) 
         del current[best]
         order.append(best)
         later.append(set(nbrs[best]))
+        lost = domain[best]
         for b in nbrs[best]:
-            nbrs[b] |= nbrs[best] - {b}
+            added = nbrs[best] - nbrs[b]
+            added.discard(b)
+            nbrs[b] |= added
             nbrs[b].discard(best)
-            current[b] = cost(b)
+            # cost(b), updated: best left b's neighbourhood, ``added`` joined it (exact:
+            # the product held domain[best])
+            current[b] = current[b] // lost * math.prod(domain[x] for x in added)
             heapq.heappush(heap, (current[b], pos[b], b))
     return sum(math.prod(domain[a] for a in (order[i], *later[i]))
                for i in maximal_elimination_cliques(order, later))
