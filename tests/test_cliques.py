@@ -16,7 +16,6 @@ from mechanisms.pgm.cliques import (
     ModelGraph,
     components,
     greedy_elimination_cells,
-    maximal_elimination_cliques,
     neighbour_sets,
 )
 
@@ -81,6 +80,28 @@ def test_one_clique_joining_everything_into_a_tree():
     assert graph.size_with_mb(("b", "c"), {}) * 2**20 / 8 == 12 + 20
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_clique_completing_a_spanning_tree_and_others_are_mbis(seed):
+    """A random spanning tree less one edge (plus random extra cliques in half the cases):
+    the missing edge, a random 3-way clique and a 1-way one, each added by
+    ModelGraph.size_with_mb (the bit-mask tree test, else greedy elimination), give mbi's
+    hypothetical_model_size exactly."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 10))
+    domain = {f"a{i}": int(rng.integers(2, 6)) for i in range(n)}
+    attrs = list(domain)
+    perm = rng.permutation(n)
+    edges = [(attrs[perm[i]], attrs[perm[int(rng.integers(0, i))]]) for i in range(1, n)]
+    missing = int(rng.integers(0, len(edges)))
+    measured = [e for i, e in enumerate(edges) if i != missing] + [(a,) for a in attrs]
+    if seed % 2 and n > 3:
+        measured += [tuple(rng.choice(attrs, size=3, replace=False)) for _ in range(2)]
+    graph = ModelGraph.of(domain, measured)
+    for clique in (edges[missing], tuple(rng.choice(attrs, size=min(3, n), replace=False)),
+                   (attrs[0],)):
+        assert graph.size_with_mb(clique, {}) == mbi_size(domain, [*measured, clique]), clique
+
+
 def test_singletons_plus_one_clique_in_closed_form():
     rng = np.random.default_rng(3)
     domain = {f"a{i}": int(rng.integers(2, 30)) for i in range(7)}
@@ -95,12 +116,15 @@ def test_singletons_plus_one_clique_in_closed_form():
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_maximal_elimination_cliques_are_those_no_other_contains(seed):
-    """The linear-time rule (a clique is not maximal iff a child has one attribute more)
-    against the definition, on the elimination orders greedy elimination makes."""
+def test_greedy_elimination_sums_the_cliques_no_other_contains(seed):
+    """greedy_elimination_cells finds the maximal cliques by a linear-time rule (a clique is
+    not maximal iff a later one has its attribute as parent and one attribute more): against
+    the definition (no other elimination clique strictly contains it), on the orders greedy
+    elimination makes, eliminated here step by step with sets."""
     rng = np.random.default_rng(seed)
     domain, cliques = random_model(rng, int(rng.integers(3, 14)), int(rng.integers(1, 12)))
     nbrs = neighbour_sets(list(domain), cliques)
+    expected_input = {a: set(v) for a, v in nbrs.items()}
     order, later = [], []
     remaining = list(nbrs)
     while remaining:  # greedy elimination, as greedy_elimination_cells
@@ -113,5 +137,6 @@ def test_maximal_elimination_cliques_are_those_no_other_contains(seed):
             nbrs[b].discard(best)
         remaining.remove(best)
     cliques_ = [frozenset({order[i], *later[i]}) for i in range(len(order))]
-    by_definition = [i for i, c in enumerate(cliques_) if not any(c < d for d in cliques_)]
-    assert maximal_elimination_cliques(order, later) == by_definition
+    by_definition = sum(int(np.prod([domain[a] for a in c])) for c in cliques_
+                        if not any(c < d for d in cliques_))
+    assert greedy_elimination_cells(domain, expected_input) == by_definition

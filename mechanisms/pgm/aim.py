@@ -357,12 +357,12 @@ def size_admission(closure: list[tuple[str, ...]], measured: list[tuple[str, ...
     the round: the exponential mechanism tests candidates lazily (most rounds test a handful
     of the 16,000-25,000 a 3-way workload has on 50 columns, where testing all took half of
     the run) unless :func:`admitted_pool` finds few admissible, and the junction-tree
-    cells of merged components are remembered by their edges
+    cells of merged components are remembered by their neighbourhoods
     for the round only (each measured clique changes the component it joins, so last round's
     keys rarely recur: kept across rounds they held gigabytes on a 34-column table)."""
     free = set(pgm.downward_closure(measured, list(domain)))
     graph = pgm.ModelGraph.of(domain, measured)
-    sizes: dict[frozenset[tuple[str, str]] | frozenset[str], int] = {}
+    sizes: dict[tuple[int, int], int] = {}
     answers: dict[int, bool] = {}
 
     def admissible(i: int) -> bool:
