@@ -400,10 +400,11 @@ def model_errors(marginals: pgm.TreeMarginals, scored: list[tuple[str, ...]],
     model's marginals computed in the order of the candidates' attribute positions: then
     candidates that share attributes come one after another and reuse the messages
     :class:`~mechanisms.pgm.marginals.TreeMarginals` remembers (least recently used
-    forgotten first). On a 55-column table's model at round 40 of a full run at epsilon 10,
-    0.8 of the time of the workload's order (sorted by cells), with a memo of 2^21
-    cells; see ``MEMO_CELLS``. The order changes no value: a remembered array is the one
-    computing it again would give."""
+    forgotten first). On a 55-column table's model at round 40 of a full run at epsilon 10
+    (``benchmarks/bench_aim_scoring.py``): 0.91 of the time of the workload's order (sorted
+    by cells) with the first-come memo of before at the same 2^21 cells, 0.57 with today's
+    ``MEMO_CELLS``. The order changes no value: a remembered array is the one computing it
+    again would give."""
     order = sorted(range(len(scored)), key=lambda j: [position[a] for a in scored[j]])
     errors = np.empty(len(scored))
     for j in order:

@@ -44,8 +44,8 @@ class TreeMarginals:
     Per query, only nodes holding a clique attribute are looked at (per-attribute holder
     sets); the rooted trees, inverse separators, messages between nodes, projections of a
     root's table and the marginals of a clique's part in one component (which recur across
-    AIM's candidates) are remembered, the last three within :data:`MEMO_CELLS` cells (:class:`Memo`: the least
-    recently used forgotten first). A remembered array is the one
+    AIM's candidates) are remembered, the last three within :data:`MEMO_CELLS` cells
+    (:class:`Memo`: the least recently used forgotten first). A remembered array is the one
     the same operations would compute again, so results do not depend on the order of the
     queries; every order (of children, of a message's attributes) is fixed, so they do not
     depend on string hashing either. Besides the model and the memos, one marginal holds at
@@ -226,6 +226,7 @@ class TreeMarginals:
             gathered = self._attr_sets[node].union(*(t for _, t, _ in below))
             target = sep + tuple(a for a in free if a in gathered and a not in sep)
             own = tuple((a, evidence[a]) for a in node if a in evidence)
+            # a message's key starts with a node (a tuple), the memo's other keys with a word
             key = (node, parent[node], target, tuple(k for k, _, _ in below), own)
             message = self._memo.get(key)
             if message is None:
@@ -520,7 +521,8 @@ NAIVE_EINSUM_CELLS = 2**16
 #: ``marginal(..., keep=False)`` over every candidate stays within a bound. Measured on a
 #: full AIM run's round-40 model on a 55-column table (epsilon 10, 24,807 candidates
 #: scored in attribute order, :func:`mechanisms.pgm.aim.model_errors`): 7.8 s of CPU with
-#: 2^21 cells (16 MB), 5.4 s with 2^23, 4.5 s with 2^24, 3.8 s with no bound (450 MB used).
+#: 2^21 cells (16 MB), 5.4 s with 2^23, 4.5 s with 2^24, 3.8 s with no bound (450 MB used);
+#: ``benchmarks/bench_aim_scoring.py`` prints the memo before this one beside today's.
 MEMO_CELLS = 2**24
 #: Work (cells touched, :meth:`TreeMarginals._work`) above which a marginal looks for a
 #: cheaper root: 2^22 cells (~10 ms of einsum); below it the search would cost more.
