@@ -133,8 +133,8 @@ def test_the_memo_forgets_the_least_recently_used_first():
 def test_a_memo_that_forgets_gives_the_same_marginals(fitted, monkeypatch):
     """With a memo of 40 cells (an unbounded one ends up holding 11 arrays of 2-20 cells on
     the chain below, 126 cells in all, so the small one keeps forgetting) every 2- and 3-way
-    marginal of a chain model is bit for bit what an unbounded memo computes, in forward and reverse order, and
-    the memo never holds more than its budget."""
+    marginal of a chain model is bit for bit what an unbounded memo computes, in forward and
+    reverse order, and the memo never holds more than its budget."""
     from mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
