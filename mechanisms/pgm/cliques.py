@@ -206,18 +206,6 @@ def components(nbrs: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def is_spanning_tree(nbrs: dict[str, set[str]]) -> bool:
-    """Whether the graph is one tree over all its attributes (and has an edge): ``mbi``
-    eliminates such a graph in a perfect order, its cliques are the edges."""
-    n_edges = sum(len(v) for v in nbrs.values()) // 2
-    return bool(n_edges) and n_edges == len(nbrs) - 1 and is_connected(nbrs)
-
-
-def tree_cells(domain: dict[str, int], nbrs: dict[str, set[str]]) -> int:
-    """Cells of a tree's junction tree: one clique per edge."""
-    return sum(domain[a] * domain[b] for a in nbrs for b in nbrs[a] if a < b)
-
-
 def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> float:
     """Megabytes (float64) of the junction tree ``mbi`` builds for ``cliques``
     (``mbi.junction_tree.hypothetical_model_size``): a graph that is one spanning tree is
@@ -227,11 +215,28 @@ def model_size_mb(domain: dict[str, int], cliques: Sequence[Sequence[str]]) -> f
     component, and the order within a component is the same alone), so it runs per
     connected component: a wide, sparse model costs the size of its components, not of the
     whole graph."""
-    nbrs = neighbour_sets(list(domain), cliques)
-    if is_spanning_tree(nbrs):
-        return tree_cells(domain, nbrs) * 8 / 2**20
-    return sum(greedy_elimination_cells(domain, {a: nbrs[a] for a in comp})
-               for comp in components(nbrs)) * 8 / 2**20
+    graph = ModelGraph.of(domain, cliques)
+    tree = spanning_tree_cells(graph.sizes, dict(enumerate(graph.masks)))
+    return (sum(graph.cells) if tree is None else tree) * 8 / 2**20
+
+
+def spanning_tree_cells(sizes: Sequence[int], graph: dict[int, int]) -> int | None:
+    """The cells of the edges of ``graph`` (attribute positions to neighbour masks) if it is
+    one spanning tree over all ``len(sizes)`` attributes, with an edge: ``mbi`` eliminates
+    such a graph in a perfect order, its cliques are its edges. Else ``None``."""
+    n_edges = sum(m.bit_count() for m in graph.values()) // 2
+    if len(graph) != len(sizes) or not n_edges or n_edges != len(graph) - 1:
+        return None
+    seen, frontier = 0, 1 << next(iter(graph))
+    while frontier:  # connected: n - 1 edges then make a tree
+        seen |= frontier
+        reached = 0
+        for p in _bits(frontier):
+            reached |= graph[p]
+        frontier = reached & ~seen
+    if seen.bit_count() != len(graph):
+        return None
+    return sum(sizes[p] * sizes[q] for p, m in graph.items() for q in _bits(m) if q > p)
 
 
 def singletons_plus_one_mb(domain: dict[str, int], clique: Sequence[str]) -> float:
@@ -271,7 +276,7 @@ class ModelGraph:
                    tuple(size * _product(m, sizes) for size, m in zip(sizes, masks)),
                    {a: i for i, comp in enumerate(comps) for a in comp},
                    tuple(tuple(pos[a] for a in comp) for comp in comps),
-                   tuple(greedy_elimination_cells(domain, {a: nbrs[a] for a in comp})
+                   tuple(masked_elimination_cells(sizes, {pos[a]: masks[pos[a]] for a in comp})
                          for comp in comps))
 
     def size_with_mb(self, clique: Sequence[str],
@@ -289,12 +294,9 @@ class ModelGraph:
             graph[p] |= added
             cells[p] *= _product(added, self.sizes)
         rest = sum(self.cells) - sum(self.cells[i] for i in touched)
-        n_edges = sum(m.bit_count() for m in graph.values()) // 2
-        if len(graph) == len(self.domain) and n_edges == len(graph) - 1 and n_edges:
-            # one spanning tree (connected: each component is, and the clique joins them):
-            # mbi eliminates it in a perfect order, its cliques are the edges
-            return sum(self.sizes[p] * self.sizes[q] for p, m in graph.items()
-                       for q in _bits(m) if q > p) * 8 / 2**20
+        tree = spanning_tree_cells(self.sizes, graph)
+        if tree is not None:
+            return tree * 8 / 2**20
         width, packed = len(self.sizes), 0
         for p, m in graph.items():  # the merged graph, one integer (its masks side by side)
             packed |= m << (p * width)
@@ -302,8 +304,3 @@ class ModelGraph:
         if key not in memo:
             memo[key] = masked_elimination_cells(self.sizes, graph, cells)
         return (rest + memo[key]) * 8 / 2**20
-
-
-def is_connected(nbrs: dict[str, set[str]]) -> bool:
-    """Whether the graph given by its neighbour sets is connected."""
-    return not nbrs or len(reachable(nbrs, next(iter(nbrs)))) == len(nbrs)
