@@ -2,7 +2,9 @@
 read real files under DP noise, and what a proposal reports per column.
 
 Tolerances: (a) epsilon shares are a handful of products and quotients of the budget: rel=1e-6
-(approx's default) is far above their rounding and far below any other split.
+(approx's default) is far above their rounding and far below any other split. (b) a share of noisy counts with fresh noise: its floor is
+exact arithmetic on Chernoff bounds of the Laplace sums at probability 1e-9 each, from the
+scales the budget split gives.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.optimize import minimize_scalar
 
 from harness.cli.schema import main as schema_main
 from harness.data.hints import ColumnHint, hints_of, parse_flow, parse_weight
+from harness.data.infer import CLASSES
 from harness.data.propose import TYPE_SHARE, ProposalSettings, propose
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
@@ -110,13 +114,30 @@ def test_dates_are_time_columns_with_bins_spanning_the_data():
     assert col.min >= "2013-01-01" and col.max <= "2017-12-31"
 
 
+def laplace_sum_tail(k: int, scale: float, beta: float) -> float:
+    """A ``t`` with P(sum of ``k`` Laplace(``scale``) draws > t) <= ``beta``: the Chernoff
+    bound with the Laplace moment generating function ``1 / (1 - scale^2 s^2)``, minimised
+    over ``s`` in (0, 1/scale)."""
+    def bound(x: float) -> float:  # x = scale * s
+        return scale * (-k * np.log1p(-x * x) + np.log(1 / beta)) / x
+    return float(minimize_scalar(bound, bounds=(1e-9, 1 - 1e-12), method="bounded").fun)
+
+
 def test_the_report_names_each_columns_share_and_what_it_keeps():
-    prop = propose(table(n=5000), ProposalSettings("dp", epsilon=1.0))
+    # fresh noise: the share's floor is derived from the noise scales (tolerance (b))
+    n, eps = 20_000, 1.0
+    prop = propose(table(n=n), ProposalSettings("dp", epsilon=eps))
     assert len(prop.report) == 4
     for line in prop.report:
         assert "from dp" in line and "eps " in line
     company = next(r for r in prop.columns if r.name == "company")
-    assert company.kept_share is not None and 0.9 < company.kept_share <= 1.0
+    share = company.epsilon  # a quarter of eps (four columns, none hinted), as spent
+    assert share == pytest.approx(eps / 4, rel=1e-6)
+    over = laplace_sum_tail(len(CLASSES), 1 / (TYPE_SHARE * share), 1e-9)   # present count
+    under = laplace_sum_tail(3, 1 / ((1 - TYPE_SHARE) * share), 1e-9)      # 3 values' mass
+    floor = (n - under) / (n + over)
+    assert 0.9 < floor  # the test can tell "every value kept" from "the largest one kept"
+    assert company.kept_share is not None and floor <= company.kept_share <= 1.0
 
 
 @pytest.mark.parametrize("raw, words", [
