@@ -5,7 +5,10 @@ in every noise family caught with at most 2,000 runs per world.
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
 relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
 wrong formula; (b) the likelihood-ratio mu and the ratio means within z = 4.89 standard errors
-(tests.support.tolerances, false failure 1e-6).
+(tests.support.tolerances, false failure 1e-6); (b) also an honest mechanism's audit with fresh
+noise: its verdict is a lower confidence bound against the claim, so it accuses a mechanism whose
+claim is tight with probability at most 1 - audit.confidence; the honest runs below are audited
+at 1 - 1e-6 (HONEST), or say their own.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, OpenDPSampler, Releaser, ReleaseRecord
 from harness.privacy.thresholded import cell_keys, log_below
 from tests.support.forked import run_forked
-from tests.support.tolerances import statistical
+from tests.support.tolerances import FALSE_FAILURE, statistical
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
@@ -309,16 +312,24 @@ def verdict(proc: subprocess.CompletedProcess) -> str:
     return last.rsplit("verdict=", 1)[1]
 
 
+#: the confidence honest audits run at: a tight claim is accused with probability <= 1e-6
+#: (tolerance (b)); at the audit's default 95% up to 5%, about 3e-3 by a normal approximation
+#: (the two rates' Clopper-Pearson bounds at 97.5%, 1.96 standard errors each, undone by their
+#: summed error: 2 x 1.96 / sqrt(2) = 2.8 standard errors)
+HONEST = f"audit.confidence={1 - FALSE_FAILURE}"
+
+
 def test_self_test_leaky_is_caught_and_independent_passes(csv_dir, tmp_path):
     """The suite's audit self-test: 300 runs per world in the release view with worst-case
     neighbours; the 4x-leaky copy of independent (Gaussian, true mu about 0.88 against a
-    claimed 0.22) is a VIOLATION (its mu lower bound is above the claim), independent ok,
-    and the cache is gone afterwards (audit.keep_cache=false). No time limit: on 2 idle
-    cores it takes seconds; on a busy machine it is slower, not wrong."""
+    claimed 0.22) is a VIOLATION (its mu lower bound is above the claim), independent ok at
+    :data:`HONEST` (independent's claim is tight: at 95% it can be accused), and the cache is
+    gone afterwards (audit.keep_cache=false). No time limit: on 2 idle cores it takes seconds;
+    on a busy machine it is slower, not wrong."""
     gauss = ("privacy.epsilon=1", "privacy.delta=1e-6", "audit.runs=300")
     leaky = audit(tmp_path, csv_dir, "mechanism=test_leaky", *gauss)
     assert leaky.returncode == 3 and verdict(leaky) == "VIOLATION"
-    honest = audit(tmp_path, csv_dir, "mechanism=independent", *gauss)
+    honest = audit(tmp_path, csv_dir, "mechanism=independent", *gauss, HONEST)
     assert honest.returncode == 0 and verdict(honest) == "ok"
     assert "of the claim" in honest.stdout  # the mu-GDP estimate against the claim
     assert not any((tmp_path / "audits" / "cache").glob("*/*.jsonl"))
@@ -414,6 +425,9 @@ def test_a_leaky_prefix_tree_is_caught(factor, runs, sequence_dir):
 
 @pytest.mark.slow
 def test_the_honest_prefix_tree_passes(sequence_dir):
+    """At :data:`HONEST`: the tree's claim is tight where all four releases fall beyond the
+    shift (P = 1/16 on D', e^-1 / 16 on D: on the epsilon-1 curve), where the default 95%
+    can accuse it."""
     proc = sequence_audit(sequence_dir, "mechanism=prefix_tree", "mechanism.h=2",
-                          "mechanism.eps1_share=0.5", "audit.runs=2000")
+                          "mechanism.eps1_share=0.5", "audit.runs=2000", HONEST)
     assert verdict(proc) == "ok", proc.stdout[-1500:] + proc.stderr[-1500:]
