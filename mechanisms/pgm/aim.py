@@ -121,6 +121,7 @@ from harness.privacy.release import Releaser
 
 from .. import pgm
 from ..base import Mechanism, finish
+from .heap import trim_heap
 from .marginals import MEMO_CELLS, WORKING_CELLS
 
 _BIAS = math.sqrt(2.0 / math.pi)
@@ -326,6 +327,7 @@ class AIM(Mechanism):
                 break
             warm = model.warm_start()
             del model, marginals  # the old beliefs: freed before the refit builds new ones
+            trim_heap()  # and the memo's memory returned, not kept resident (heap.py)
             model = pgm.estimate(domain, measurements, self.iters, total, warm_start=warm,
                                  **self.stopping)
             marginals = pgm.TreeMarginals(model)
@@ -338,6 +340,7 @@ class AIM(Mechanism):
 
         warm = model.warm_start()
         del model, marginals
+        trim_heap()
         model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=warm,
                              **{**self.stopping, "tol": self.final_tol})
         tree = pgm.TreeMarginals(model)
