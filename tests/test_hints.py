@@ -2,9 +2,10 @@
 read real files under DP noise, and what a proposal reports per column.
 
 Tolerances: (a) epsilon shares are a handful of products and quotients of the budget: rel=1e-6
-(approx's default) is far above their rounding and far below any other split. (b) a share of noisy counts with fresh noise: its floor is
-exact arithmetic on Chernoff bounds of the Laplace sums at probability 1e-9 each, from the
-scales the budget split gives.
+(approx's default) is far above their rounding and far below any other split. (b) a share of
+noisy counts with fresh noise: its floor is exact arithmetic on Chernoff bounds of the Laplace
+sums (tests.support.tolerances.laplace_sum_tail) at probability 1e-9 each, from the scales the
+budget split gives.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import minimize_scalar
 
 from harness.cli.schema import main as schema_main
 from harness.data.hints import ColumnHint, hints_of, parse_flow, parse_weight
@@ -23,6 +23,7 @@ from harness.data.propose import TYPE_SHARE, ProposalSettings, propose
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger
 from harness.privacy.release import NumpySampler, Releaser
+from tests.support.tolerances import laplace_sum_tail
 
 
 def table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -112,15 +113,6 @@ def test_dates_are_time_columns_with_bins_spanning_the_data():
     assert len(col.bins) <= 9
     assert col.min <= "2015-01-01" and col.max >= "2015-12-31"
     assert col.min >= "2013-01-01" and col.max <= "2017-12-31"
-
-
-def laplace_sum_tail(k: int, scale: float, beta: float) -> float:
-    """A ``t`` with P(sum of ``k`` Laplace(``scale``) draws > t) <= ``beta``: the Chernoff
-    bound with the Laplace moment generating function ``1 / (1 - scale^2 s^2)``, minimised
-    over ``s`` in (0, 1/scale)."""
-    def bound(x: float) -> float:  # x = scale * s
-        return scale * (-k * np.log1p(-x * x) + np.log(1 / beta)) / x
-    return float(minimize_scalar(bound, bounds=(1e-9, 1 - 1e-12), method="bounded").fun)
 
 
 def test_the_report_names_each_columns_share_and_what_it_keeps():

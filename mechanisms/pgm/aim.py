@@ -232,10 +232,10 @@ class AIM(Mechanism):
         one candidate's marginal (:data:`mechanisms.pgm.marginals.WORKING_CELLS`; the
         slices and split contractions of ``TreeMarginals`` keep it there). A measured bound,
         not a proof: on a 55-column table at epsilon 10 two of three fits grew past it (by
-        4% and 15%; docs/pgm-estimation.md, "Memory on loans"), before freed memory was
-        returned to the system before each refit (:func:`mechanisms.pgm.heap.trim_heap`;
-        after it, two seeded fits there peaked at 915 and 962 MB; those three runs were not
-        repeated)."""
+        4% and 15%; docs/pgm-estimation.md, "Memory on loans"). That was before AIM
+        returned freed memory to the system ahead of each refit
+        (:func:`mechanisms.pgm.heap.trim_heap`); since, two seeded fits there peaked at 915
+        and 962 MB, and those three runs were not repeated."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20

@@ -21,8 +21,8 @@ of 1e-10 "agreed to rel=1e-11" only through it, while the two evaluations differ
 where that matters, write ``abs=0`` or an absolute bound derived from the computation.
 
 Algorithms: the normal quantile (scipy.special.ndtri), the binomial, sample-mean and sample-sd
-standard errors, the clustered (sandwich) standard error of a share, the spacing of a float
-(numpy.spacing).
+standard errors, the clustered (sandwich) standard error of a share, a Chernoff tail bound of
+a sum of Laplace draws, the spacing of a float (numpy.spacing).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 from scipy.special import ndtri
 
 FALSE_FAILURE = 1e-6
@@ -71,6 +72,15 @@ def statistical(se: float, false_failure: float = FALSE_FAILURE) -> float:
     """The tolerance of a statistical assertion: ``z_quantile(false_failure)`` standard
     errors."""
     return z_quantile(false_failure) * se
+
+
+def laplace_sum_tail(k: int, scale: float, beta: float) -> float:
+    """A ``t`` with P(sum of ``k`` Laplace(``scale``) draws > t) <= ``beta``, for noise that
+    fresh draws or an unseedable sampler give: the Chernoff bound with the Laplace moment
+    generating function ``1 / (1 - scale^2 s^2)``, minimised over ``s`` in (0, 1/scale)."""
+    def bound(x: float) -> float:  # x = scale * s
+        return scale * (-k * math.log1p(-x * x) + math.log(1 / beta)) / x
+    return float(minimize_scalar(bound, bounds=(1e-9, 1 - 1e-12), method="bounded").fun)
 
 
 def cluster_share_se(indicator: np.ndarray, clusters: np.ndarray) -> float:
