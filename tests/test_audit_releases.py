@@ -351,18 +351,25 @@ EXPONENTIAL = ("mechanism.base=test_noisy_modes", "mechanism.base_params={column
     # extra person's value too rare (P about 0.02) to bound with these runs
     ("exponential", 4, 2000, (*EXPONENTIAL, "privacy.epsilon=0.5")),
     # half the true sensitivity: a Gaussian claim of mu 0.2 leaking 0.4 (epsilon 1) is at the
-    # edge of what these runs can bound; at epsilon 4 (mu 0.97 leaking 1.94) it is not
-    ("gaussian", 2, 1000, (*GAUSSIAN, "privacy.epsilon=4")),
-    ("laplace", 2, 1000, (*LAPLACE, "privacy.epsilon=1")),
+    # edge of what these runs can bound; at epsilon 4 (a claimed mu of 0.84, leaking 1.68) it
+    # is not. Runs chosen so that a miss is below 1e-6 by a normal tail, from 6 audits each
+    # (2026-11-28): Gaussian mu bounds 1.42 +- 0.13 at 1,000 runs (z 4.4), 1.40 +- 0.07 at
+    # 2,500 (z 8.4); Laplace epsilon bounds 1.43 +- 0.16 at 1,000 (z 2.8), 1.63 +- 0.08 at
+    # 3,000 (z 7.5)
+    ("gaussian", 2, 2500, (*GAUSSIAN, "privacy.epsilon=4")),
+    ("laplace", 2, 3000, (*LAPLACE, "privacy.epsilon=1")),
     # leaking 2 at a claim of 1: at 90% confidence (still a valid bound, at that confidence)
-    # the margin over the claim is wider
-    ("exponential", 2, 2000, (*EXPONENTIAL, "privacy.epsilon=1", "audit.confidence=0.9")),
+    # the margin over the claim is wider. 12 audits a setting (2026-11-28): 2,000 runs gave
+    # bounds of 1.43 +- 0.16 (z 2.7 over the claim; one CI-style run missed, at 0.981),
+    # 6,000 runs 1.66 +- 0.08 (z 8.1: a miss far below 1e-6 by a normal tail)
+    ("exponential", 2, 6000, (*EXPONENTIAL, "privacy.epsilon=1", "audit.confidence=0.9")),
 ])
 def test_planted_bugs_are_caught_in_every_noise_family(family, factor, runs, setting, csv_dir,
                                                        tmp_path):
     """Noise for 4x the charged epsilon (factor 4) and a sensitivity half the true one
     (factor 2), in Gaussian marginals, Laplace counts and exponential selections: VIOLATION
-    with at most 2,000 runs per world (the Laplace tree counts: below)."""
+    with the runs each case lists (the margins measured there; the 4x leaks' bounds lie
+    5.9-6.9 sd over their claims in 6 audits each; the Laplace tree counts: below)."""
     proc = audit(tmp_path, csv_dir, "mechanism=test_leaky", f"mechanism.family={family}",
                  f"mechanism.factor={factor}", *setting, f"audit.runs={runs}")
     assert verdict(proc) == "VIOLATION", proc.stdout[-1500:]
@@ -412,11 +419,13 @@ TREE = "{h: 2, eps1_share: 0.5}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("factor, runs", [(4, 1000), (2, 2000)])
+@pytest.mark.parametrize("factor, runs", [(4, 1000), (2, 6000)])
 def test_a_leaky_prefix_tree_is_caught(factor, runs, sequence_dir):
     """Laplace tree counts with noise for 4x the charged epsilon, or for half the true
-    sensitivity: VIOLATION with at most 2,000 runs per world (the four releases reach
-    4 x 0.25 = 1 only when all four values fall beyond the shift: P = 1/16)."""
+    sensitivity: VIOLATION (the four releases reach 4 x 0.25 = 1 only when all four values
+    fall beyond the shift: P = 1/16). Epsilon bounds of 6 audits each (2026-11-28): 4x at
+    1,000 runs 2.51 +- 0.29 (5.3 sd over the claim); half the sensitivity 1.43 +- 0.15 at
+    2,000 runs (2.8 sd), 1.63 +- 0.11 at 6,000 (5.9 sd)."""
     proc = sequence_audit(sequence_dir, "mechanism=test_leaky", "mechanism.base=prefix_tree",
                           f"mechanism.base_params={TREE}", "mechanism.family=laplace",
                           f"mechanism.factor={factor}", f"audit.runs={runs}")
