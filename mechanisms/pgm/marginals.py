@@ -210,12 +210,13 @@ class TreeMarginals:
         clique."""
         free = tuple(a for a in clique if a not in evidence)
 
-        def upward(node: Clique) -> tuple[tuple, Clique, np.ndarray]:
+        def upward(node: Clique, below: list[tuple[tuple, Clique, np.ndarray]]
+                   ) -> tuple[tuple, Clique, np.ndarray]:
             """(memo key, attributes, array) of the message ``node`` sends its parent (at
-            the root: the marginal). The key names the computation: node, target, the
-            keys of the children's messages, in operand order, and the values held in
-            ``node``'s table."""
-            below = [upward(child) for child in children[node]]
+            the root: the marginal), from its children's (``below``, in ``children``
+            order). The key names the computation: node, target, the keys of the
+            children's messages, in operand order, and the values held in ``node``'s
+            table."""
             messages = [(t, arr) for _, t, arr in below]
             if node == root:  # the root's table summed first to what the query needs
                 inflow = set(clique).union(*(t for _, t, _ in below))
@@ -235,7 +236,10 @@ class TreeMarginals:
                 self._memo.put(key, message)
             return key, target, message
 
-        return upward(root)[2]
+        sent: dict[Clique, tuple[tuple, Clique, np.ndarray]] = {}
+        for node in _post_order(root, children):
+            sent[node] = upward(node, [sent[child] for child in children[node]])
+        return sent[root][2]
 
     def _by_slices(self, root: Clique, parent: dict, children: dict[Clique, list[Clique]],
                    clique: Clique, fixed: Clique) -> np.ndarray:
@@ -256,18 +260,18 @@ class TreeMarginals:
         below it, less those held."""
         free = set(clique) - fixed
 
-        def cells(node: Clique) -> tuple[set[str], int]:
+        below: dict[Clique, tuple[set[str], int]] = {}
+        for node in _post_order(root, children):
             gathered, total = self._attr_sets[node] & free, 0
             for child in children[node]:
-                attrs, n = cells(child)
+                attrs, n = below[child]
                 gathered |= attrs
                 total += n
             if node != root:
                 sep = (self._attr_sets[node] & self._attr_sets[parent[node]]) - fixed
                 total += math.prod(self.sizes[a] for a in sep | gathered)
-            return gathered, total
-
-        return cells(root)[1]
+            below[node] = gathered, total
+        return below[root][1]
 
     def _fixed_attributes(self, root: Clique, parent: dict,
                           children: dict[Clique, list[Clique]], clique: Clique) -> Clique:
@@ -327,17 +331,17 @@ class TreeMarginals:
         clique attributes far from the root on one branch multiply the separators on the
         way (measured: a 153-million-cell message for one 3-way marginal on a 48-column
         model)."""
-        def gathered(node: Clique) -> tuple[set[str], int]:
+        gathered: dict[Clique, tuple[set[str], int]] = {}
+        for node in _post_order(root, children):
             below, work = set(), 0
             for child in children[node]:
-                attrs, w = gathered(child)
+                attrs, w = gathered[child]
                 below |= attrs
                 work += w
             own = self._attr_sets[node]
             extra = math.prod(self.sizes[a] for a in below - own)
-            return below | (own & q), work + self.tables[node].size * extra
-
-        return gathered(root)[1]
+            gathered[node] = below | (own & q), work + self.tables[node].size * extra
+        return gathered[root][1]
 
     def _cheapest_root(self, root: Clique, children: dict[Clique, list[Clique]],
                        clique: Clique) -> tuple[Clique, dict, dict[Clique, list[Clique]], int]:
@@ -416,6 +420,25 @@ def _components(nodes: list[Clique], adj: dict[Clique, list[Clique]]) -> list[li
         _, order = _bfs(n, adj)
         seen |= set(order)
         out.append(order)
+    return out
+
+
+def _post_order(root: Clique, children: dict[Clique, list[Clique]]) -> list[Clique]:
+    """The nodes of the tree ``children`` describes, each after its children (children in
+    their order, each subtree whole before the next): the order a recursion from ``root``
+    visits them in. A loop, not a recursive closure: a nested function that calls itself is
+    a reference cycle, which would keep everything it closes over (the ``TreeMarginals``,
+    its tables and memos) alive after the last reference is dropped, until the cyclic garbage
+    collector runs."""
+    out: list[Clique] = []
+    stack: list[tuple[Clique, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            out.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children[node]))
     return out
 
 
