@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import load_shared_dataset
+from harness.data.datasets import Dataset, load_shared_dataset
+from harness.data.schema import Column, Schema
 from harness.errors import ConfigError
 from harness.privacy.accounting import Budget, Ledger, zcdp_rho
 from harness.run.runner import spent_budget
@@ -25,6 +26,7 @@ from mechanisms.pgm.aim import AIM, admitted_pool, size_admission, trimmed_workl
 from mechanisms.pgm.marginals import MEMO_CELLS, WORKING_CELLS
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
+from tests.support.refcount import only_reference_counting
 
 FAST = {"rounds": 6, "iters": 30, "final_iters": 30, "workload_degree": 2}
 
@@ -393,6 +395,61 @@ def test_rounds_scoring_the_admitted_alone_select_among_them(small_dataset, monk
         assert charge.sensitivity == 5.0 * max(weights[cl] for i, cl in enumerate(closure)
                                                if test(i))
     assert sum(c.rho for c in ledger.charges) <= zcdp_rho(1.0, 1e-6)
+
+
+def chain_dataset(n: int = 2000, width: int = 3, n_attrs: int = 6, seed: int = 0) -> Dataset:
+    """Records of ``n_attrs`` categorical attributes, each a noisy copy of the one before (a
+    chain): AIM's 2-way rounds measure neighbouring pairs, and marginals of attributes
+    further apart then span several junction-tree nodes."""
+    rng = np.random.default_rng(seed)
+    cols = [rng.integers(width, size=n)]
+    for _ in range(n_attrs - 1):
+        cols.append(np.where(rng.random(n) < 0.8, cols[-1], rng.integers(width, size=n)))
+    names = [f"x{i}" for i in range(n_attrs)]
+    schema = Schema(tuple(Column(a, "categorical", values=tuple(range(width))) for a in names))
+    return Dataset("chain", schema, pd.DataFrame(dict(zip(names, cols))))
+
+
+def test_each_refit_starts_with_the_last_rounds_model_and_marginals_freed(monkeypatch):
+    """AIM drops a round's model and marginals before the refit builds the next (its memory
+    bound counts one model's beliefs in a refit, not two): with Python's cycle collector
+    off, so that only reference counting frees, no model an earlier ``estimate`` returned
+    and no ``TreeMarginals`` is alive when the next ``estimate`` starts (rounds and the
+    final fit). A reference cycle through either would keep it (one did: the marginals'
+    recursive closures, 2026-11-29)."""
+    import weakref
+
+    models: list = []
+    marginals: weakref.WeakSet = weakref.WeakSet()
+    alive_at_refit: list[tuple[int, int]] = []
+    real_estimate, real_marginals = pgm.estimate, pgm.TreeMarginals
+
+    def estimate(*args, **kwargs):
+        alive_at_refit.append((sum(ref() is not None for ref in models), len(marginals)))
+        model = real_estimate(*args, **kwargs)
+        models.append(weakref.ref(model))
+        return model
+
+    class Tracked(real_marginals):
+        def __init__(self, model):
+            super().__init__(model)
+            marginals.add(self)
+
+    eliminations = []
+    real_eliminate = real_marginals._eliminate
+
+    def eliminate(self, *args, **kwargs):
+        eliminations.append(1)
+        return real_eliminate(self, *args, **kwargs)
+
+    monkeypatch.setattr(pgm, "estimate", estimate)
+    monkeypatch.setattr(pgm, "TreeMarginals", Tracked)
+    monkeypatch.setattr(real_marginals, "_eliminate", eliminate)
+    with only_reference_counting():
+        run(chain_dataset(), Budget(10.0, 1e-6), seed=4, rounds=20)
+    assert eliminations  # some marginal spanned tree nodes (where the cycle was)
+    assert len(alive_at_refit) >= 3  # the first fit, at least one refit, the final fit
+    assert alive_at_refit == [(0, 0)] * len(alive_at_refit)
 
 
 def test_model_errors_are_each_candidates_l1_error_in_the_given_order(monkeypatch):

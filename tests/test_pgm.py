@@ -22,6 +22,7 @@ import pytest
 
 from harness.privacy.accounting import Budget, compose
 from mechanisms import pgm
+from tests.support.refcount import only_reference_counting
 
 
 @pytest.fixture(scope="module")
@@ -591,7 +592,6 @@ def test_tree_marginals_are_freed_when_dropped_without_the_cycle_collector(fitte
     nested function calling itself, as the eliminations once were) would keep it alive:
     through a loans run such marginals piled up over rounds until a collection, +150 MB a
     round."""
-    import gc
     import weakref
 
     from mechanisms.pgm import marginals
@@ -601,9 +601,7 @@ def test_tree_marginals_are_freed_when_dropped_without_the_cycle_collector(fitte
                         np.random.default_rng(7))
     queries = [("a", "b"), ("a", "d"), ("e", "c", "a"), ("d", "e")]
     paths = [{}, {"REROOT_CELLS": 0}, {"REROOT_CELLS": 0, "WORK_CELLS": 1}]
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with only_reference_counting():
         for path in paths:
             for name, value in path.items():
                 monkeypatch.setattr(marginals, name, value)
@@ -614,9 +612,6 @@ def test_tree_marginals_are_freed_when_dropped_without_the_cycle_collector(fitte
             alive = weakref.ref(tree)
             del tree
             assert alive() is None, path
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def test_post_order_visits_children_first_in_their_order():
