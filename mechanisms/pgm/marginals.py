@@ -236,9 +236,9 @@ class TreeMarginals:
                 self._memo.put(key, message)
             return key, target, message
 
-        sent: dict[Clique, tuple[tuple, Clique, np.ndarray]] = {}
+        sent: dict[Clique, tuple[tuple, Clique, np.ndarray]] = {}  # each held until used
         for node in _post_order(root, children):
-            sent[node] = upward(node, [sent[child] for child in children[node]])
+            sent[node] = upward(node, [sent.pop(child) for child in children[node]])
         return sent[root][2]
 
     def _by_slices(self, root: Clique, parent: dict, children: dict[Clique, list[Clique]],
@@ -264,7 +264,7 @@ class TreeMarginals:
         for node in _post_order(root, children):
             gathered, total = self._attr_sets[node] & free, 0
             for child in children[node]:
-                attrs, n = below[child]
+                attrs, n = below.pop(child)
                 gathered |= attrs
                 total += n
             if node != root:
@@ -335,7 +335,7 @@ class TreeMarginals:
         for node in _post_order(root, children):
             below, work = set(), 0
             for child in children[node]:
-                attrs, w = gathered[child]
+                attrs, w = gathered.pop(child)
                 below |= attrs
                 work += w
             own = self._attr_sets[node]
