@@ -235,7 +235,12 @@ class AIM(Mechanism):
         4% and 15%; docs/pgm-estimation.md, "Memory on loans"). That was before AIM
         returned freed memory to the system ahead of each refit
         (:func:`mechanisms.pgm.heap.trim_heap`); since, two seeded fits there peaked at 915
-        and 962 MB, and two runner runs at 1,217 and 1,184 MB (5% and 7% inside)."""
+        and 962 MB, and two runner runs at 1,217 and 1,184 MB (5% and 7% inside); a third
+        run went over (1,366 MB at round 90): a reference cycle kept each dropped
+        ``TreeMarginals`` (old beliefs, memo) resident until a garbage collection, which the
+        runner's worker runs rarely. Since af24db0 they are freed before each refit: a
+        runner run then peaked at 805 MB through round 109, on a 71.6 MB tree
+        (docs/pgm-estimation.md, "Eighth pass")."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20
