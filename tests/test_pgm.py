@@ -590,8 +590,8 @@ def test_tree_marginals_are_freed_when_dropped_without_the_cycle_collector(fitte
     going frees it, after marginals by every path (one node; the default root; the
     cheapest root, REROOT_CELLS = 0; by slices, WORK_CELLS = 1). A reference cycle (a
     nested function calling itself, as the eliminations once were) would keep it alive:
-    through a loans run such marginals piled up over rounds until a collection, +150 MB a
-    round."""
+    through a loans run such marginals piled up over rounds until a collection, 130-170 MB
+    a round over three rounds."""
     import weakref
 
     from mechanisms.pgm import marginals
