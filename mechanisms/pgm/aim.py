@@ -239,8 +239,9 @@ class AIM(Mechanism):
         run went over (1,366 MB at round 90): a reference cycle kept each dropped
         ``TreeMarginals`` (old beliefs, memo) resident until a garbage collection, which the
         runner's worker runs rarely. Since af24db0 they are freed before each refit: a
-        runner run then grew 808 MB (final tree 71.6 MB; docs/pgm-estimation.md, "Eighth
-        pass")."""
+        runner run then grew 808 MB (final tree 71.6 MB), and one on each of two other
+        tables 499 and 470 MB of the 1,094 and 931 stated (docs/pgm-estimation.md, "Eighth
+        pass" and "After the fix, the other tables")."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20
