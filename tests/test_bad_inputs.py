@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.forked import run_forked
+from tests.support.planning import without_planning
 from tests.sweep_support import ENV
 
 #: The csv_dir dataset, one job.
@@ -146,8 +147,8 @@ def check_one_message(folder: Path, argv: list[str], words: tuple[str, ...]) -> 
     finally:
         (folder / "readonly").chmod(0o755)
     text = (proc.stderr + proc.stdout).strip()
-    # a long plan may say it is alive ("planning: checking job k of n"); nothing else
-    message = "\n".join(line for line in text.splitlines() if not line.startswith("planning:"))
+    # a long plan may say it is alive ("planning: checking job k of n: JOB (12s)"); nothing else
+    message = "\n".join(without_planning(text))
     assert proc.returncode == 2, f"exit {proc.returncode}:\n{text}"
     assert "Traceback" not in text and "usage:" not in text, text
     assert message.count("fix:") == 1, message  # one problem, one fix

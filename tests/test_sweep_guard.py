@@ -5,7 +5,6 @@ no run RUNNING, a sweep whose runs all fail exits non-zero, and runs hang under 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from harness.data.datasets import PROJECT_ROOT
 from harness.run.config import run_label
 from mechanisms.options import hyperparameter_label, shipped_settings
 from tests.conftest import make_small_schema, write_csv_dataset
+from tests.support.planning import without_planning
 from tests.sweep_support import CSV, DOUBLES, PARALLEL, TEST_CONF, dp_arena, runs_of
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
@@ -59,8 +59,6 @@ BAD_INPUTS = {
 #: Cases checked on the whole default sweep (20 jobs: the problem is in every job, or in half
 #: of them, and is still one message); the others on one job (planning 20 jobs costs seconds).
 WHOLE_SWEEP = ("negative trial", "one bad value in a sweep")
-#: What a long plan prints while it composes and checks (status on stderr, not a message).
-PLANNING = re.compile(r"planning: (composing|checking) job \d+ of \d+ \(\d+s\)")
 
 
 @pytest.mark.slow
@@ -76,10 +74,29 @@ def test_bad_input_is_one_message_and_nothing_starts(tmp_path, case):
     text = proc.stdout + proc.stderr
     assert "Traceback" not in text
     assert text.count(problem) == 1, text
-    lines = [line for line in text.strip().splitlines() if not PLANNING.fullmatch(line)]
+    lines = without_planning(text)  # what a long plan says while it checks: status, not message
     assert len(lines) <= 6, text
     assert not (tmp_path / "multirun").exists(), "a job folder was created"
     assert not (tmp_path / "mlflow.db").exists(), "an MLflow store was created"
+
+
+def test_the_plans_status_lines_are_told_apart_from_the_message():
+    # the output of a sweep with a bad value on a loaded machine (20 s of planning): the status
+    # lines name the job and wrap; the message is the five lines from "dp-arena:" on
+    message = ["dp-arena: the sweep was not started: 1 problem in its 20 jobs:",
+               "- privacy.epsilon must be a number (got 'abc')",
+               "  fix: e.g. privacy.epsilon=1.5",
+               "  (10 jobs, e.g. mechanism=independent privacy.epsilon=abc trial=0)"]
+    status = ["planning: composing job 7 of 20 (5s)",
+              "planning: checking job 2 of 20: mechanism=independent privacy.epsilon=abc",
+              "  trial=0 (15s)",
+              "planning: checking job 8 of 20: mechanism=mst_quick privacy.epsilon=abc trial=0",
+              "  (20s)"]
+    assert without_planning("\n".join(status + message)) == message
+    assert without_planning("\n".join(message[:1] + status + message[1:])) == message
+    # what only starts like a status stays, and so does an indented line after it
+    odd = ["planning: checking job 2 of 20: x", "  trial=0", "planning: done"]
+    assert without_planning("\n".join(odd + message)) == odd + message
 
 
 # ----- n/a, duplicates, all-failed -----------------------------------------------------------
