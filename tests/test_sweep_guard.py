@@ -82,7 +82,7 @@ def test_bad_input_is_one_message_and_nothing_starts(tmp_path, case):
 
 def test_the_plans_status_lines_are_told_apart_from_the_message():
     # the output of a sweep with a bad value on a loaded machine (20 s of planning): the status
-    # lines name the job and wrap; the message is the five lines from "dp-arena:" on
+    # lines name the job and wrap; the message is the four lines from "dp-arena:" on
     message = ["dp-arena: the sweep was not started: 1 problem in its 20 jobs:",
                "- privacy.epsilon must be a number (got 'abc')",
                "  fix: e.g. privacy.epsilon=1.5",
