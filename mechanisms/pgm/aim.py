@@ -231,17 +231,12 @@ class AIM(Mechanism):
         remembers (:data:`mechanisms.pgm.marginals.MEMO_CELLS`) and the working memory of
         one candidate's marginal (:data:`mechanisms.pgm.marginals.WORKING_CELLS`; the
         slices and split contractions of ``TreeMarginals`` keep it there). A measured bound,
-        not a proof: on a 55-column table at epsilon 10 two of three fits grew past it (by
-        4% and 15%; docs/pgm-estimation.md, "Memory on loans"). That was before AIM
-        returned freed memory to the system ahead of each refit
-        (:func:`mechanisms.pgm.heap.trim_heap`); since, two seeded fits there peaked at 915
-        and 962 MB, and two runner runs at 1,217 and 1,184 MB (5% and 7% inside); a third
-        run went over (1,366 MB at round 90): a reference cycle kept each dropped
-        ``TreeMarginals`` (old beliefs, memo) resident until a garbage collection, which the
-        runner's worker runs rarely. Since af24db0 they are freed before each refit: a
-        runner run then grew 808 MB (final tree 71.6 MB), and one on each of two other
-        tables 499 and 470 MB of the 1,094 and 931 stated (docs/pgm-estimation.md, "Eighth
-        pass" and "After the fix, the other tables")."""
+        not a proof: on a 55-column table at epsilon 10 fits grew past it (by up to 15%)
+        until two causes were removed, freed memory the allocator kept
+        (:func:`mechanisms.pgm.heap.trim_heap`) and dropped ``TreeMarginals`` a reference
+        cycle kept until a garbage collection (af24db0); since, one runner run on each of
+        three wide tables grew to 46-63% of it (docs/pgm-estimation.md, "Memory on loans"
+        to "After the fix, the other tables")."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20
