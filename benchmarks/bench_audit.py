@@ -25,7 +25,7 @@ cores the wall time is about half of it) and the runs per second the figure need
 applies to (small versions, so slow mechanisms get more than a handful of runs), times two
 in-process runs, sets ``audit.runs`` so both worlds fit in about ``--seconds`` with ``--jobs``
 workers (at least 10, at most ``--max-runs`` per world), runs ``dp-arena-audit``'s driver
-(:func:`harness.audit.driver.run_audit`, default canary ``rare_cell`` and statistic
+(:func:`dp_arena.audit.driver.run_audit`, default canary ``rare_cell`` and statistic
 ``canary_cells``) at each epsilon, and prints runs per second (both worlds, wall clock,
 isolation and caching included), the lower bound L, tightness L/E and the mu-GDP lower bound.
 A lower bound far below epsilon is expected for a black-box audit with few runs: it says how
@@ -49,8 +49,8 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.data.datasets import PROJECT_ROOT
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+from dp_arena.data.datasets import PROJECT_ROOT
 
 #: mechanism -> (dataset overrides, privacy group): each on data it applies to.
 SETUPS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -136,7 +136,7 @@ def audit_config(mechanism: str, epsilon: float, runs: int, workdir: Path,
                  f"tracking.uri=sqlite:///{workdir / 'mlflow.db'}", *extra]
     if privacy == "pure":
         overrides.append("privacy.delta=0")
-    with initialize_config_dir(str(PROJECT_ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(str(PROJECT_ROOT / "dp_arena" / "conf"), version_base="1.3"):
         cfg = compose("audit", overrides=overrides)
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
 
@@ -146,20 +146,20 @@ def probe(cfg: dict) -> tuple[float, float]:
     replay) and the claimed mu (release view; nan otherwise), in an isolated child: a
     mechanism that starts threads (JAX, for mst/aim/adaptive_grid) must not run in this
     process, which later forks the audit's workers."""
-    from harness.run.isolation import call_isolated
-    from harness.run.settings import Limits
+    from dp_arena.run.isolation import call_isolated
+    from dp_arena.run.settings import Limits
 
     value, _report = call_isolated(lambda: _probe(cfg), Limits(threads=1))
     return value
 
 
 def _probe(cfg: dict) -> tuple[float, float]:
-    from harness.audit.driver import claimed_mu, run_config_part
-    from harness.audit.neighbours import neighbouring_pair
-    from harness.audit.releases import release_features
-    from harness.audit.runs import audit_run
-    from harness.data.datasets import load_dataset
-    from harness.run.runner import build_components, parse_run_config
+    from dp_arena.audit.driver import claimed_mu, run_config_part
+    from dp_arena.audit.neighbours import neighbouring_pair
+    from dp_arena.audit.releases import release_features
+    from dp_arena.audit.runs import audit_run
+    from dp_arena.data.datasets import load_dataset
+    from dp_arena.run.runner import build_components, parse_run_config
 
     rc = parse_run_config(run_config_part(cfg))
     mechanism, _ = build_components(rc)
@@ -201,7 +201,7 @@ def cpu_seconds() -> float:
 
 def release_rows(args: argparse.Namespace, tmp: Path) -> None:
     """The release view with worst-case neighbours: claim vs measured for every mechanism."""
-    from harness.audit.driver import run_audit
+    from dp_arena.audit.driver import run_audit
 
     global CPU_CLOCK
     CPU_CLOCK = True
@@ -251,7 +251,7 @@ def release_rows(args: argparse.Namespace, tmp: Path) -> None:
 
 
 def synthetic_rows(args: argparse.Namespace, tmp: Path) -> None:
-    from harness.audit.driver import run_audit
+    from dp_arena.audit.driver import run_audit
 
     where = dict(view=args.view, neighbours=args.neighbours)
     names = args.only or list(SETUPS)

@@ -1,4 +1,4 @@
-"""Benchmark of the Sprint 3 challenge score (metrics.challenge) on a million trips.
+"""Benchmark of the Sprint 3 challenge score (dp_arena.metrics.challenge) on a million trips.
 
     python benchmarks/bench_challenge.py [--rows 1000000] [--taxis 15000] [--seed 0]
 
@@ -29,13 +29,13 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.data.taxi.sprint3 import (  # noqa: E402
+from dp_arena.data.taxi.sprint3 import (  # noqa: E402
     AREA_VALUES,
     MAX_TRIPS_PER_TAXI,
     PAYMENT_VALUES,
     taxi_schema,
 )
-from metrics.challenge import graph_edge_score, hoc_score, k_marginal_score  # noqa: E402
+from dp_arena.metrics.challenge import graph_edge_score, hoc_score, k_marginal_score  # noqa: E402
 
 #: Loop, Near North, Near West, O'Hare, Midway, Lake View, Lincoln Park dominate.
 BUSY_AREAS = {32: 30.0, 8: 25.0, 28: 10.0, 76: 12.0, 56: 4.0, 6: 5.0, 7: 5.0, -1: 6.0}

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_default_competition.py [--repeat 2] [OVERRIDE ...]
 
-Runs ``dp-arena`` (``python -m harness.cli``) with the given overrides (none: the default
+Runs ``dp-arena`` (``python -m dp_arena.cli``) with the given overrides (none: the default
 competition, 60 runs) in a new empty folder each time, as the quickstart's first command does
 after installing, and prints per repetition: the command's wall seconds (planning, the sweep,
 the board, a fresh MLflow store included) and the sweep's own span, from the first run's start
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from harness.sweep.records import read_outcomes, read_started
+from dp_arena.sweep.records import read_outcomes, read_started
 
 
 def sweep_span(folder: str) -> tuple[float, int]:
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     for k in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="dp-arena-bench-") as folder:
             started = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "harness.cli", *args.overrides],
+            proc = subprocess.run([sys.executable, "-m", "dp_arena.cli", *args.overrides],
                                   cwd=folder, capture_output=True, text=True)
             wall = time.perf_counter() - started
             if proc.returncode != 0:

@@ -1,4 +1,4 @@
-"""Issue 39 acceptance for :mod:`harness.data.dp_numbers` on the real Chicago taxi sample.
+"""Issue 39 acceptance for :mod:`dp_arena.data.dp_numbers` on the real Chicago taxi sample.
 
 For ``fare``, ``tips``, ``trip_miles``, ``trip_seconds`` (log axis) and the trips' start dates
 (days since 1970 on the linear 1900..2100 axis), 20 draws at per-column epsilon 0.008 (what a
@@ -30,11 +30,11 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from harness.data import dp_numbers as dn
-from harness.data import exact_numbers as en
-from harness.data.datasets import shared_data_dir
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
+from dp_arena.data import dp_numbers as dn
+from dp_arena.data import exact_numbers as en
+from dp_arena.data.datasets import shared_data_dir
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
 
 DRAWS = 20
 EPSILONS = (0.008, 0.08)

@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, default=None, help="use this folder (kept)")
     args = parser.parse_args(argv)
     datasets = [d for d in args.datasets
-                if (ROOT / "conf" / "dataset" / f"{d}.yaml").is_file()]
+                if (ROOT / "dp_arena" / "conf" / "dataset" / f"{d}.yaml").is_file()]
     for d in sorted(set(args.datasets) - set(datasets)):
-        print(f"dataset {d}: no conf/dataset/{d}.yaml here, skipped")
+        print(f"dataset {d}: no dp_arena/conf/dataset/{d}.yaml here, skipped")
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench_heldout_"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"folder {folder}; mechanisms {args.mechanisms}; epsilons {args.epsilons}; "

@@ -1,7 +1,7 @@
 """Benchmark: what the held-out scores cost against a run's wall time (issue 38, item 7).
 
     /work/main/.venv/bin/python benchmarks/bench_heldout_scores.py [--dataset adult taxi_sim]
-        [--metrics conf/metrics/default.yaml] [--repeat 1]
+        [--metrics dp_arena/conf/metrics/default.yaml] [--repeat 1]
 
 Single-threaded (threadpoolctl limit 1, as ``limits.threads=1``), on
 
@@ -17,7 +17,7 @@ metric of ``--metrics`` other than the new ones that applies to the dataset) and
 as a sweep's run pays it: each metric's real-data side (``Metric.reference``: the
 train-on-real model, the real answers, the attack's targets and reference density) is timed
 apart and printed as "once per worker", since the worker computes it once and its runs share
-it (``harness.run.references``).
+it (``dp_arena.run.references``).
 A run's wall time is taken as fit + existing scores, measured in-process: the CLI's start-up,
 MLflow logging and the board are left out, so the printed share (new scores / run) is an upper
 bound of what the scores add to a real run's wall time. With ``--cli`` the same runs are also
@@ -32,7 +32,7 @@ and ``range_query`` on a bootstrap of the training rows (resample-like: should m
 reference, ratio ~1, small errors) and on an independent-columns table (each column shuffled
 on its own: should fall towards AUROC 0.5 and a large propensity ratio).
 
-The metric settings are those of ``--metrics`` (default: ``conf/metrics/default.yaml``, the
+The metric settings are those of ``--metrics`` (default: ``dp_arena/conf/metrics/default.yaml``, the
 default competition's); ``--set NAME.KEY=VALUE`` changes one (e.g. to time an older setting).
 """
 
@@ -54,13 +54,13 @@ import pandas as pd
 import yaml
 from threadpoolctl import threadpool_limits
 
-from harness.data.datasets import Dataset, load_dataset
-from harness.errors import DPArenaError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism
-from mechanisms.options import mechanism_conf
-from metrics import METRICS, make_metric
+from dp_arena.data.datasets import Dataset, load_dataset
+from dp_arena.errors import DPArenaError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.options import mechanism_conf
+from dp_arena.metrics import METRICS, make_metric
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW = tuple(n for n in ("ml_efficacy", "propensity", "range_query", "membership")
@@ -96,7 +96,7 @@ def benchmark_datasets(names: list[str]) -> list[Dataset]:
 
 
 def metric_settings(path: Path, overrides: list[str]) -> dict[str, dict[str, Any]]:
-    """The metric settings of a ``conf/metrics`` file, with ``NAME.KEY=VALUE`` overrides."""
+    """The metric settings of a ``dp_arena/conf/metrics`` file, with ``NAME.KEY=VALUE`` overrides."""
     settings = {k: dict(v or {}) for k, v in yaml.safe_load(path.read_text()).items()}
     for item in overrides:
         key, value = item.split("=", 1)
@@ -138,7 +138,7 @@ def timed_scores(names: tuple[str, ...], settings: dict[str, dict[str, Any]], da
                  ) -> tuple[dict[str, float], dict[str, dict]]:
     """Seconds and scores of each applicable metric of ``names`` on ``synthetic``, as a run
     pays them: a metric's real-data side (:meth:`Metric.reference`) is computed once per
-    worker (:mod:`harness.run.references`), so it is timed apart, into ``once``."""
+    worker (:mod:`dp_arena.run.references`), so it is timed apart, into ``once``."""
     seconds, scores = {}, {}
     for name in names:
         metric = make_metric(name, settings.get(name))
@@ -182,7 +182,7 @@ def cli_seconds(data: Dataset, mechanism: str, settings: dict[str, dict[str, Any
     dropped = [] if new_scores else [f"~metrics.{n}" for n in NEW if n in settings]
     with tempfile.TemporaryDirectory(prefix="dp-arena-bench-") as folder:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "harness.cli", *dataset, f"mechanism={mechanism}",
+        subprocess.run([sys.executable, "-m", "dp_arena.cli", *dataset, f"mechanism={mechanism}",
                         f"metrics={metrics_file.stem}", *dropped, f"privacy.epsilon={EPSILON}",
                         "trial=0", "limits.threads=1"], cwd=folder, check=True,
                        capture_output=True)
@@ -236,7 +236,7 @@ def print_meaning(data: Dataset, settings: dict[str, dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", nargs="+", default=["adult", "taxi_sim"])
-    parser.add_argument("--metrics", type=Path, default=ROOT / "conf/metrics/default.yaml")
+    parser.add_argument("--metrics", type=Path, default=ROOT / "dp_arena/conf/metrics/default.yaml")
     parser.add_argument("--set", action="append", default=[], metavar="NAME.KEY=VALUE")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS))

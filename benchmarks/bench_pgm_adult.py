@@ -5,16 +5,16 @@ ones (and optionally beside smartnoise-synth); not a test.
         [--accountant zcdp] [--epsilon 1] [--delta 1e-9] [--fast] [--fresh-noise]
         [--set KEY=VALUE ...]
 
-Reads ``adult`` from the shared data folder (``harness.data.datasets.load_shared_dataset``) and
+Reads ``adult`` from the shared data folder (``dp_arena.data.datasets.load_shared_dataset``) and
 runs each mechanism with the papers' settings (``PAPER`` below; ``--fast`` uses
-``conf/mechanism/*_quick.yaml`` instead) at (epsilon, delta) = (1, 1e-9) under the zCDP
+``dp_arena/conf/mechanism/*_quick.yaml`` instead) at (epsilon, delta) = (1, 1e-9) under the zCDP
 accountant the papers use, twice per seed: with the estimator settings of 907651b
 (``TODAY``: ``tol=1e-7``, ``patience=2``, every fit from the step ``2 / (L N)``) and with the
-settings ``conf/mechanism/NAME.yaml`` ships now (``new``), alternating A B A B so that a
+settings ``dp_arena/conf/mechanism/NAME.yaml`` ships now (``new``), alternating A B A B so that a
 change in the machine's load hits both. ``--peer`` adds smartnoise-synth's ``smartnoise_mst``
 / ``smartnoise_aim`` with its defaults (in its own environment: ``dp-arena-contestants
 install smartnoise``) after each pair. It prints per run and as means: the mean total
-variation distance over *all* 364 3-way marginals (``metrics.kmarginal``, k=3), the wall
+variation distance over *all* 364 3-way marginals (``dp_arena.metrics.kmarginal``, k=3), the wall
 seconds and the CPU seconds of the fit (ours: this process; the peer: its child processes,
 interpreter start and imports included), and the ratios new / today (and ours / peer).
 
@@ -36,16 +36,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.data.datasets import load_shared_dataset
-from harness.errors import DPArenaError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism
-from mechanisms.options import mechanism_conf
-from metrics.kmarginal import KMarginal
+from dp_arena.data.datasets import load_shared_dataset
+from dp_arena.errors import DPArenaError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.options import mechanism_conf
+from dp_arena.metrics.kmarginal import KMarginal
 
 #: The papers' settings (reference implementation defaults: ryan112358/private-pgm
-#: mechanisms/mst.py and aim.py); conf/mechanism/{mst,aim}.yaml ship them too.
+#: dp_arena/mechanisms/mst.py and aim.py); dp_arena/conf/mechanism/{mst,aim}.yaml ship them too.
 PAPER = {
     "mst": {"iters": 10000, "compress": True},
     "aim": {"workload_degree": 3, "rounds": None, "max_model_size": 80.0, "iters": 1000,
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-9)
     parser.add_argument("--fast", action="store_true",
-                        help="use the budget presets conf/mechanism/NAME_quick.yaml")
+                        help="use the budget presets dp_arena/conf/mechanism/NAME_quick.yaml")
     parser.add_argument("--peer", action="store_true",
                         help="also run smartnoise-synth's mechanism after each pair")
     parser.add_argument("--no-peer", action="store_true",

@@ -11,18 +11,18 @@ The table (``--table``):
   from a Bayesian network on a random tree (column j's parent is a seeded random earlier
   column; each conditional distribution a Dirichlet(0.5) draw), so every dependence is
   pairwise along the tree and MST's model class contains the truth;
-- ``taxi``: the simulated taxi year (``harness.data.taxi.sim``, ``load_taxi_sim`` with
+- ``taxi``: the simulated taxi year (``dp_arena.data.taxi.sim``, ``load_taxi_sim`` with
   ``--rows`` private and 1,000 public trips, its 12 attributes and user-level unit: the
   mechanisms keep ``max_contrib`` trips per taxi as in the default competition).
 
-Each mechanism runs with the settings ``conf/mechanism/NAME.yaml`` ships (the papers'
+Each mechanism runs with the settings ``dp_arena/conf/mechanism/NAME.yaml`` ships (the papers'
 workload, the issue 43 estimator) at (``--epsilon``, ``--delta``) under the zCDP accountant,
 in a forked child under ``limits.memory_limit_mb=--memory-mb`` and ``--time-limit-s``
-(:func:`harness.run.isolation.call_isolated`: the run's own isolation, one BLAS thread). It
+(:func:`dp_arena.run.isolation.call_isolated`: the run's own isolation, one BLAS thread). It
 prints per fit: wall seconds of the fit, the peak resident memory of the child's tree as the
 isolation sampled it (the table the child inherits from the parent included) and the child's
 own ``ru_maxrss`` after the fit, and the mean total variation distance over the k-way
-marginals (``metrics.kmarginal``, at most 100 of them, seeded) between a ``--sample``-row
+marginals (``dp_arena.metrics.kmarginal``, at most 100 of them, seeded) between a ``--sample``-row
 sample of the real table and one of the synthetic table; sampling alone gives a TVD above 0,
 printed first as the ``sampling floor`` (two disjoint samples of the real table). A fit that passes a limit
 prints the limit it passed and the time it reached.
@@ -40,16 +40,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Schema
-from harness.errors import DPArenaError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from harness.run.isolation import call_isolated
-from harness.run.settings import Limits
-from mechanisms import make_mechanism
-from mechanisms.options import mechanism_conf
-from metrics.kmarginal import KMarginal
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Schema
+from dp_arena.errors import DPArenaError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.run.isolation import call_isolated
+from dp_arena.run.settings import Limits
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.options import mechanism_conf
+from dp_arena.metrics.kmarginal import KMarginal
 
 #: Domain sizes of the generated columns, cycled.
 DOMAINS = (2, 3, 5, 8, 12, 16, 24, 32, 4, 10)
@@ -86,7 +86,7 @@ def tree_dataset(rows: int, columns: int, seed: int = 0) -> Dataset:
 
 
 def taxi_dataset(rows: int) -> Dataset:
-    from harness.data.datasets import load_taxi_sim
+    from dp_arena.data.datasets import load_taxi_sim
 
     return load_taxi_sim(n_private=rows, n_public=1000, seed=0, n_heldout=0)
 

@@ -11,7 +11,7 @@ default settings (``--set`` overrides
 prefix_tree's) and are scored with
 
 - ``count_query``: mean relative error of 1000 uniform location queries (seed 0), max |L| = 3
-  and max |L| = 6 (``metrics.count_query.CountQuery``);
+  and max |L| = 6 (``dp_arena.metrics.count_query.CountQuery``);
 - ``frequent_patterns``: true positives among the top-100 contiguous patterns, exact ranking
   (``max_pattern_length=None``, the default metric configuration).
 
@@ -34,14 +34,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness.data.datasets import load_shared_dataset
-from harness.data.taxi.sequences import site_columns
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from harness.run.resources import ResourceMonitor
-from mechanisms import make_mechanism
-from metrics.count_query import CountQuery
-from metrics.frequent_patterns import FrequentPatterns
+from dp_arena.data.datasets import load_shared_dataset
+from dp_arena.data.taxi.sequences import site_columns
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.run.resources import ResourceMonitor
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.metrics.count_query import CountQuery
+from dp_arena.metrics.frequent_patterns import FrequentPatterns
 
 SCORES = ("mre_max3", "mre_max6", "top100_tp")
 

@@ -17,7 +17,7 @@ seeds so the figures repeat; the runner itself draws fresh OS entropy):
 Printed per (epsilon, mechanism): means over trials of the ``duke_utility`` scores
 (``logreg_coef_corr``, ``joint_prop_corr``, ``assoc_slope_corr``/``fit``), the accuracy of
 the synthesized sex and race against the public targets' true labels (the controlled
-evaluation, :func:`metrics.duke_utility.label_accuracy`), the epsilon the ledger spent, and
+evaluation, :func:`dp_arena.metrics.duke_utility.label_accuracy`), the epsilon the ledger spent, and
 the seconds per setting (fit, and fit + score), then whether rdt beats the baseline on the
 coefficient and joint-proportion correlations at every epsilon.
 """
@@ -31,11 +31,11 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset, load_shared_dataset
-from harness.privacy.accounting import Budget, Ledger, laplace_scale
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from metrics.duke_utility import DukeUtility, label_accuracy
+from dp_arena.data.datasets import Dataset, load_shared_dataset
+from dp_arena.privacy.accounting import Budget, Ledger, laplace_scale
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.metrics.duke_utility import DukeUtility, label_accuracy
 
 PRIVATE = ("sex", "race")
 SHOWN = ("logreg_coef_corr", "joint_prop_corr", "assoc_slope_corr", "assoc_slope_fit")

@@ -5,7 +5,7 @@
 
 For each target interval width, leaf share ``p_i0`` and per-tree epsilon (Laplace scale
 ``lambda = 1 / eps_tree``, sensitivity 1), prints the minimum leaf size ``n_B`` from the exact
-joint Laplace-binomial distribution (:func:`mechanisms.rdt.leaf_size.min_leaf_size`), the
+joint Laplace-binomial distribution (:func:`dp_arena.mechanisms.rdt.leaf_size.min_leaf_size`), the
 exact interval there, the 10,000-draw simulation check of it, the normal approximation's
 width at that ``n_B`` and the ``n_B`` the normal approximation would have chosen.
 
@@ -20,7 +20,7 @@ import math
 
 from scipy import stats
 
-from mechanisms.rdt.leaf_size import leaf_size_study
+from dp_arena.mechanisms.rdt.leaf_size import leaf_size_study
 
 
 def normal_min_n(width: float, confidence: float, p: float, scale: float) -> int:

@@ -12,9 +12,9 @@ P = sex then race, pure DP (delta 0), ``gdp`` ledger.
 
 Adult's stand-ins for the report's columns: Pay = ``hours-per-week`` (bands 10 and 25 codes wide
 for the report's $10,000 and $25,000), Agency = ``native-country``, Occupation =
-``occupation``. Settings (``conf/mechanism/rdt_report.yaml`` plus one change at a time):
+``occupation``. Settings (``dp_arena/conf/mechanism/rdt_report.yaml`` plus one change at a time):
 - ``M1``: collapse Method 1 as the report words it (only Pay regrouped, nothing else adjusted:
-  :func:`mechanisms.rdt.attributes.report_collapse_method`); ``M2``: Method 2 exactly;
+  :func:`dp_arena.mechanisms.rdt.attributes.report_collapse_method`); ``M2``: Method 2 exactly;
 - ``M1 m10``: ten trees; ``M1 nB2000``: n_B = 2000;
 - ``M1 agency hi`` / ``M2 agency hi``: Agency's split weight 10 (others 1; the report's
   values are in its figure tables, not its text: "low" is read as 1, "high" as 10);
@@ -46,14 +46,14 @@ import pandas as pd
 import yaml
 from scipy import stats
 
-from harness.data.datasets import Dataset, load_shared_dataset
-from harness.errors import DPArenaError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from harness.resources import config_dir
-from mechanisms import make_mechanism
-from mechanisms.rdt.attributes import report_collapse_method
-from metrics.duke_utility import DukeUtility, slope_scores
+from dp_arena.data.datasets import Dataset, load_shared_dataset
+from dp_arena.errors import DPArenaError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.resources import config_dir
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.rdt.attributes import report_collapse_method
+from dp_arena.metrics.duke_utility import DukeUtility, slope_scores
 
 PRIVATE = ("sex", "race")
 PAY, AGENCY, OCCUPATION = "hours-per-week", "native-country", "occupation"

@@ -1,6 +1,6 @@
 """Benchmark: reading the measured marginals from a calibrated junction tree, one direct sum per
 measured clique (the definition, and the estimator before 2026-11-28) against
-``mechanisms.pgm.mirror_descent.read_marginals`` (one node's readers share their passes,
+``dp_arena.mechanisms.pgm.mirror_descent.read_marginals`` (one node's readers share their passes,
 ``shared_sums``); not a test.
 
     python benchmarks/bench_read_marginals.py [--attrs 34] [--cells 2e6] [--repeats 15]
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from mechanisms.pgm.mirror_descent import JunctionTree, _Reader, marginal_plan, read_marginals
+from dp_arena.mechanisms.pgm.mirror_descent import JunctionTree, _Reader, marginal_plan, read_marginals
 
 
 def wide_model(n_attrs: int, max_cells: float, rng: np.random.Generator

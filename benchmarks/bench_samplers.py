@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_samplers.py [--trials 3] [--epsilons 1 10]
         [--only independent mst_quick ...] [--legacy]
 
-For every DP mechanism of the default competition (the options of ``conf/config.yaml``'s
+For every DP mechanism of the default competition (the options of ``dp_arena/conf/config.yaml``'s
 sweep) on the default dataset (``taxi_sim``, 50,000 + 50,000 trips; the mechanisms fit its
 training view, as runs do) at the default ``privacy=sprint3`` delta, runs ``fit_sample`` with
 ``privacy.sampler=numpy`` and with ``privacy.sampler=opendp`` on the same runs, alternating
@@ -11,7 +11,7 @@ the order (A B, then B A, ...) so that drift on a shared machine hits both, both
 accountant (the opendp sampler accounts in zCDP; the same accountant on both sides compares the
 samplers only). ``--legacy`` adds a third sampler in the rotation: ``opendp`` with OpenDP's
 default lattice ``2^-1074`` for float draws (the sampler before issue 43;
-:func:`harness.privacy.release.lattice_k` chooses a coarser lattice now).
+:func:`dp_arena.privacy.release.lattice_k` chooses a coarser lattice now).
 
 Prints per mechanism and epsilon the median wall seconds of each sampler and the ratio
 opendp / numpy of the medians, both for wall seconds and for this process's CPU seconds (on
@@ -29,12 +29,12 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
-from harness.data.datasets import load_taxi_sim
-from harness.privacy import release as release_module
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser, make_sampler
-from mechanisms import make_mechanism
-from mechanisms.options import shipped_settings
+from dp_arena.data.datasets import load_taxi_sim
+from dp_arena.privacy import release as release_module
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser, make_sampler
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.options import shipped_settings
 
 OPTIONS = ("independent", "archetype", "prefix_tree", "mst_quick", "aim_quick", "adaptive_grid")
 DELTA = 2.5e-5

@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from build_raw_taxi_csv import SAMPLE, default_data_dir, raw_trips  # noqa: E402
 
-from harness.data.conform import conform  # noqa: E402
-from harness.data.datetimes import parse  # noqa: E402
-from harness.data.propose import ProposalSettings, propose  # noqa: E402
-from harness.data.schema import Column, encode_column  # noqa: E402
-from harness.errors import DPArenaError  # noqa: E402
+from dp_arena.data.conform import conform  # noqa: E402
+from dp_arena.data.datetimes import parse  # noqa: E402
+from dp_arena.data.propose import ProposalSettings, propose  # noqa: E402
+from dp_arena.data.schema import Column, encode_column  # noqa: E402
+from dp_arena.errors import DPArenaError  # noqa: E402
 
 BINNED = ("fare", "tips", "trip_miles")
 SPANNED = ("fare", "tips", "trip_miles", "trip_seconds")

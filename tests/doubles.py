@@ -10,12 +10,12 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset
-from harness.privacy.accounting import Budget
-from harness.privacy.release import Releaser
-from mechanisms import MECHANISMS
-from mechanisms.base import Mechanism
-from mechanisms.reference import Uniform
+from dp_arena.data.datasets import Dataset
+from dp_arena.privacy.accounting import Budget
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import MECHANISMS
+from dp_arena.mechanisms.base import Mechanism
+from dp_arena.mechanisms.reference import Uniform
 
 
 @dataclass
@@ -99,8 +99,8 @@ class LeakyIndependent(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        from mechanisms.base import bounded_private, contribution_bound
-        from mechanisms.independent import measure_one_way, sample_independent
+        from dp_arena.mechanisms.base import bounded_private, contribution_bound
+        from dp_arena.mechanisms.independent import measure_one_way, sample_independent
 
         schema = data.schema
         bound = contribution_bound(data, self.max_contrib)
@@ -122,8 +122,8 @@ class BypassIndependent(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        from harness.privacy.accounting import laplace_scale
-        from mechanisms.independent import sample_independent
+        from dp_arena.privacy.accounting import laplace_scale
+        from dp_arena.mechanisms.independent import sample_independent
 
         codes = data.schema.encode(data.private)
         domain = data.schema.domain()
@@ -191,14 +191,14 @@ class Leaky(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        from mechanisms import make_mechanism
+        from dp_arena.mechanisms import make_mechanism
 
         inner = make_mechanism(self.base, dict(self.base_params or {}))
         return inner.fit_sample(data, budget, _UnderstatingReleaser(  # type: ignore[arg-type]
             release, self.family, self.factor), rng)
 
     def check_applicable(self, data: Dataset) -> None:
-        from mechanisms import make_mechanism
+        from dp_arena.mechanisms import make_mechanism
 
         make_mechanism(self.base, dict(self.base_params or {})).check_applicable(data)
 
@@ -219,7 +219,7 @@ class NoisyModes(Mechanism):
 
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
-        from mechanisms.base import bounded_private, contribution_bound, finish
+        from dp_arena.mechanisms.base import bounded_private, contribution_bound, finish
 
         bound = contribution_bound(data, None)
         codes = data.schema.encode(bounded_private(data, bound, rng))

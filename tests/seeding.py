@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.privacy.accounting import Ledger
-from harness.privacy.release import NumpySampler, Releaser
+from dp_arena.privacy.accounting import Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
 
 
 def seeded(ledger: Ledger, seed: int) -> Releaser:

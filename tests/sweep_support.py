@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
-from harness.data.datasets import PROJECT_ROOT
+from dp_arena.data.datasets import PROJECT_ROOT
 from tests.support.forked import run_forked
 
 TEST_CONF = PROJECT_ROOT / "tests" / "conf"

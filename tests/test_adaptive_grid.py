@@ -26,19 +26,19 @@ import pandas as pd
 import pytest
 from autodp import mechanism_zoo, transformer_zoo
 
-from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism, pgm
-from mechanisms.base import output_facts
-from mechanisms.pgm.adaptive_grid import (
+from dp_arena.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism, pgm
+from dp_arena.mechanisms.base import output_facts
+from dp_arena.mechanisms.pgm.adaptive_grid import (
     DIAGNOSTICS_FILE,
     TAXI_OUTER,
     AdaptiveGrid,
     chow_liu_pairs,
 )
-from mechanisms.pgm.grid_query import GridQuery, fold_measurements
+from dp_arena.mechanisms.pgm.grid_query import GridQuery, fold_measurements
 from tests.seeding import seeded
 from tests.support.docstrings import printed_table
 
@@ -379,7 +379,7 @@ def test_bad_marginals_for_the_data(small_dataset):
 def wide_table(n_cols: int, width: int, n: int = 500) -> Dataset:
     """A record-level table without a public part: ``n_cols`` categorical columns of
     ``width`` values each (salary-like CSV tables)."""
-    from harness.data.schema import Column, RunSpec, Schema
+    from dp_arena.data.schema import Column, RunSpec, Schema
 
     cols = tuple(Column(f"c{i}", "categorical", values=tuple(range(width)))
                  for i in range(n_cols))
@@ -487,7 +487,7 @@ def mbi_structured_fit(domain, measurements, iters, total):
     from mbi.clique_utils import maximal_subset
     from mbi.marginal_loss import MarginalLossFn
 
-    from mechanisms.pgm.mirror_descent import unit_norm_lipschitz
+    from dp_arena.mechanisms.pgm.mirror_descent import unit_norm_lipschitz
 
     plain = [m for m in measurements if not m.structured]
     items = [(m.query, np.asarray(m.y, float), float(m.sigma)) for m in measurements
@@ -528,7 +528,7 @@ def test_numpy_estimation_with_grid_queries_is_mbis_step_for_step():
     """The NumPy estimator on grid queries (identity cells, parent blocks, folded as in a
     run) takes the same steps as ``mbi``'s JAX estimator on the same loss: equal marginals
     after 50 iterations (one block), and a lower loss than the uniform start's."""
-    from mechanisms.pgm import ProductMarginals
+    from dp_arena.mechanisms.pgm import ProductMarginals
 
     domain = {"a": 3, "b": 4, "c": 2, "d": 3}
     rng = np.random.default_rng(3)
@@ -557,7 +557,7 @@ def test_numpy_estimation_with_grid_queries_is_mbis_step_for_step():
 
 
 def test_marginals_read_from_smaller_cliques_equal_those_read_from_the_tree():
-    from mechanisms.pgm.mirror_descent import (
+    from dp_arena.mechanisms.pgm.mirror_descent import (
         JunctionTree,
         marginal_plan,
         read_marginals,
@@ -595,7 +595,7 @@ def writeup_sigmas(taxi) -> dict[tuple[str, float], float]:
 
 
 def test_docstring_sigma_table_is_the_calibration(taxi):
-    import mechanisms.pgm.adaptive_grid as module
+    import dp_arena.mechanisms.pgm.adaptive_grid as module
 
     sigmas = writeup_sigmas(taxi)
     rows = printed_table(module.__doc__, "epsilon  C")
@@ -613,9 +613,9 @@ def test_docstring_sigma_table_is_the_calibration(taxi):
         assert f"{100 * (1 - sigmas['zcdp', eps] / sigmas['zcdp_bs', eps]):.1f}" == text
 
 
-@pytest.mark.parametrize("where", ["conf/mechanism/adaptive_grid_zcdp.yaml",
-                                   "conf/mechanism/adaptive_grid_zcdp_bs.yaml",
-                                   "harness/privacy/accounting.py"])
+@pytest.mark.parametrize("where", ["dp_arena/conf/mechanism/adaptive_grid_zcdp.yaml",
+                                   "dp_arena/conf/mechanism/adaptive_grid_zcdp_bs.yaml",
+                                   "dp_arena/privacy/accounting.py"])
 def test_every_sigma_printed_in_comments_is_computed(taxi, where):
     """Each sigma (a figure like 5739.36) and each "N.N%" printed in the presets' comments
     and the accountant's docstring is one the code computes, to the printed digits."""
@@ -635,7 +635,7 @@ def test_every_sigma_printed_in_comments_is_computed(taxi, where):
 def test_public_taxis_more_numerous_and_lighter():
     """The module docstring's figures for taxi_sim at 50k trips (data seed 0): the public
     year has more taxis, each with fewer trips on average, than the private year."""
-    import mechanisms.pgm.adaptive_grid as module
+    import dp_arena.mechanisms.pgm.adaptive_grid as module
 
     data = load_taxi_sim(n_private=50_000, n_public=50_000, seed=0, n_heldout=0)
     doc = " ".join(module.__doc__.split())
@@ -656,10 +656,10 @@ def test_the_bun_steinke_preset_is_adaptive_grid_under_zcdp_bs():
     write-up's accounting; ``adaptive_grid_zcdp`` stays under zcdp (CKS)."""
     from hydra import compose, initialize_config_dir
 
-    import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-    from mechanisms.options import mechanism_conf
+    import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+    from dp_arena.mechanisms.options import mechanism_conf
 
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base=None):
         for preset, accountant in (("adaptive_grid_zcdp_bs", "zcdp_bs"),
                                    ("adaptive_grid_zcdp", "zcdp")):
             cfg = compose("config", overrides=[f"mechanism={preset}"])

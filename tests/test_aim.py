@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset, load_shared_dataset
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger, zcdp_rho
-from harness.run.runner import spent_budget
-from mechanisms import make_mechanism, pgm
-from mechanisms.pgm import aim as aim_module
-from mechanisms.pgm.aim import AIM, admitted_pool, size_admission, trimmed_workload
-from mechanisms.pgm.marginals import MEMO_CELLS, WORKING_CELLS
+from dp_arena.data.datasets import Dataset, load_shared_dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger, zcdp_rho
+from dp_arena.run.runner import spent_budget
+from dp_arena.mechanisms import make_mechanism, pgm
+from dp_arena.mechanisms.pgm import aim as aim_module
+from dp_arena.mechanisms.pgm.aim import AIM, admitted_pool, size_admission, trimmed_workload
+from dp_arena.mechanisms.pgm.marginals import MEMO_CELLS, WORKING_CELLS
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
 from tests.support.refcount import only_reference_counting
@@ -116,7 +116,7 @@ def test_zcdp_filter_never_exceeds_rho(small_dataset, accountant, eps, rounds):
 def test_filter_schedule_by_hand():
     """initial_scale: rho itself when the 1-way measurements and two rounds fit (paper), else
     the scale at which d 1-ways + T rounds cost rho; final_round splits rho 90% / 10%."""
-    from mechanisms.pgm.aim import final_round, initial_scale
+    from dp_arena.mechanisms.pgm.aim import final_round, initial_scale
 
     assert initial_scale(0.2, d=3, T=6) == 0.2  # (0.9 * 3 + 2) / 6 <= 1
     s = initial_scale(0.2, d=3, T=2)  # 1-ways 3 * 0.9 s / 2 plus 2 rounds s: 2.35 s = 0.2
@@ -262,7 +262,7 @@ def test_other_mechanisms_report_the_ledger(small_dataset):
 def test_candidate_weights_are_the_papers_pairwise_sum():
     """w_r = sum over workload marginals s of |r & s|, by its definition, on a random
     workload (the fast form counts each attribute's workload marginals)."""
-    from mechanisms.pgm.aim import candidate_weights
+    from dp_arena.mechanisms.pgm.aim import candidate_weights
 
     rng = np.random.default_rng(4)
     attrs = [f"a{i}" for i in range(9)]
@@ -278,13 +278,13 @@ def test_candidate_weights_are_the_papers_pairwise_sum():
 def test_memory_caps_are_checked_against_the_run_limit_before_it_starts(small_dataset):
     """AIM's stated bound is its candidates' answers (float64 cells of the closure) plus
     MODEL_COPIES (9) x max_model_size plus the marginals' memo and working memory (128 MB
-    and 4 x 16 MB, the caps of mechanisms.pgm.marginals); a run whose limit is below
+    and 4 x 16 MB, the caps of dp_arena.mechanisms.pgm.marginals); a run whose limit is below
     bound + the runtime's share is refused
     with the figures, one above it passes."""
     from types import SimpleNamespace
 
-    from harness.errors import ConfigError
-    from harness.run.preflight import RUNTIME_MB, check_memory_caps
+    from dp_arena.errors import ConfigError
+    from dp_arena.run.preflight import RUNTIME_MB, check_memory_caps
 
     mech = make_mechanism("aim", {"workload_degree": 2, "max_model_size": 50.0})
     domain = small_dataset.schema.domain()
@@ -457,8 +457,8 @@ def test_model_errors_are_each_candidates_l1_error_in_the_given_order(monkeypatc
     messages) but returns ``||x_r - xhat_r||_1`` in the order asked: against a direct sum
     per candidate, on a chain model where most 2- and 3-way candidates span several nodes,
     with the candidates shuffled and a small memo that keeps forgetting."""
-    from mechanisms.pgm import marginals
-    from mechanisms.pgm.aim import model_errors
+    from dp_arena.mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm.aim import model_errors
 
     rng = np.random.default_rng(7)
     domain = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3}

@@ -1,7 +1,7 @@
-"""The front door (harness/api.py, issue 42 item 2): one import gives what a notebook, a script
+"""The front door (dp_arena/api.py, issue 42 item 2): one import gives what a notebook, a script
 or a plugin needs; the package root re-exports it without importing it; the old addresses
 still work; what the Python API used to borrow from the command line lives on lower floors
-(writing a proposal in harness.data, reading a board in harness.report, each room's Hydra
+(writing a proposal in dp_arena.data, reading a board in dp_arena.report, each room's Hydra
 schema registered by that room)."""
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-import harness
-from harness import api
-from harness.audit.entry import audit_config
-from harness.data.proposal_file import write_proposal
-from harness.data.propose import ProposalSettings, propose
-from harness.data.schema import Schema
-from harness.errors import ConfigError, DPArenaError
-from harness.report.experiments import latest_experiment, read_board
+import dp_arena
+from dp_arena import api
+from dp_arena.audit.entry import audit_config
+from dp_arena.data.proposal_file import write_proposal
+from dp_arena.data.propose import ProposalSettings, propose
+from dp_arena.data.schema import Schema
+from dp_arena.errors import ConfigError, DPArenaError
+from dp_arena.report.experiments import latest_experiment, read_board
 
 #: What issue 42 asks the front door to hold (the audit under a name that is not the
-#: ``harness.audit`` package's).
+#: ``dp_arena.audit`` package's).
 ASKED = {"run_competition", "read_board", "propose", "ProposalSettings", "audit_mechanism",
          "Mechanism", "Metric", "Releaser", "Budget", "Ledger", "DPArenaError", "ConfigError",
          "SchemaError"}
@@ -51,9 +51,9 @@ def test_the_front_door_holds_what_the_issue_asks_for():
     assert len(api.__all__) == len(set(api.__all__))
     missing = [name for name in api.__all__ if not hasattr(api, name)]
     assert not missing
-    from harness.privacy.release import Releaser
-    from mechanisms.base import Mechanism
-    from metrics.base import Metric
+    from dp_arena.privacy.release import Releaser
+    from dp_arena.mechanisms.base import Mechanism
+    from dp_arena.metrics.base import Metric
 
     assert (api.Mechanism, api.Metric, api.Releaser) == (Mechanism, Metric, Releaser)
     assert issubclass(api.ConfigError, api.DPArenaError)
@@ -61,40 +61,27 @@ def test_the_front_door_holds_what_the_issue_asks_for():
 
 
 def test_the_package_root_reexports_the_front_door_as_the_same_objects():
-    assert set(harness.__all__) - {"__version__"} == set(api.__all__)
-    different = [name for name in api.__all__ if getattr(harness, name) is not getattr(api, name)]
+    assert set(dp_arena.__all__) - {"__version__"} == set(api.__all__)
+    different = [name for name in api.__all__ if getattr(dp_arena, name) is not getattr(api, name)]
     assert not different
-    assert set(api.__all__) <= set(dir(harness))
+    assert set(api.__all__) <= set(dir(dp_arena))
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
-        harness.not_a_name  # noqa: B018
+        dp_arena.not_a_name  # noqa: B018
 
 
-def test_import_harness_loads_nothing_until_a_front_door_name_is_used():
-    """``import harness`` stays cheap: no submodule and no heavy library is imported until a
-    front-door name is read; reading one imports harness.api (and gives its object)."""
+def test_import_dp_arena_loads_nothing_until_a_front_door_name_is_used():
+    """``import dp_arena`` stays cheap: no submodule but the one-line version module and no
+    heavy library is imported until a front-door name is read; reading one imports dp_arena.api (and gives its object)."""
     out = run_python(
-        "import sys, harness\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('harness.', 'mechanisms', "
-        "'metrics', 'pandas', 'hydra', 'mlflow'))))\n"
-        "r = harness.Releaser\n"
-        "import harness.api\n"
-        "print('harness.api' in sys.modules, r is harness.api.Releaser)\n")
+        "import sys, dp_arena\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('dp_arena.', "
+        "'pandas', 'hydra', 'mlflow'))))\n"
+        "r = dp_arena.Releaser\n"
+        "import dp_arena.api\n"
+        "print('dp_arena.api' in sys.modules, r is dp_arena.api.Releaser)\n")
     first, second = out.splitlines()
-    assert first == "[]"
+    assert first == "['dp_arena.version']"
     assert second == "True True"
-
-
-def test_the_old_addresses_are_the_same_objects():
-    """README's ``from harness.cli.notebook import read_board, run_competition`` and the
-    command line's modules keep working: they re-export the lower floors' objects."""
-    import harness.cli.schema as schema_cli
-    from harness.cli import notebook, schemas
-
-    assert notebook.run_competition is api.run_competition
-    assert notebook.read_board is api.read_board
-    assert schema_cli.write_proposal is api.write_proposal
-    assert set(schemas.SCHEMAS) == {"dp_arena_schema", "dp_arena_audit_schema"}
-    assert notebook.__all__ and all(hasattr(notebook, n) for n in notebook.__all__)
 
 
 def test_each_room_registers_its_own_schema_and_the_run_config_composes_without_the_cli():
@@ -102,15 +89,15 @@ def test_each_room_registers_its_own_schema_and_the_run_config_composes_without_
         "import sys\n"
         "from hydra.core.config_store import ConfigStore\n"
         "from omegaconf import OmegaConf\n"
-        "import harness.run.config_store\n"
+        "import dp_arena.run.config_store\n"
         "names = lambda: sorted(k for k in ConfigStore.instance().repo if 'dp_arena' in k)\n"
         "print(names(), OmegaConf.has_resolver('dp_arena_sweep'))\n"
-        "from harness.sweep.dataframe import compose_jobs\n"
+        "from dp_arena.sweep.dataframe import compose_jobs\n"
         "rc, = compose_jobs([['mechanism=independent', 'privacy.epsilon=2.0']])\n"
         "print(type(rc).__name__, rc.budget.epsilon)\n"
-        "import harness.audit.config_store\n"
+        "import dp_arena.audit.config_store\n"
         "print(names())\n"
-        "print(sorted(m for m in sys.modules if m.startswith('harness.cli')))\n")
+        "print(sorted(m for m in sys.modules if m.startswith('dp_arena.cli')))\n")
     lines = out.splitlines()
     assert lines[0] == "['dp_arena_schema.yaml'] True"
     assert lines[1] == "RunConfig 2.0"

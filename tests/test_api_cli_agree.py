@@ -1,5 +1,5 @@
 """The Python API and the command line take one path (issue 44, item 2): the same plan entry
-(:func:`harness.sweep.plan.plan_jobs`) with the same default delta rule, and a wrong dtype in a
+(:func:`dp_arena.sweep.plan.plan_jobs`) with the same default delta rule, and a wrong dtype in a
 frame is one message naming the column and the fix before anything is written or run."""
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError, DPArenaError
-from harness.run.config import RunConfig
-from harness.sweep.dataframe import (
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError, DPArenaError
+from dp_arena.run.config import RunConfig
+from dp_arena.sweep.dataframe import (
     compose_jobs,
     private_base,
     run_competition,
     text_in_number_columns,
 )
-from harness.sweep.plan import plan_jobs
+from dp_arena.sweep.plan import plan_jobs
 
 SCHEMA = Schema((Column("colour", "categorical", "str", values=("green", "red")),
                  Column("size", "categorical", "int64", values=(0, 1, 2, 3)),

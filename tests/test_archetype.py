@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
-from harness.data.taxi.sprint3 import DELTA
-from harness.errors import ConfigError
-from harness.privacy.accounting import (
+from dp_arena.data.datasets import PROJECT_ROOT, Dataset, load_taxi_sim
+from dp_arena.data.taxi.sprint3 import DELTA
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import (
     Budget,
     Ledger,
     analytic_gaussian_sigma,
@@ -26,9 +26,9 @@ from harness.privacy.accounting import (
     gdp_mu,
     zcdp_rho,
 )
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.archetype import (
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.archetype import (
     average_trips,
     count_taxis_by_mode,
     fit_public_archetypes,
@@ -251,7 +251,7 @@ def test_docstring_sigma_table_is_what_the_code_computes():
     the ranked split under gdp, zcdp (CKS) and zcdp_bs (Bun-Steinke); the write-up's eps/delta
     split with the analytic Gaussian (and the gdp epsilon of the pair); its classic Gaussian
     with epsilon clamped below 1 (001 line 182)."""
-    import mechanisms.archetype as module
+    import dp_arena.mechanisms.archetype as module
 
     def classic(eps, delta):
         return math.sqrt(2 * math.log(1.25 / delta)) / min(eps, 0.999999999)
@@ -275,7 +275,7 @@ def test_docstring_sigma_table_is_what_the_code_computes():
 
 
 def test_config_file_builds_the_mechanism_and_bad_settings_fail(taxi):
-    conf = yaml.safe_load((PROJECT_ROOT / "conf/mechanism/archetype.yaml").read_text())
+    conf = yaml.safe_load((PROJECT_ROOT / "dp_arena/conf/mechanism/archetype.yaml").read_text())
     assert conf.pop("name") == "archetype"
     mech = make_mechanism("archetype", conf)
     assert (mech.k, mech.split, mech.max_rows) == (10, 0.1, 2_000_000)
@@ -300,10 +300,10 @@ def test_public_trips_preset_changes_only_the_trip_counts():
     ``trips_per_taxi=public`` (its board label: ``archetype[public_trips]``)."""
     from hydra import compose, initialize_config_dir
 
-    import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-    from mechanisms.options import hyperparameter_label, mechanism_conf
+    import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+    from dp_arena.mechanisms.options import hyperparameter_label, mechanism_conf
 
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base=None):
         params = dict(compose("config", overrides=["mechanism=archetype_public_trips"]).mechanism)
     assert params.pop("name") == "archetype"
     assert params == {**mechanism_conf("archetype"), "trips_per_taxi": "public"}
@@ -312,7 +312,7 @@ def test_public_trips_preset_changes_only_the_trip_counts():
 
 
 def test_one_run_through_the_runner(tracking_uri):
-    from harness.run.runner import run_one
+    from dp_arena.run.runner import run_one
 
     out = run_one({
         "dataset": {"name": "taxi_sim", "n_private": 5000, "n_public": 5000, "seed": 0},

@@ -1,4 +1,4 @@
-"""Privacy audits (``dp-arena-audit``, harness/audit/): bounds against hand-computed values, the
+"""Privacy audits (``dp-arena-audit``, dp_arena/audit/): bounds against hand-computed values, the
 canary and statistics on hand-made tables, fresh noise per run, resuming from the cache, the
 board's audit columns, bad input refused before any work, and the self-test that can fail: a
 mechanism that adds the noise of 4x the epsilon it charges is caught, ``independent`` is not.
@@ -20,25 +20,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.audit.bounds import (ErrorCounts, attainable_eps_lb, claim_fnr, cp_upper,
+from dp_arena.audit.bounds import (ErrorCounts, attainable_eps_lb, claim_fnr, cp_upper,
                                   eps_from_rates, lower_bound)
-from harness.audit.canary import MIN_PERSONS, build_canary, canary_frame, with_canary
-from harness.audit.decision import audit_test, best_threshold, counts_for, fit_scorer
-from harness.audit.driver import AuditSettings
-from harness.audit.runs import WORLDS, World, audit_run, collect, load_cached
-from harness.audit.statistic import canary_cell_counts, distance_features, features
-from harness.data.datasets import PROJECT_ROOT, Dataset
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from harness.report.audits import attach_audits, latest_audits
-from harness.run.runner import parse_run_config
+from dp_arena.audit.canary import MIN_PERSONS, build_canary, canary_frame, with_canary
+from dp_arena.audit.decision import audit_test, best_threshold, counts_for, fit_scorer
+from dp_arena.audit.driver import AuditSettings
+from dp_arena.audit.runs import WORLDS, World, audit_run, collect, load_cached
+from dp_arena.audit.statistic import canary_cell_counts, distance_features, features
+from dp_arena.data.datasets import PROJECT_ROOT, Dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.report.audits import attach_audits, latest_audits
+from dp_arena.run.runner import parse_run_config
 
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
 
 
 def audit_cli(cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
     """``dp-arena-audit`` in a subprocess (no time limit: a busy machine is slow, not wrong)."""
-    return subprocess.run([sys.executable, "-m", "harness.cli.audit", *overrides], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "dp_arena.cli.audit", *overrides], cwd=cwd,
                           env=ENV, capture_output=True, text=True, check=False)
 
 
@@ -175,7 +175,7 @@ def toy_run_config() -> object:
 
 
 def test_every_audit_run_draws_fresh_noise(small_dataset):
-    from mechanisms import make_mechanism
+    from dp_arena.mechanisms import make_mechanism
 
     rc = toy_run_config()
     canary = build_canary(small_dataset, "rare_cell")
@@ -185,7 +185,7 @@ def test_every_audit_run_draws_fresh_noise(small_dataset):
 
 
 def test_collect_caches_runs_and_resumes_only_the_missing_ones(small_dataset, tmp_path):
-    from mechanisms import make_mechanism
+    from dp_arena.mechanisms import make_mechanism
 
     rc = toy_run_config()
     canary = build_canary(small_dataset, "rare_cell")
@@ -274,7 +274,7 @@ def test_power_yardstick_by_hand_and_its_invariants():
     """The bound an ideal test could show on a mechanism exactly at its claim: by hand at one
     point of the claim's trade-off curve; never above the claim, closer with more runs, and
     stricter (lower) for the mu-GDP curve that implies the same (epsilon, delta)."""
-    from harness.privacy.accounting import gdp_mu
+    from dp_arena.privacy.accounting import gdp_mu
 
     # epsilon ln 2, delta 0, 100 runs a world, one candidate FPR (1/100): FNR on the curve is
     # max(0, 1 - 2 * 0.01, 0.5 * 0.99) = 0.98 -> 98 false negatives

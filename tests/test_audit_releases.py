@@ -1,4 +1,4 @@
-"""The audit's release view and worst-case neighbours (harness.audit.releases, .neighbours):
+"""The audit's release view and worst-case neighbours (dp_arena.audit.releases, .neighbours):
 the log-likelihood ratio by hand, the replay, the pair, the cache's privacy, and planted bugs
 in every noise family caught with at most 2,000 runs per world.
 
@@ -22,21 +22,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.audit.bounds import Bound
-from harness.audit.driver import is_violation, likelihood_ratio_mu, mu_standard_error
-from harness.audit.neighbours import WORST_CASE_PERSONS, worst_case_pair
-from harness.audit.releases import (
+from dp_arena.audit.bounds import Bound
+from dp_arena.audit.driver import is_violation, likelihood_ratio_mu, mu_standard_error
+from dp_arena.audit.neighbours import WORST_CASE_PERSONS, worst_case_pair
+from dp_arena.audit.releases import (
     Diverged,
     ReplaySampler,
     release_log_ratio,
     thresholded_log_ratio,
     transcript_features,
 )
-from harness.audit.runs import append_cached, private_folder
-from harness.data.datasets import PROJECT_ROOT
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, OpenDPSampler, Releaser, ReleaseRecord
-from harness.privacy.thresholded import cell_keys, log_below
+from dp_arena.audit.runs import append_cached, private_folder
+from dp_arena.data.datasets import PROJECT_ROOT
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, OpenDPSampler, Releaser, ReleaseRecord
+from dp_arena.privacy.thresholded import cell_keys, log_below
 from tests.support.forked import run_forked
 from tests.support.tolerances import FALSE_FAILURE, statistical
 
@@ -207,7 +207,7 @@ def test_the_replay_reuses_a_fit_with_identical_inputs_and_only_then(monkeypatch
     import sys
     import types
 
-    from harness.audit.memo import PostProcessingMemo
+    from dp_arena.audit.memo import PostProcessingMemo
 
     @dc.dataclass
     class Meas:
@@ -394,7 +394,7 @@ def test_the_honest_twins_of_the_planted_bugs_pass(runs, setting, csv_dir, tmp_p
 @pytest.fixture
 def sequence_dir(tmp_path: Path) -> Path:
     """Record-level MSNBC-style sequences (site_0..site_3, codes 1..4, 0 ends a sequence)."""
-    from harness.data.schema import Schema
+    from dp_arena.data.schema import Schema
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 5, size=400)

@@ -18,16 +18,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.report.cells import NOT_PRIVATE
-from harness.report.headline import headline_lines, not_applied_line
-from harness.report.leaderboard import (
+from dp_arena.report.cells import NOT_PRIVATE
+from dp_arena.report.headline import headline_lines, not_applied_line
+from dp_arena.report.leaderboard import (
     build_leaderboard,
     inapplicable_everywhere,
     overall_board,
     with_not_applicable,
 )
-from harness.report.render import render_html, render_markdown, write_outputs
-from harness.report.terminal import (
+from dp_arena.report.render import render_html, render_markdown, write_outputs
+from dp_arena.report.terminal import (
     files_lines,
     fit_table,
     render_terminal,
@@ -241,7 +241,7 @@ def test_the_files_line_is_relative_to_the_current_folder_and_wrapped(tmp_path, 
 
 def mlflow_runs(tmp_path) -> str:
     """The two-epsilon board's finished runs in a fresh SQLite store; its URI."""
-    from harness.report.tracking import client_for
+    from dp_arena.report.tracking import client_for
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = client_for(uri)
@@ -263,8 +263,8 @@ def mlflow_runs(tmp_path) -> str:
 @pytest.mark.parametrize("columns", [80, 120])
 def test_dp_arena_board_and_a_sweeps_closing_lines_fit_the_terminal(tmp_path, monkeypatch,
                                                                       capsys, columns):
-    from harness.cli.board import main
-    from harness.sweep.summary import print_leaderboard
+    from dp_arena.cli.board import main
+    from dp_arena.sweep.summary import print_leaderboard
 
     uri = mlflow_runs(tmp_path)
     monkeypatch.chdir(tmp_path)

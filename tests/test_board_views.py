@@ -21,22 +21,22 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.report.leaderboard import MARK_DECLARED, build_leaderboard, lower_is_better
-from harness.report.plots import utility_vs_epsilon_figure
-from harness.report.render import (
+from dp_arena.report.leaderboard import MARK_DECLARED, build_leaderboard, lower_is_better
+from dp_arena.report.plots import utility_vs_epsilon_figure
+from dp_arena.report.render import (
     render_html,
     render_markdown,
     write_outputs,
 )
-from harness.report.risk import (
+from dp_arena.report.risk import (
     BEATS_BOUND,
     MARK_BEATS_BOUND,
     beats_bound,
     claimed_budget,
     dp_tpr_bound,
 )
-from harness.report.terminal import render_terminal
-from harness.report.views import REAL_REFERENCE
+from dp_arena.report.terminal import render_terminal
+from dp_arena.report.views import REAL_REFERENCE
 from tests.support.board import frame, md_rows, run
 from tests.support.views import LEAK_TAGS, NOISE, REAL, sweep
 
@@ -229,8 +229,8 @@ def test_ranking_by_a_new_metric_puts_the_better_row_first(metric, best, worst):
 
 
 def test_dp_arena_board_ranks_by_membership_auc(tmp_path, capsys, monkeypatch):
-    from harness.cli.board import main
-    from harness.report.tracking import client_for
+    from dp_arena.cli.board import main
+    from dp_arena.report.tracking import client_for
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = client_for(uri)
@@ -257,7 +257,7 @@ def test_dp_arena_board_ranks_by_membership_auc(tmp_path, capsys, monkeypatch):
 def wide_csv(folder, n: int = 1200, seed: int = 5) -> None:
     """A record-level CSV of ``n`` rows over six 10-valued columns (10^6 cells, so rows are
     almost all distinct and a held-out row rarely equals a training row), and its schema."""
-    from harness.data.schema import Column, Schema
+    from dp_arena.data.schema import Column, Schema
 
     rng = np.random.default_rng(seed)
     names = [f"c{i}" for i in range(6)]
@@ -268,10 +268,10 @@ def wide_csv(folder, n: int = 1200, seed: int = 5) -> None:
 
 
 def test_the_planted_leak_run_end_to_end_is_marked_and_uniform_is_not(tmp_path, tracking_uri):
-    pytest.importorskip("metrics.membership", reason="the membership metric is not there yet")
-    from harness.report.leaderboard import load_runs
-    from harness.run.runner import run_one
-    from metrics import METRICS
+    pytest.importorskip("dp_arena.metrics.membership", reason="the membership metric is not there yet")
+    from dp_arena.report.leaderboard import load_runs
+    from dp_arena.run.runner import run_one
+    from dp_arena.metrics import METRICS
 
     if "membership" not in METRICS:
         pytest.skip("the membership metric is not registered yet")

@@ -19,7 +19,7 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import ndtr
 
-from harness.privacy.accounting import (
+from dp_arena.privacy.accounting import (
     Budget,
     Charge,
     Ledger,
@@ -28,8 +28,8 @@ from harness.privacy.accounting import (
     gdp_epsilon,
     gdp_mu,
 )
-from mechanisms import pgm
-from mechanisms.pgm.mst import MST
+from dp_arena.mechanisms import pgm
+from dp_arena.mechanisms.pgm.mst import MST
 from tests.support.tolerances import ulps
 
 EPSILONS = (1e-9, 1e-6, 1e3, 1e5)
@@ -157,9 +157,9 @@ def test_mst_quick_at_epsilon_1e6_is_not_refused_by_its_own_ledger():
     """The issue's case: ``mst[quick]`` at epsilon 1e-6 under gdp with a held-out table's
     default delta (1e-10): the ledger refused the last 2-way marginal ("would bring the total
     to epsilon=1e-06 ... over the budget epsilon=1e-06"). Five attributes, record level; the
-    output has the public part's 1,500 rows (mechanisms/row_count.py)."""
-    from harness.privacy.release import Releaser
-    from mechanisms import make_mechanism
+    output has the public part's 1,500 rows (dp_arena/mechanisms/row_count.py)."""
+    from dp_arena.privacy.release import Releaser
+    from dp_arena.mechanisms import make_mechanism
     from tests.support.people import people
 
     data = people(n_public=1500)

@@ -1,4 +1,4 @@
-"""The Sprint 3 challenge score (metrics.challenge) and its CLI (harness.cli.score).
+"""The Sprint 3 challenge score (dp_arena.metrics.challenge) and its CLI (dp_arena.cli.score).
 
 Hand-computed cases pin every rule; a slow reference written here from the definitions (plain
 loops, dicts and Counters) checks the vectorised code on random schema-valid frames.
@@ -21,11 +21,11 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.cli.score import main
-from harness.data.datasets import Dataset
-from harness.data.taxi.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
-from metrics.base import drawn
-from metrics.challenge import (
+from dp_arena.cli.score import main
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.taxi.sprint3 import AREA_VALUES, PAYMENT_VALUES, taxi_schema
+from dp_arena.metrics.base import drawn
+from dp_arena.metrics.challenge import (
     ChallengeMetric,
     graph_edge_score,
     hoc_count_matrices,

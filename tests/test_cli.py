@@ -11,7 +11,7 @@ from tests.sweep_support import CSV, dp_arena
 
 
 def board(cwd, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.board", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "dp_arena.cli.board", *args], cwd=cwd,
                           check=False, capture_output=True, text=True, timeout=300)
 
 
@@ -84,7 +84,7 @@ def test_board_without_runs(tmp_path):
 # ----- native libraries' banners ----------------------------------------------------------
 @pytest.mark.parametrize("argv, expected", [([], "3"), (["-v"], None)])
 def test_native_banners_are_silenced_unless_verbose(monkeypatch, argv, expected):
-    from harness.cli.main import quiet_banners
+    from dp_arena.cli.main import quiet_banners
 
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     quiet_banners(argv)

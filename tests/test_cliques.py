@@ -1,4 +1,4 @@
-"""mechanisms/pgm/cliques.py: the junction-tree size mbi builds, computed per connected
+"""dp_arena/mechanisms/pgm/cliques.py: the junction-tree size mbi builds, computed per connected
 component (model_size_mb), for a model plus one clique (ModelGraph) and for the 1-way
 marginals plus one clique (singletons_plus_one_mb), each against mbi's own
 ``hypothetical_model_size`` or against model_size_mb. Sizes are integer cell counts times
@@ -11,8 +11,8 @@ import itertools
 import numpy as np
 import pytest
 
-from mechanisms import pgm
-from mechanisms.pgm.cliques import (
+from dp_arena.mechanisms import pgm
+from dp_arena.mechanisms.pgm.cliques import (
     ModelGraph,
     components,
     greedy_elimination_cells,

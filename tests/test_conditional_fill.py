@@ -1,4 +1,4 @@
-"""mechanisms.conditional_fill: exact public conditional tables, fallbacks, vectorised sampling.
+"""dp_arena.mechanisms.conditional_fill: exact public conditional tables, fallbacks, vectorised sampling.
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
 relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy.stats import chisquare
 
-from harness.data.datasets import load_taxi_sim
-from mechanisms.conditional_fill import (SPRINT3_LOCATION, FillStep, conform_to_schema,
+from dp_arena.data.datasets import load_taxi_sim
+from dp_arena.mechanisms.conditional_fill import (SPRINT3_LOCATION, FillStep, conform_to_schema,
                                          enforce_shift_times, fit_conditionals, fit_key_coder,
                                          fit_table, sample_conditionals, sprint3_fill_steps)
 

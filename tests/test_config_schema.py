@@ -8,15 +8,15 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.audit.settings import AuditRunSettings, AuditSettings
-from harness.data.datasets import PROJECT_ROOT
-from harness.errors import ConfigError
-from harness.params import structured
-from harness.run.config import parse_run_config
-from harness.run.settings import Limits, PrivacySettings, RunSettings, Tuning
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+from dp_arena.audit.settings import AuditRunSettings, AuditSettings
+from dp_arena.data.datasets import PROJECT_ROOT
+from dp_arena.errors import ConfigError
+from dp_arena.params import structured
+from dp_arena.run.config import parse_run_config
+from dp_arena.run.settings import Limits, PrivacySettings, RunSettings, Tuning
 
-CONF = PROJECT_ROOT / "conf"
+CONF = PROJECT_ROOT / "dp_arena" / "conf"
 #: Config groups chosen in the defaults lists, with every option shipped for them.
 GROUPS = ("dataset", "privacy", "mechanism", "metrics", "competition", "tuning", "space")
 
@@ -99,9 +99,9 @@ def test_hydra_refuses_an_override_that_does_not_fit_the_schema():
 def test_unknown_dataset_mechanism_and_metric_settings_name_the_closest_key():
     """The open groups (checked by their loader and dataclasses, not by the schema) say an
     unknown key the same way, as the path a user writes."""
-    from harness.data.datasets import load_dataset
-    from mechanisms import make_mechanism
-    from metrics import make_metric
+    from dp_arena.data.datasets import load_dataset
+    from dp_arena.mechanisms import make_mechanism
+    from dp_arena.metrics import make_metric
 
     cases = [
         (lambda: load_dataset({"name": "taxi_sim", "n_privte": 5000}),
@@ -125,7 +125,7 @@ def test_unknown_dataset_mechanism_and_metric_settings_name_the_closest_key():
 def test_planning_reuses_a_composed_config_across_trials_and_seeds(monkeypatch):
     """Jobs that differ only in trial / seed are composed once; the reused configs equal
     the fully composed ones (label, settings, everything)."""
-    from harness.sweep import plan
+    from dp_arena.sweep import plan
 
     overrides = ["hydra.sweeper.params.mechanism='independent,mst_quick'",
                  "+hydra.sweeper.params.seed='0,7'", "hydra.sweeper.params.trial='0,2'"]

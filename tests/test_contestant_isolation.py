@@ -13,22 +13,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, RunSpec, Schema
-from harness.errors import ConfigError, DPArenaError
-from harness.redact import HIDDEN
-from harness.run.isolation import call_isolated
-from harness.run.settings import Limits
-from mechanisms import make_mechanism
-from mechanisms.contestants import ADAPTER_DIR, KEPT_VARIABLES, allowed_environment
-from mechanisms.contestants.claims import (
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, RunSpec, Schema
+from dp_arena.errors import ConfigError, DPArenaError
+from dp_arena.redact import HIDDEN
+from dp_arena.run.isolation import call_isolated
+from dp_arena.run.settings import Limits
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.contestants import ADAPTER_DIR, KEPT_VARIABLES, allowed_environment
+from dp_arena.mechanisms.contestants.claims import (
     CLAIM_TAGS,
     READS,
     SHIPPED,
     Claim,
     claim_from_config,
 )
-from mechanisms.external import PROTOCOL_DIR, report_tags, scrubbed_line
+from dp_arena.mechanisms.external import PROTOCOL_DIR, report_tags, scrubbed_line
 from tests.support.external import DOUBLE, fit, leftovers, record_data
 
 PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND", "PYTHONPATH"}
@@ -113,7 +113,7 @@ def test_a_failure_line_holding_a_private_value_does_not_reach_mlflow(tmp_path, 
     error's type and words, not the record."""
     from mlflow import MlflowClient
 
-    from harness.run.runner import run_one
+    from dp_arena.run.runner import run_one
 
     data, plant = planted_data()
     data.private.to_csv(tmp_path / "private.csv", index=False)
@@ -208,7 +208,7 @@ def test_shipped_claims_from_reading_the_adapters():
 
 
 def test_contestants_list_shows_the_claim_markers(tmp_path, monkeypatch, capsys):
-    from harness.cli.contestants import main
+    from dp_arena.cli.contestants import main
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path))
     main(["list"])

@@ -21,13 +21,13 @@ import sys
 import numpy as np
 import pytest
 
-from harness.data.datasets import load_shared_dataset
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.contestants import ADAPTER_DIR, env_python, manifest, platform_problem
-from mechanisms.contestants.claims import SHIPPED
+from dp_arena.data.datasets import load_shared_dataset
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.contestants import ADAPTER_DIR, env_python, manifest, platform_problem
+from dp_arena.mechanisms.contestants.claims import SHIPPED
 
 sys.path.insert(0, str(ADAPTER_DIR))  # the adapters' own helpers import ``protocol`` this way
 import datasynthesizer_privbayes as ds
@@ -114,7 +114,7 @@ def test_claims_say_what_each_reads_and_its_guarantee():
 
 
 def test_contestants_list_shows_the_new_adapters_and_environments(tmp_path, monkeypatch):
-    from harness.cli.contestants import listing
+    from dp_arena.cli.contestants import listing
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path))
     text = "\n".join(listing())
@@ -136,7 +136,7 @@ def test_dpmm_builds_only_on_python_3_10_and_3_11():
 
 
 def test_install_refuses_a_python_outside_the_range_and_creates_nothing(tmp_path, monkeypatch):
-    from harness.cli import contestants as cli
+    from dp_arena.cli import contestants as cli
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path))
     monkeypatch.setitem(cli_pythons(), "dpmm", ((2, 0), (2, 1)))
@@ -148,7 +148,7 @@ def test_install_refuses_a_python_outside_the_range_and_creates_nothing(tmp_path
 
 
 def cli_pythons() -> dict:
-    from mechanisms import contestants
+    from dp_arena.mechanisms import contestants
 
     return contestants.PYTHONS
 
@@ -282,7 +282,7 @@ def test_one_fit_on_adult_at_epsilon_1(name, shared_data):
     if manifest(env) is None:
         pytest.skip(f"contestant environment {env!r} not installed "
                     f"(dp-arena-contestants install {env})")
-    from mechanisms.row_count import row_bounds
+    from dp_arena.mechanisms.row_count import row_bounds
 
     data = load_shared_dataset("adult", data_dir=str(shared_data))
     budget = Budget(1.0, 1e-10)

@@ -1,5 +1,5 @@
-"""smartnoise-synth's DP-CTGAN, PATE-CTGAN and MWEM as contestants (mechanisms/smartnoise_synth_more.py,
-adapters mechanisms/contestants/smartnoise_{dpctgan,patectgan,mwem}.py): what is refused before
+"""smartnoise-synth's DP-CTGAN, PATE-CTGAN and MWEM as contestants (dp_arena/mechanisms/smartnoise_synth_more.py,
+adapters dp_arena/mechanisms/contestants/smartnoise_{dpctgan,patectgan,mwem}.py): what is refused before
 launch (PATE-CTGAN below its accountant's first step, smartnoise #594; the GANs at delta 0), the
 claims, the adapter's budget split and row count, MWEM's histograms sized from the schema, and one
 fit of each on adult at epsilon 1 when the ``smartnoise`` environment is built (skipped otherwise).
@@ -21,13 +21,13 @@ import sys
 import numpy as np
 import pytest
 
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.contestants import ADAPTER_DIR, env_python, manifest
-from mechanisms.contestants.claims import SHIPPED
-from mechanisms.smartnoise_synth_more import (
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.contestants import ADAPTER_DIR, env_python, manifest
+from dp_arena.mechanisms.contestants.claims import SHIPPED
+from dp_arena.mechanisms.smartnoise_synth_more import (
     pate_epsilon_problem,
     pate_first_step_epsilon,
 )
@@ -94,7 +94,7 @@ def test_bad_row_count_share_and_a_claim_override_are_refused(name):
 
 # ----- claims ---------------------------------------------------------------------------------
 def test_claims_say_what_each_reads_and_the_listing_shows_them():
-    from harness.cli.contestants import claim_listing
+    from dp_arena.cli.contestants import claim_listing
 
     tags = {n: SHIPPED[n].claim.tags() for n in NAMES}
     assert tags["smartnoise_mwem"]["claim.guarantee"] == "pure"
@@ -222,8 +222,8 @@ def test_one_fit_on_adult_at_epsilon_1(name, shared_data, private_tmp):
     """Schema-valid output, the whole budget declared, the claim's tags on the run, and a row
     count within 10 standard deviations of the adapter's noisy count (discrete Laplace at 1% of
     epsilon: sd about sqrt(2) * 100) of the private count, inside the public bounds."""
-    from harness.data.datasets import load_shared_dataset
-    from mechanisms.row_count import row_bounds
+    from dp_arena.data.datasets import load_shared_dataset
+    from dp_arena.mechanisms.row_count import row_bounds
 
     need_env()
     data = load_shared_dataset("adult", data_dir=str(shared_data), holdout_fraction=0.2)

@@ -1,4 +1,4 @@
-"""Count-query relative error (metrics.count_query) on hand cases, random cross-checks and,
+"""Count-query relative error (dp_arena.metrics.count_query) on hand cases, random cross-checks and,
 when the shared data is present, MSNBC.
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset, shared_data_dir
-from harness.data.schema import Column, Schema
-from harness.data.taxi.sequences import sequences_from_lists, visit_bitmask
-from harness.data.taxi.sprint3 import taxi_schema
-from harness.errors import ConfigError, DPArenaError
-from metrics import make_metric
-from metrics.count_query import (
+from dp_arena.data.datasets import Dataset, shared_data_dir
+from dp_arena.data.schema import Column, Schema
+from dp_arena.data.taxi.sequences import sequences_from_lists, visit_bitmask
+from dp_arena.data.taxi.sprint3 import taxi_schema
+from dp_arena.errors import ConfigError, DPArenaError
+from dp_arena.metrics import make_metric
+from dp_arena.metrics.count_query import (
     AttributeWorkload,
     CountQuery,
     LocationWorkload,

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import (
+from dp_arena.data.datasets import (
     Dataset,
     load_dataset,
     load_shared_dataset,
@@ -10,7 +10,7 @@ from harness.data.datasets import (
     shared_data_dir,
     with_public_split,
 )
-from harness.errors import ConfigError, DPArenaError
+from dp_arena.errors import ConfigError, DPArenaError
 
 
 def test_public_split_is_disjoint_by_person_and_seeded(small_dataset):
@@ -77,7 +77,7 @@ def test_shared_datasets_load_and_validate(shared_data, name, rows, cols):
 def test_persons_are_rows_or_distinct_ids():
     """count_persons (the private part) and persons_in (any part): rows for record-level
     data, distinct ids for user-level data, counted by hand."""
-    from harness.data.datasets import count_persons, persons_in
+    from dp_arena.data.datasets import count_persons, persons_in
     from tests.conftest import make_small_frame, make_small_schema
 
     frame = make_small_frame(10, seed=0)

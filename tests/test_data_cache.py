@@ -1,4 +1,4 @@
-"""The per-worker dataset memo (harness/data/cache.py): one load per dataset config and file
+"""The per-worker dataset memo (dp_arena/data/cache.py): one load per dataset config and file
 version, a reload for anything that changed, a bounded size, and the switch to turn it off."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 import pandas as pd
 import pytest
 
-from harness.data import cache
-from harness.data.cache import DatasetMemo, cached_load, source_files
-from harness.data.datasets import load_dataset
+from dp_arena.data import cache
+from dp_arena.data.cache import DatasetMemo, cached_load, source_files
+from dp_arena.data.datasets import load_dataset
 
 SMALL_TAXI = {"name": "taxi_sim", "n_private": 1000, "n_public": 1000, "n_heldout": 0}
 

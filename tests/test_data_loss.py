@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.conform import (COUNTS_LABEL, MAX_LOSS, ColumnLoss, LoadReport, SchemaSource,
+from dp_arena.data.conform import (COUNTS_LABEL, MAX_LOSS, ColumnLoss, LoadReport, SchemaSource,
                                   conform, conform_counted, loss_refusal, over_limit, schema_digest)
-from harness.data.datasets import Dataset, load_dataset
-from harness.data.guards import dataset_warnings
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from harness.sweep.plan import plan_sweep
+from dp_arena.data.datasets import Dataset, load_dataset
+from dp_arena.data.guards import dataset_warnings
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.sweep.plan import plan_sweep
 
 PUBLIC_PROPOSAL = {"source": "public", "out_of_domain": "coerce"}
 
@@ -252,11 +252,11 @@ def test_the_schema_digest_is_keyed_and_follows_the_content():
 
 
 def test_a_board_of_runs_on_two_schemas_of_one_table_says_so(tmp_path, tracking_uri):
-    from harness.report.leaderboard import build_leaderboard, load_runs
-    from harness.report.render import render_html, render_markdown
-    from harness.report.schema_notes import mixed_schema_notes
-    from harness.report.terminal import render_terminal
-    from harness.run.runner import run_one
+    from dp_arena.report.leaderboard import build_leaderboard, load_runs
+    from dp_arena.report.render import render_html, render_markdown
+    from dp_arena.report.schema_notes import mixed_schema_notes
+    from dp_arena.report.terminal import render_terminal
+    from dp_arena.run.runner import run_one
 
     path, coarse = three_format_table(tmp_path, n=300)
     fine = tmp_path / "fine.json"
@@ -294,8 +294,8 @@ def test_rows_empty_where_the_schema_allows_none_name_allow_missing_as_the_fix()
 
 
 def test_the_schema_quality_line_names_weak_columns_and_changed_ones_without_counts():
-    from harness.data.conform import schema_quality
-    from harness.report.schema_notes import schema_notes
+    from dp_arena.data.conform import schema_quality
+    from dp_arena.report.schema_notes import schema_notes
 
     source = SchemaSource("dp", 0.5, 1e-6, columns=(
         ("company", (("codes", 6), ("from", "dp"), ("keeps", 0.8), ("largest", 0.5))),

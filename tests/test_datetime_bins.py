@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datetimes import datetime_values, parse, strftime_pattern
-from harness.data.schema import Column, Schema, decode_column, encode_column
-from harness.errors import DPArenaError
+from dp_arena.data.datetimes import datetime_values, parse, strftime_pattern
+from dp_arena.data.schema import Column, Schema, decode_column, encode_column
+from dp_arena.errors import DPArenaError
 
 
 def day_column(**over) -> Column:

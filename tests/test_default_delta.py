@@ -1,5 +1,5 @@
-"""The default delta (harness/run/preflight.py ``default_delta``, ``persons_bound``,
-``with_default_delta``; harness/sweep/plan.py ``sets_delta``): data that is not a taxi
+"""The default delta (dp_arena/run/preflight.py ``default_delta``, ``persons_bound``,
+``with_default_delta``; dp_arena/sweep/plan.py ``sets_delta``): data that is not a taxi
 competition's gets ``1/(10 N)`` rounded down to a power of ten when the command sets no delta,
 ``N`` a public bound on persons; a chosen delta, a preset and the taxi data keep theirs."""
 
@@ -29,7 +29,7 @@ def job_cfg(dataset, delta=2.5e-5):
 
 
 def test_a_table_over_40000_rows_gets_the_documented_delta_not_a_refusal(tmp_path):
-    from harness.sweep.plan import plan_sweep
+    from dp_arena.sweep.plan import plan_sweep
 
     dataset = record_table(tmp_path, 45_000, max_records=50_000)
     plan = plan_sweep([job_cfg(dataset)] * 2, delta_given=[False, False])
@@ -44,14 +44,14 @@ def test_a_table_over_40000_rows_gets_the_documented_delta_not_a_refusal(tmp_pat
 
 
 def test_without_a_public_figure_the_bound_is_a_billion_persons(tmp_path):
-    from harness.sweep.plan import plan_sweep
+    from dp_arena.sweep.plan import plan_sweep
 
     plan = plan_sweep([job_cfg(record_table(tmp_path, 45_000))], delta_given=[False])
     assert plan.jobs[0].verdict == "run" and plan.jobs[0].delta == 1e-10
 
 
 def test_the_rule_uses_public_figures_only(small_dataset):
-    from harness.run.preflight import default_delta, persons_bound
+    from dp_arena.run.preflight import default_delta, persons_bound
 
     bound, source = persons_bound(small_dataset)  # the schema's max_records: 100,000
     assert (bound, source) == (100_000, "the schema's max_records")
@@ -65,7 +65,7 @@ def test_the_rule_uses_public_figures_only(small_dataset):
 
 
 def test_taxi_data_and_a_chosen_delta_keep_their_delta(small_dataset):
-    from harness.run.preflight import with_default_delta
+    from dp_arena.run.preflight import with_default_delta
 
     cfg = job_cfg({"name": "taxi_sim"})
     for name in ("taxi_sim", "taxi_sim_2020", "chicago_sample"):  # every scoring year
@@ -81,7 +81,7 @@ def test_taxi_data_and_a_chosen_delta_keep_their_delta(small_dataset):
 
 
 def test_which_overrides_choose_the_delta():
-    from harness.sweep.plan import sets_delta
+    from dp_arena.sweep.plan import sets_delta
 
     assert sets_delta(["privacy.delta=1e-9"]) and sets_delta(["privacy=zcdp"])
     assert sets_delta(["competition=sprint3"])

@@ -1,4 +1,4 @@
-"""Issue 39: DP ranges and many-quantile bin edges on a public axis (harness.data.dp_numbers).
+"""Issue 39: DP ranges and many-quantile bin edges on a public axis (dp_arena.data.dp_numbers).
 
 Tolerances: (a) the consistent leaves against numpy's least squares (an SVD on a small
 0/1 hierarchy matrix, well conditioned): atol=1e-8 on counts of magnitude ~10-100 is ~10^7
@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from harness.data.dp_numbers import (MAX_ZOOMS, Q_HI, Q_LO, ZOOM_CELLS, Leaves, coarse_cells,
+from dp_arena.data.dp_numbers import (MAX_ZOOMS, Q_HI, Q_LO, ZOOM_CELLS, Leaves, coarse_cells,
                                      coarse_index, dp_numeric_range, heavy_run, linear_axis,
                                      log_axis, noise_floor, zoom_cells)
-from harness.data.exact_numbers import bin_shares, exact_numeric_range
-from harness.data.tree_histogram import consistent_leaves, tree_counts
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
+from dp_arena.data.exact_numbers import bin_shares, exact_numeric_range
+from dp_arena.data.tree_histogram import consistent_leaves, tree_counts
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
 
 
 def releaser(eps: float, seed: int, observer=None) -> Releaser:
@@ -270,7 +270,7 @@ def test_an_empty_end_cell_is_dropped_when_stage_two_reads_it_empty():
     10^6) sums to 50 in stage 2's raw leaves, under 3 standard deviations of 4 leaves' noise
     at scale 100 (3 * 100 * sqrt(8) = 849): it is dropped; at 900 it is kept; an empty inner
     cell is never dropped (only the ends are read again)."""
-    from harness.data.dp_numbers import CONFIRM_Z, confirmed
+    from dp_arena.data.dp_numbers import CONFIRM_Z, confirmed
 
     coarse = np.repeat([5, 6, 9], 4)
     leaves = Leaves(*(np.zeros(12) for _ in range(4)), coarse, np.zeros(12, dtype=int))

@@ -1,4 +1,4 @@
-"""The Duke RDT utility report (metrics.duke_utility): hand-computed numbers on tiny tables,
+"""The Duke RDT utility report (dp_arena.metrics.duke_utility): hand-computed numbers on tiny tables,
 the controlled-evaluation scores, figures, errors and, with the shared data, Adult.
 
 Tolerances: (a) hand-computed statistics use approx's default (1e-6 relative), far above the
@@ -18,14 +18,14 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.data.datasets import Dataset, load_shared_dataset
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from metrics import make_metric
-from metrics.duke_utility import (
+from dp_arena.data.datasets import Dataset, load_shared_dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.metrics import make_metric
+from dp_arena.metrics.duke_utility import (
     DukeUtility,
     association_slopes,
     indicator_agreement,
@@ -256,7 +256,7 @@ def test_adult_public_sample_scores_high_and_independent_low(shared_data):
 def test_rdt_run_logs_duke_scores_and_png_figures(tmp_path, tracking_uri):
     from mlflow import MlflowClient
 
-    from harness.run.runner import run_one
+    from dp_arena.run.runner import run_one
     from tests.support.rdt_people import people, people_schema
 
     people(3000, 1).to_csv(tmp_path / "private.csv", index=False)

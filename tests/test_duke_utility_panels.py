@@ -1,5 +1,5 @@
 """The Duke report's utility panels (a), (b) over (Sex, Race, attribute) categories and (d)
-level correlations (metrics.duke_utility, issue 30), panel (c) least-squares slopes per
+level correlations (dp_arena.metrics.duke_utility, issue 30), panel (c) least-squares slopes per
 attribute and the Figures 10-14 logistic-regression models (issue 40): hand-computed numbers on
 tiny tables, and their outputs declared private.
 
@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from metrics.duke_utility import (
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.metrics.duke_utility import (
     DukeUtility,
     aggregated_rows,
     joint_private_codes,

@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli.compose import override_syntax_problem
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from harness.run.preflight import check_metric_sizes
-from harness.sweep.launch_checks import check_tracking_server, tracking_scheme_problem
-from harness.sweep.plan import planning_reporter, ticking
-from metrics import make_metric
+from dp_arena.cli.compose import override_syntax_problem
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.run.preflight import check_metric_sizes
+from dp_arena.sweep.launch_checks import check_tracking_server, tracking_scheme_problem
+from dp_arena.sweep.plan import planning_reporter, ticking
+from dp_arena.metrics import make_metric
 from tests.support.forked import run_forked
 from tests.sweep_support import CSV, ENV, dp_arena, runs_of
 

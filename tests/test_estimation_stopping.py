@@ -1,4 +1,4 @@
-"""mechanisms.pgm.mirror_descent's stopping rule and warm starts (issue 43): hand-built problems,
+"""dp_arena.mechanisms.pgm.mirror_descent's stopping rule and warm starts (issue 43): hand-built problems,
 no wall time. The properties: the rule stops at the first block where it holds and not
 before; a fit warm-started from converged potentials of the same measurements stops in far
 fewer steps at the same loss; the early-stopped estimate is within the distance its loss gap
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms import pgm
-from mechanisms.pgm.mirror_descent import CALLBACK_EVERY, mirror_descent, stalled
+from dp_arena.mechanisms import pgm
+from dp_arena.mechanisms.pgm.mirror_descent import CALLBACK_EVERY, mirror_descent, stalled
 
 DOMAIN = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3}
 SIGMA = 5.0
@@ -124,7 +124,7 @@ def joint(potentials) -> np.ndarray:
 def test_a_new_clique_warm_starts_from_the_previous_model_extended_by_zeros():
     """AIM's rounds: the previous round's potentials, moved into the new model's cliques and
     a new clique given zeros, are the previous model exactly (the next fit's start)."""
-    from mechanisms.pgm.mirror_descent import expand_potentials
+    from dp_arena.mechanisms.pgm.mirror_descent import expand_potentials
 
     first = mirror_descent(DOMAIN, noisy(TREE), 300, float(N), tol=None)
     new = [("a", "b"), ("b", "c"), ("d", "e"), ("a", "c", "e")]

@@ -1,4 +1,4 @@
-"""External contestants (mechanisms/external.py): the declared charge composed by hand, the
+"""External contestants (dp_arena/mechanisms/external.py): the declared charge composed by hand, the
 protocol with a test double contestant (tests/contestant_double.py, run by this interpreter),
 each way a contestant can misbehave as one clear failure, no private file left behind after a
 run, a failure, a time limit, SIGTERM or SIGKILL, a missing environment refused before launch,
@@ -26,23 +26,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import PROJECT_ROOT, Dataset
-from harness.data.schema import Column, Schema
-from harness.errors import (
+from dp_arena.data.datasets import PROJECT_ROOT, Dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import (
     BudgetExceededError,
     ConfigError,
     DPArenaError,
     NotApplicable,
     SchemaError,
 )
-from harness.privacy.accounting import Budget, Ledger, zcdp_rho
-from harness.privacy.release import Releaser
-from harness.report.leaderboard import MARK_DECLARED, build_leaderboard
-from harness.run.isolation import RunLimitExceeded, call_isolated
-from harness.run.settings import Limits
-from mechanisms import make_mechanism
-from mechanisms.contestants import ADAPTER_DIR, manifest
-from mechanisms.contestants.claims import Claim
+from dp_arena.privacy.accounting import Budget, Ledger, zcdp_rho
+from dp_arena.privacy.release import Releaser
+from dp_arena.report.leaderboard import MARK_DECLARED, build_leaderboard
+from dp_arena.run.isolation import RunLimitExceeded, call_isolated
+from dp_arena.run.settings import Limits
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.contestants import ADAPTER_DIR, manifest
+from dp_arena.mechanisms.contestants.claims import Claim
 from tests.support.external import BUDGET, DOUBLE, double, fit, leftovers, record_data
 
 
@@ -119,7 +119,7 @@ def test_the_double_gets_the_domain_budget_and_a_private_folder(tmp_path, privat
 def test_codes_written_for_the_contestant_are_the_schema_encoding(tmp_path):
     data = record_data()
     mech = double(probe=str(tmp_path / "p.json"))
-    from mechanisms.external import table_text
+    from dp_arena.mechanisms.external import table_text
 
     text = table_text(data.private, data, "codes")
     back = pd.read_csv(__import__("io").StringIO(text))
@@ -170,8 +170,8 @@ STOPPABLE = """
 import sys, numpy as np
 sys.path.insert(0, {root!r})
 from tests.support.external import record_data, double, fit
-from harness.run.isolation import call_isolated
-from harness.run.settings import Limits
+from dp_arena.run.isolation import call_isolated
+from dp_arena.run.settings import Limits
 isolate = sys.argv[1] == "isolated"
 call_isolated(lambda: fit(double("sleep", seconds=60, probe={probe!r}), record_data()),
               Limits(time_limit_s=None, memory_limit_mb=None, threads=1, isolate=isolate))
@@ -231,7 +231,7 @@ def test_a_missing_contestant_environment_names_the_install_command(tmp_path, mo
 
 
 def test_a_sweep_naming_a_missing_environment_fails_before_launch(tmp_path, monkeypatch):
-    from harness.sweep.plan import plan_sweep
+    from dp_arena.sweep.plan import plan_sweep
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path / "empty"))
     cfg = {"dataset": {"name": "taxi_sim", "n_private": 2000, "n_public": 2000},
@@ -269,7 +269,7 @@ def test_smartnoise_row_count_share_outside_0_1_is_refused_when_built(share):
 
 
 def test_contestants_list_says_what_is_missing_and_how_to_install(tmp_path, monkeypatch):
-    from harness.cli.contestants import listing
+    from dp_arena.cli.contestants import listing
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path))
     lines = listing()
@@ -287,9 +287,9 @@ def test_a_run_is_tagged_declared_and_a_failing_contestant_is_a_failed_row(tmp_p
                                                                            private_tmp):
     from mlflow import MlflowClient
 
-    from harness.report.leaderboard import load_runs
-    from harness.report.render import render_markdown
-    from harness.run.runner import run_one
+    from dp_arena.report.leaderboard import load_runs
+    from dp_arena.report.render import render_markdown
+    from dp_arena.run.runner import run_one
 
     data = record_data(1500)
     data.private.to_csv(tmp_path / "private.csv", index=False)
@@ -330,7 +330,7 @@ def test_only_declared_rows_carry_the_mark():
     marks = dict(zip(board["mechanism"], board["marks"]))
     assert MARK_DECLARED in marks["opendp_mst"] and MARK_DECLARED not in marks["mst"]
     # the plots' legends say it too (short: the tables have the full text)
-    from harness.report.plots import (
+    from dp_arena.report.plots import (
         DECLARED_NOTE,
         pareto_figure,
         score_vs_epsilon_figure,
@@ -428,7 +428,7 @@ def test_smartnoise_adapter_splits_rho_and_draws_a_noisy_row_count():
     if manifest("smartnoise") is None:
         pytest.skip("contestant environment 'smartnoise' not installed "
                     "(dp-arena-contestants install smartnoise)")
-    from mechanisms.contestants import env_python
+    from dp_arena.mechanisms.contestants import env_python
 
     proc = subprocess.run([str(env_python("smartnoise")), "-c", SPLIT_CHECK], cwd=ADAPTER_DIR,
                           capture_output=True, text=True, timeout=600, check=False)
@@ -474,7 +474,7 @@ def test_opendp_mst_fails_its_budget_check_in_one_line_and_the_shipped_settings_
 def test_a_real_environment_builds_and_runs_one_fit(tmp_path, monkeypatch, private_tmp):
     """Builds the opendp environment from the package index into a throw-away cache (skipped
     when the index cannot be reached), then one fit of OpenDP's MST."""
-    from harness.cli.contestants import build
+    from dp_arena.cli.contestants import build
 
     monkeypatch.setenv("DP_ARENA_CONTESTANTS", str(tmp_path / "envs"))
     try:
@@ -495,7 +495,7 @@ def test_dp_arena_audit_runs_on_an_external_contestant(tmp_path, private_tmp):
     env = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT),
            "TMPDIR": str(private_tmp)}
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli.audit", "dataset=csv", "dataset.path=private.csv",
+        [sys.executable, "-m", "dp_arena.cli.audit", "dataset=csv", "dataset.path=private.csv",
          "dataset.schema=parameters.json", "mechanism=external", f"mechanism.script={DOUBLE}",
          f"mechanism.args=[{ADAPTER_DIR}]", "privacy.epsilon=1", "privacy.delta=1e-6",
          "audit.runs=10", "audit.jobs=1"],

@@ -1,4 +1,4 @@
-"""Top-k frequent contiguous sequential patterns (metrics.frequent_patterns).
+"""Top-k frequent contiguous sequential patterns (dp_arena.metrics.frequent_patterns).
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
 relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
@@ -13,13 +13,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Schema
-from harness.data.taxi.sequences import sequences_from_lists
-from harness.data.taxi.sprint3 import taxi_schema
-from harness.errors import ConfigError
-from metrics import make_metric
-from metrics.frequent_patterns import (
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Schema
+from dp_arena.data.taxi.sequences import sequences_from_lists
+from dp_arena.data.taxi.sprint3 import taxi_schema
+from dp_arena.errors import ConfigError
+from dp_arena.metrics import make_metric
+from dp_arena.metrics.frequent_patterns import (
     FrequentPatterns,
     compare_top_k,
     decode_pattern,

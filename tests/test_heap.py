@@ -1,4 +1,4 @@
-"""trim_heap (mechanisms/pgm/heap.py): freed heap memory goes back to the operating system.
+"""trim_heap (dp_arena/mechanisms/pgm/heap.py): freed heap memory goes back to the operating system.
 
 Tolerance: 4,000 arrays of 48 KB (below glibc's mmap threshold, so on the heap) hold about
 183 MB; freed with one array allocated after them still live (it holds the heap's top), glibc
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mechanisms.pgm.heap import trim_heap
+from dp_arena.mechanisms.pgm.heap import trim_heap
 
 STATUS = Path("/proc/self/status")
 

@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli.schema import main as schema_main
-from harness.data.hints import ColumnHint, hints_of, parse_flow, parse_weight
-from harness.data.infer import CLASSES
-from harness.data.propose import TYPE_SHARE, ProposalSettings, propose
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
+from dp_arena.cli.schema import main as schema_main
+from dp_arena.data.hints import ColumnHint, hints_of, parse_flow, parse_weight
+from dp_arena.data.infer import CLASSES
+from dp_arena.data.propose import TYPE_SHARE, ProposalSettings, propose
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
 from tests.support.tolerances import laplace_sum_tail
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.data.datasets import (
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+from dp_arena.data.datasets import (
     Dataset,
     count_persons,
     load_csv_dataset,
@@ -23,19 +23,19 @@ from harness.data.datasets import (
     load_taxi_sim,
     with_public_split,
 )
-from harness.data.holdout import (
+from dp_arena.data.holdout import (
     HOLDOUT_STREAM,
     holdout_mask,
     split_holdout,
     with_fresh_ids,
 )
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget
-from harness.privacy.release import Releaser
-from mechanisms import MECHANISMS
-from mechanisms.base import Mechanism
-from mechanisms.reference import Uniform
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import MECHANISMS
+from dp_arena.mechanisms.base import Mechanism
+from dp_arena.mechanisms.reference import Uniform
 from tests.conftest import make_small_frame
 
 #: the marker planted in held-out rows: an in-domain ``amount`` no generated row holds
@@ -262,7 +262,7 @@ def planted_user_csv(tmp_path, small_schema):
 
 
 def test_a_mechanism_never_receives_the_heldout_persons(planted_user_csv, tracking_uri):
-    from harness.run.runner import run_one
+    from dp_arena.run.runner import run_one
 
     tmp_path, raw, mask, training_ids = planted_user_csv
     persons, held = raw["pid"].nunique(), raw.loc[mask, "pid"].nunique()
@@ -282,7 +282,7 @@ def test_a_mechanism_never_receives_the_heldout_persons(planted_user_csv, tracki
 
 
 def test_dp_select_tuning_never_receives_the_heldout_persons(planted_user_csv, tracking_uri):
-    from harness.run.runner import run_one
+    from dp_arena.run.runner import run_one
 
     tmp_path, raw, mask, training_ids = planted_user_csv
     public_ids = set(pd.read_csv(tmp_path / "public.csv")["pid"])
@@ -300,7 +300,7 @@ def test_dp_select_tuning_never_receives_the_heldout_persons(planted_user_csv, t
 
 # ----- the schema proposal sees the training rows only -----------------------------------------
 def test_the_schema_proposal_never_receives_the_heldout_rows(planted_user_csv, monkeypatch):
-    import harness.cli.schema as cli
+    import dp_arena.cli.schema as cli
 
     tmp_path, raw, mask, training_ids = planted_user_csv
     raw.loc[mask, "amount"] = 0  # in the proposal's domain: held-out rows survive loading
@@ -335,7 +335,7 @@ def test_the_schema_proposal_never_receives_the_heldout_rows(planted_user_csv, m
 
 
 def test_a_schema_proposed_without_a_holdout_refuses_a_run_with_one(planted_user_csv):
-    from harness.cli.schema import main
+    from dp_arena.cli.schema import main
 
     tmp_path, *_ = planted_user_csv
     out = tmp_path / "whole.json"
@@ -349,7 +349,7 @@ def test_a_schema_proposed_without_a_holdout_refuses_a_run_with_one(planted_user
 
 # ----- taxi_sim: simulated held-out taxis -------------------------------------------------------
 def test_taxi_sim_private_table_is_unchanged_by_its_heldout_taxis():
-    from harness.data.taxi.sim import simulate_years
+    from dp_arena.data.taxi.sim import simulate_years
 
     without = load_taxi_sim(n_private=5000, n_public=1000, seed=3, n_heldout=0)
     with_held = load_taxi_sim(n_private=5000, n_public=1000, seed=3, n_heldout=2000)
@@ -361,8 +361,8 @@ def test_taxi_sim_private_table_is_unchanged_by_its_heldout_taxis():
 
 
 def test_taxi_sim_heldout_taxis_are_new_taxis_of_the_scoring_year():
-    from harness.data.taxi.sim import YEAR_PARAMS
-    from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI
+    from dp_arena.data.taxi.sim import YEAR_PARAMS
+    from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI
 
     ds = load_taxi_sim(n_private=5000, n_public=1000, seed=1, n_heldout=3000)
     held, private = ds.heldout, ds.private
@@ -378,7 +378,7 @@ def test_taxi_sim_heldout_taxis_are_new_taxis_of_the_scoring_year():
 
 
 def test_taxi_sim_default_has_heldout_taxis_and_refuses_a_bad_count():
-    from harness.data.datasets import DEFAULT_N_HELDOUT
+    from dp_arena.data.datasets import DEFAULT_N_HELDOUT
 
     assert DEFAULT_N_HELDOUT == 10_000
     for bad in (-1, 2.5, True):

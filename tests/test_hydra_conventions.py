@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.compose import first_job_command, overrides_of
+from dp_arena.cli.compose import first_job_command, overrides_of
 from tests.support.forked import run_forked
 from tests.sweep_support import ENV
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[1] / "dp_arena" / "conf"
 
 
 def dp_arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:

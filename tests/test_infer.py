@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datetimes import RESOLUTIONS, parse
-from harness.data.infer import (CLASSES, COVERS, TYPES, choose_type, class_counts,
+from dp_arena.data.datetimes import RESOLUTIONS, parse
+from dp_arena.data.infer import (CLASSES, COVERS, TYPES, choose_type, class_counts,
                                 resolution_of, type_misfits, value_classes)
 
 

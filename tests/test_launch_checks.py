@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.compose import composition_problem, forced_option_settings
-from harness.errors import ConfigError, DPArenaError
-from harness.sweep import launch_checks
-from harness.sweep.plan import plan_sweep
-from harness.sweep.records import JobPlan, SweepPlan
-from mechanisms import make_mechanism
-from metrics import make_metric
+from dp_arena.cli.compose import composition_problem, forced_option_settings
+from dp_arena.errors import ConfigError, DPArenaError
+from dp_arena.sweep import launch_checks
+from dp_arena.sweep.plan import plan_sweep
+from dp_arena.sweep.records import JobPlan, SweepPlan
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.metrics import make_metric
 from tests.sweep_support import CSV, dp_arena, runs_of
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[1] / "dp_arena" / "conf"
 
 
 def job(**mechanism):
@@ -210,7 +210,7 @@ def test_the_sweep_is_refused_before_the_parent_run_exists(csv_dir, overrides, m
 
 # ----- planning says what it is doing ------------------------------------------------------
 def test_planning_says_what_it_is_doing_when_it_takes_long():
-    from harness.sweep.plan import planning_reporter
+    from dp_arena.sweep.plan import planning_reporter
 
     stream = io.StringIO()
     say = planning_reporter(every_s=0.0, stream=stream)
@@ -222,7 +222,7 @@ def test_planning_says_what_it_is_doing_when_it_takes_long():
 
 
 def test_plan_sweep_reports_each_job():
-    from harness.sweep.plan import plan_sweep
+    from dp_arena.sweep.plan import plan_sweep
 
     seen = []
     plan_sweep([{"mechanism": {"name": "nope"}}] * 3, on_job=lambda k, n: seen.append((k, n)))
@@ -231,7 +231,7 @@ def test_plan_sweep_reports_each_job():
 
 # ----- a data file past the memory limit is refused unread -----------------------------------
 def test_a_file_larger_than_the_memory_limit_is_refused_unread(tmp_path, monkeypatch):
-    from harness.sweep import plan as preflight
+    from dp_arena.sweep import plan as preflight
 
     data = tmp_path / "big.csv"
     data.write_text("a\n" + "1\n" * 600_000)  # 1.2 MB
@@ -245,7 +245,7 @@ def test_a_file_larger_than_the_memory_limit_is_refused_unread(tmp_path, monkeyp
     assert "larger than limits.memory_limit_mb=1 MB" in plan.jobs[0].reason
     assert "1.2" not in plan.jobs[0].reason  # the size itself is not said
     # 1.2 MB of one-digit integers load as 4.8 MB (8 bytes each), 12 MB at the parser's peak
-    # (harness.run.preflight.estimated_loaded_bytes): 20 MB fits
+    # (dp_arena.run.preflight.estimated_loaded_bytes): 20 MB fits
     cfg["limits"]["memory_limit_mb"] = 20
     monkeypatch.setattr(preflight, "cached_dataset", lambda *a: (_ for _ in ()).throw(
         DPArenaError("loaded")))

@@ -12,16 +12,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 #: floor of each room, bottom (0) to top; a module may import its own floor or lower ones.
 FLOORS: dict[str, int] = {
-    "harness": 0, "harness.errors": 0, "harness.params": 0,
-    "harness.data": 1, "harness.privacy": 1,
-    "mechanisms": 2, "metrics": 2,
-    "harness.report": 3,
-    "harness.run": 4,
-    "harness.audit": 5, "harness.sweep": 5,
-    "harness.api": 6,
-    "harness.cli": 7,
+    "dp_arena": 0, "dp_arena.errors": 0, "dp_arena.params": 0,
+    "dp_arena.data": 1, "dp_arena.privacy": 1,
+    "dp_arena.mechanisms": 2, "dp_arena.metrics": 2,
+    "dp_arena.report": 3,
+    "dp_arena.run": 4,
+    "dp_arena.audit": 5, "dp_arena.sweep": 5,
+    "dp_arena.api": 6,
+    "dp_arena.cli": 7,
 }
-PACKAGES = ("harness", "mechanisms", "metrics")
+PACKAGES = ("dp_arena",)
 MAX_LINES = 700
 
 
@@ -82,11 +82,11 @@ def probe_tree(root: Path, modules: dict[str, str]) -> list[Path]:
 
 def test_the_check_sees_a_violation(tmp_path, monkeypatch):
     """The rule can fail: a data module importing the runner is caught."""
-    fake = probe_tree(tmp_path, {"harness.data._layout_probe":
-                                 "from harness.run.runner import run_one\n"})
+    fake = probe_tree(tmp_path, {"dp_arena.data._layout_probe":
+                                 "from dp_arena.run.runner import run_one\n"})
     monkeypatch.setattr("tests.test_layout.ROOT", tmp_path)
     monkeypatch.setattr("tests.test_layout.product_modules", lambda: fake)
-    with pytest.raises(AssertionError, match="harness.data._layout_probe imports"):
+    with pytest.raises(AssertionError, match="dp_arena.data._layout_probe imports"):
         test_rooms_never_import_a_higher_floor()
 
 
@@ -159,11 +159,11 @@ def test_no_module_imports_itself_round_a_circle():
 
 def test_the_circle_check_sees_a_circle_inside_a_room(tmp_path, monkeypatch):
     fake = probe_tree(tmp_path, {
-        "harness.run._probe_a": "def f():\n    from harness.run._probe_b import g\n",
-        "harness.run._probe_b": "from harness.run import _probe_a\n"})
+        "dp_arena.run._probe_a": "def f():\n    from dp_arena.run._probe_b import g\n",
+        "dp_arena.run._probe_b": "from dp_arena.run import _probe_a\n"})
     monkeypatch.setattr("tests.test_layout.ROOT", tmp_path)
     monkeypatch.setattr("tests.test_layout.product_modules", lambda: fake)
-    with pytest.raises(AssertionError, match="harness.run._probe_a <-> harness.run._probe_b"):
+    with pytest.raises(AssertionError, match="dp_arena.run._probe_a <-> dp_arena.run._probe_b"):
         test_no_module_imports_itself_round_a_circle()
 
 

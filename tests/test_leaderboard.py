@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.report.cells import column_decimals, first_line, fmt_seconds, md_escape
-from harness.report.leaderboard import (
+from dp_arena.report.cells import column_decimals, first_line, fmt_seconds, md_escape
+from dp_arena.report.leaderboard import (
     MARK_DECLARED,
     MARK_LARGE_DELTA,
     MARK_PRIVATE_TABLES,
@@ -29,12 +29,12 @@ from harness.report.leaderboard import (
     tuning_gap,
     with_not_applicable,
 )
-from harness.report.marks import (
+from dp_arena.report.marks import (
     MARK_DOMAIN_FROM_DATA,
     MARK_READS_UNKNOWN,
     MARK_ROWS_FROM_DATA,
 )
-from harness.report.plots import (
+from dp_arena.report.plots import (
     mechanism_colours,
     pareto_figure,
     pareto_front,
@@ -43,7 +43,7 @@ from harness.report.plots import (
     plot_score_vs_epsilon,
     score_vs_epsilon_figure,
 )
-from harness.report.render import (
+from dp_arena.report.render import (
     csv_cell,
     csv_safe,
     render_html,
@@ -608,7 +608,7 @@ def test_place_labels_avoids_overlaps():
 
 # ----- a metric's settings on the board -----------------------------------------------------
 def test_the_board_shows_the_metric_setting_not_its_hash():
-    from harness.report.render import render_markdown
+    from dp_arena.report.render import render_markdown
 
     rows = [run("a", 1.0, t, 900.0 + t, **{**NEW_TAGS, "metric_key/kmarginal": "h2",
                                            "metric_settings/kmarginal": "k=2"})

@@ -12,7 +12,7 @@ For each DP mechanism:
 4. **output is post-processing of the releases**: the run repeated on the neighbouring data
    (one person removed), with the same public coins and the recorded releases handed back,
    gives the identical table. This is also what the audit's release view assumes
-   (:mod:`harness.audit.releases`). Mechanisms whose releases cannot be replayed
+   (:mod:`dp_arena.audit.releases`). Mechanisms whose releases cannot be replayed
    (thresholded releases) skip it, by name;
 5. ``check_applicable``: passes on the data the mechanism runs on, and raises
    ``NotApplicable`` (never anything else) on data it declares it cannot use.
@@ -31,12 +31,12 @@ import numpy as np
 import pytest
 
 import tests.doubles  # noqa: F401  (registers the doubles)
-from harness.audit.releases import ReplaySampler
-from harness.data.datasets import Dataset, load_taxi_sim
-from harness.errors import NotApplicable
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser, ReleasesComplete
-from mechanisms import MECHANISMS, make_mechanism, mechanism_class
+from dp_arena.audit.releases import ReplaySampler
+from dp_arena.data.datasets import Dataset, load_taxi_sim
+from dp_arena.errors import NotApplicable
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser, ReleasesComplete
+from dp_arena.mechanisms import MECHANISMS, make_mechanism, mechanism_class
 from tests.support.people import people_data, without_one_person
 
 NOISE_METHODS = ("normal", "standard_normal", "laplace", "gumbel", "exponential",

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism
-from mechanisms.base import assign_ids, clip_contributions
-from mechanisms.independent import measure_one_way
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.base import assign_ids, clip_contributions
+from dp_arena.mechanisms.independent import measure_one_way
 from tests.conftest import make_small_frame
 from tests.support.tolerances import binomial_se, mean_se, sd_rel_se, statistical
 

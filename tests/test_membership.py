@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, Schema
-from harness.errors import NotApplicable
-from metrics import make_metric
-from metrics.membership import (Membership, auroc, bootstrap_draws, score_counts,
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import NotApplicable
+from dp_arena.metrics import make_metric
+from dp_arena.metrics.membership import (Membership, auroc, bootstrap_draws, score_counts,
                                 tpr_at_fpr)
 from tests.conftest import make_small_frame, make_small_schema
 

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset, load_taxi_sim
-from metrics import METRICS, MetricResult, make_metric
-from metrics.base import drawn
+from dp_arena.data.datasets import Dataset, load_taxi_sim
+from dp_arena.metrics import METRICS, MetricResult, make_metric
+from dp_arena.metrics.base import drawn
 from tests.support.people import (
     people_data,
     person_table,

@@ -1,5 +1,5 @@
-"""The real-data side of a score, shared by runs (metrics.base.SharedReference,
-harness.run.references): reusing it changes no score, and a worker recomputes it exactly
+"""The real-data side of a score, shared by runs (dp_arena.metrics.base.SharedReference,
+dp_arena.run.references): reusing it changes no score, and a worker recomputes it exactly
 when something it depends on changes."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.run.references import ReferenceMemo, metric_references, reference_key
-from metrics import make_metric
+from dp_arena.data.datasets import Dataset
+from dp_arena.run.references import ReferenceMemo, metric_references, reference_key
+from dp_arena.metrics import make_metric
 from tests.conftest import make_small_frame, make_small_schema
 
 SHARED = {"ml_efficacy": {"max_train_rows": 500},

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, Schema, encode_column
-from harness.errors import NotApplicable
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import MECHANISMS, make_mechanism
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, Schema, encode_column
+from dp_arena.errors import NotApplicable
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import MECHANISMS, make_mechanism
 
 SCHEMA = Schema((
     Column("pay", "categorical", "str", values=("card", "cash"), allow_missing=True),
@@ -43,8 +43,8 @@ SETTINGS = {"mst": {"iters": 100, "select_iters": 50},
 #: third-party contestants run in their own environments (tests/test_external.py,
 #: tests/test_contestants_*.py): every registered mechanism served by the contestant protocol
 EXTERNAL = tuple(m for m, path in MECHANISMS.items() if path.split(":")[0] in (
-    "mechanisms.external", "mechanisms.smartnoise_synth_more",
-    "mechanisms.external_privbayes_dpmm"))
+    "dp_arena.mechanisms.external", "dp_arena.mechanisms.smartnoise_synth_more",
+    "dp_arena.mechanisms.external_privbayes_dpmm"))
 #: not for record-level tabular data: the taxi archetypes and location sequences
 EXPECTED_NA = {"archetype", "prefix_tree"}
 

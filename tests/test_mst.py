@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import load_shared_dataset
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism, pgm
-from mechanisms.pgm.mst import MST, _compress_measurement, _compression_map, _expand
+from dp_arena.data.datasets import load_shared_dataset
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger, zcdp_epsilon, zcdp_rho
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism, pgm
+from dp_arena.mechanisms.pgm.mst import MST, _compress_measurement, _compression_map, _expand
 from tests.seeding import seeded
 from tests.support.accounting_check import recomputed_epsilon
 
@@ -102,7 +102,7 @@ def test_merged_values_expand_by_their_noisy_counts():
 def test_no_iterative_fit_before_the_last_release(small_dataset, monkeypatch):
     """The pair scores come from the exact 1-way fit (pgm.fit_one_way), so a run up to
     release.done() (what the audit of the releases replays) runs no mirror descent."""
-    from harness.privacy.release import ReleasesComplete
+    from dp_arena.privacy.release import ReleasesComplete
 
     def forbidden(*args, **kwargs):
         raise AssertionError("mirror descent before release.done()")
@@ -153,7 +153,7 @@ def test_titanic_record_level(shared_data):
 def test_adult_three_way_tvd(shared_data):
     """The published MST reaches about 0.113 mean 3-way TVD on adult at eps 1 (dp-arena's
     mean over 3 seeds: 0.112, benchmarks/bench_pgm_adult.py); one run, loose bound."""
-    from metrics.kmarginal import KMarginal
+    from dp_arena.metrics.kmarginal import KMarginal
 
     data = load_shared_dataset("adult", data_dir=str(shared_data))
     budget = Budget(1.0, 1e-9)
@@ -167,8 +167,8 @@ def test_adult_three_way_tvd(shared_data):
 def record_table(n: int, max_records: int | None, epsilon: float):
     """A record-level table of ``n`` rows (the toy columns, no id) whose schema caps the
     synthetic rows at ``max_records`` (or names no cap)."""
-    from harness.data.datasets import Dataset
-    from harness.data.schema import Column, RunSpec, Schema
+    from dp_arena.data.datasets import Dataset
+    from dp_arena.data.schema import Column, RunSpec, Schema
 
     from .conftest import make_small_frame
 
@@ -182,7 +182,7 @@ def record_table(n: int, max_records: int | None, epsilon: float):
 
 
 def test_row_count_bounds_by_hand():
-    from mechanisms.row_count import (
+    from dp_arena.mechanisms.row_count import (
         DEFAULT_MAX_ROWS,
         FALLBACK_ROWS,
         MIN_ROWS,

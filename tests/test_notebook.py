@@ -1,4 +1,4 @@
-"""The Python API for notebooks (harness.api, harness/sweep/dataframe.py): README's example
+"""The Python API for notebooks (dp_arena.api, dp_arena/sweep/dataframe.py): README's example
 runs and its board is the command line's board of the same runs; bad input is one error before
 anything starts and leaves nothing behind; a schema read from the private file marks its board
 rows; a DP schema's spend reaches the board as "eps schema" and "eps schema + mechanism
@@ -23,15 +23,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.api import read_board, run_competition
-from harness.cli.board import main as board_main
-from harness.cli.schema import main as schema_main
-from harness.data.datasets import PROJECT_ROOT
-from harness.data.schema import Column, Schema
-from harness.errors import DPArenaError
-from harness.report.leaderboard import MARK_SCHEMA_PRIVATE
-from harness.report.render import SCHEMA_EPS, TOTAL_EPS, render_markdown
-from harness.sweep.dataframe import private_base
+from dp_arena.api import read_board, run_competition
+from dp_arena.cli.board import main as board_main
+from dp_arena.cli.schema import main as schema_main
+from dp_arena.data.datasets import PROJECT_ROOT
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import DPArenaError
+from dp_arena.report.leaderboard import MARK_SCHEMA_PRIVATE
+from dp_arena.report.render import SCHEMA_EPS, TOTAL_EPS, render_markdown
+from dp_arena.sweep.dataframe import private_base
 
 
 def readme_example() -> str:

@@ -1,4 +1,4 @@
-"""The OpenDP sampler's float draws on a lattice 2^k (harness/privacy/release.py lattice_k):
+"""The OpenDP sampler's float draws on a lattice 2^k (dp_arena/privacy/release.py lattice_k):
 the exponent as computed by hand, the charge OpenDP certifies still the nominal one to float
 precision (below the ledger's calibration headroom), and the noise of the stated scale.
 
@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.privacy.accounting import CALIBRATION_HEADROOM, Budget, Ledger
-from harness.privacy.release import LATTICE_K_RANGE, OpenDPSampler, Releaser, lattice_k
+from dp_arena.privacy.accounting import CALIBRATION_HEADROOM, Budget, Ledger
+from dp_arena.privacy.release import LATTICE_K_RANGE, OpenDPSampler, Releaser, lattice_k
 
 
 def test_lattice_exponent_by_hand():

@@ -23,11 +23,11 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from harness.data.datasets import load_taxi_sim
-from harness.errors import ConfigError
-from harness.privacy.noise import fresh_rng, replayable_rng
-from harness.privacy.secret import keyed_digest
-from harness.run.runner import data_fingerprint, run_one
+from dp_arena.data.datasets import load_taxi_sim
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.noise import fresh_rng, replayable_rng
+from dp_arena.privacy.secret import keyed_digest
+from dp_arena.run.runner import data_fingerprint, run_one
 from tests.support.runs import config, logged_files
 from tests.support.tolerances import FALSE_FAILURE, z_quantile
 
@@ -130,7 +130,7 @@ def test_default_run_logs_no_table_computed_on_private_data(tracking_uri, monkey
         "tracking": {"uri": tracking_uri, "experiment": "taxi"},
     }
     client = MlflowClient(tracking_uri)
-    from metrics import make_metric
+    from dp_arena.metrics import make_metric
 
     declared = set().union(*(getattr(type(make_metric(n, {})), "public_outputs", frozenset())
                              for n in cfg["metrics"]))
@@ -163,7 +163,7 @@ def test_delta_at_or_above_one_over_n_is_refused(csv_files, tracking_uri):
 @pytest.mark.slow
 def test_cli_refuses_a_large_delta_on_taxi_data_with_one_message(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "mechanism=independent", "privacy.epsilon=1",
+        [sys.executable, "-m", "dp_arena.cli", "mechanism=independent", "privacy.epsilon=1",
          "privacy.delta=0.4", "dataset.n_private=2000", "dataset.n_public=2000"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0

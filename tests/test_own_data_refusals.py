@@ -1,7 +1,7 @@
 """Refusals and limits on the own-data path (issue 39, item 8): a "public" sample that is the
-private table or a subset of it (:mod:`harness.data.overlap`), from-private marks that survive
-deleting the ``proposal`` block (:mod:`harness.data.provenance`), and the memory limit checked
-on an estimate of the loaded size before a CSV is read whole (:mod:`harness.run.preflight`).
+private table or a subset of it (:mod:`dp_arena.data.overlap`), from-private marks that survive
+deleting the ``proposal`` block (:mod:`dp_arena.data.provenance`), and the memory limit checked
+on an estimate of the loaded size before a CSV is read whole (:mod:`dp_arena.run.preflight`).
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
 relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli.schema import main as schema_main
-from harness.data.conform import read_source
-from harness.data.overlap import (MAX_LOG_CHANCE, cell_hashes, copy_log_chance, fresh_key,
+from dp_arena.cli.schema import main as schema_main
+from dp_arena.data.conform import read_source
+from dp_arena.data.overlap import (MAX_LOG_CHANCE, cell_hashes, copy_log_chance, fresh_key,
                                   new_row_chance, overlap_kind, row_digests)
-from harness.data.schema import Column, Schema
-from harness.errors import DPArenaError
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import DPArenaError
 
 DIGITS = "1,2,3,4,5,6,7,8,9,0\n"
 
@@ -160,7 +160,7 @@ def taxi_like_schema() -> Schema:
 
 
 def test_dataset_public_path_pointing_at_the_private_rows_is_refused(tmp_path):
-    from harness.data.datasets import load_csv_dataset
+    from dp_arena.data.datasets import load_csv_dataset
 
     table = mixed_table(1000, 4)
     raw, sub, other = tmp_path / "raw.csv", tmp_path / "sub.csv", tmp_path / "other.csv"
@@ -181,9 +181,9 @@ def test_dataset_public_path_pointing_at_the_private_rows_is_refused(tmp_path):
 
 # ----- the Python API: a Proposal remembers its sample ------------------------------------------
 def test_a_public_proposal_made_from_the_private_frame_is_refused_by_run_competition(no_store):
-    from harness.cli.notebook import refuse_private_as_public, run_competition
-    from harness.cli.schema import write_proposal
-    from harness.data.propose import ProposalSettings, propose
+    from dp_arena.sweep.dataframe import refuse_private_as_public, run_competition
+    from dp_arena.cli.schema import write_proposal
+    from dp_arena.data.propose import ProposalSettings, propose
 
     frame = mixed_table(800, 5)
     proposal = propose(frame, ProposalSettings("public"))
@@ -212,7 +212,7 @@ def test_a_public_proposal_made_from_the_private_frame_is_refused_by_run_competi
 # ----- from-private marks -----------------------------------------------------------------------
 @pytest.fixture
 def state_dir(tmp_path, monkeypatch) -> Path:
-    from harness.data.provenance import STATE_ENV
+    from dp_arena.data.provenance import STATE_ENV
 
     folder = tmp_path / "state"
     monkeypatch.setenv(STATE_ENV, str(folder))
@@ -238,8 +238,8 @@ def without_block(path: Path, edit=None) -> Path:
 
 def test_from_private_schema_with_its_block_deleted_is_still_private(tmp_path, capsys,
                                                                      state_dir):
-    from harness.data.datasets import load_csv_dataset
-    from harness.data.provenance import registry_path
+    from dp_arena.data.datasets import load_csv_dataset
+    from dp_arena.data.provenance import registry_path
 
     raw, params = from_private_schema(tmp_path, capsys)
     assert read_source(params).source == "private"
@@ -260,7 +260,7 @@ def test_from_private_schema_with_its_block_deleted_is_still_private(tmp_path, c
 
 
 def test_marks_follow_the_content_not_the_file(tmp_path, capsys, state_dir, monkeypatch):
-    from harness.data.provenance import STATE_ENV
+    from dp_arena.data.provenance import STATE_ENV
 
     _, params = from_private_schema(tmp_path, capsys)
     original = params.read_text()
@@ -314,8 +314,8 @@ PEAK = textwrap.dedent("""
 """)
 
 REFUSE = PEAK + textwrap.dedent("""
-    from harness.errors import ConfigError
-    from harness.run.preflight import check_file_fits
+    from dp_arena.errors import ConfigError
+    from dp_arena.run.preflight import check_file_fits
     before = start()
     try:
         check_file_fits("dataset.path", Path(sys.argv[1]), float(sys.argv[2]))
@@ -328,7 +328,7 @@ REFUSE = PEAK + textwrap.dedent("""
 
 READ = PEAK + textwrap.dedent("""
     import pandas as pd
-    from harness.run.preflight import estimated_loaded_bytes
+    from dp_arena.run.preflight import estimated_loaded_bytes
     estimate = estimated_loaded_bytes(Path(sys.argv[1]))
     before = start()
     frame = pd.read_csv(sys.argv[1])
@@ -349,7 +349,7 @@ def run_isolated(script: str, *args: str) -> tuple[int, str]:
 
 
 def test_a_csv_whose_loaded_size_exceeds_the_limit_is_refused_before_it_is_read(tmp_path):
-    from harness.run.preflight import loaded_bytes_at_least
+    from dp_arena.run.preflight import loaded_bytes_at_least
 
     limit_mb = 100
     # 0.4 x the limit of one-digit integers: the size check passes, but each 2-byte field

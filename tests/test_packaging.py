@@ -1,11 +1,10 @@
-"""A regular install works: the wheel ships conf/ (as package data of ``harness._conf``) and
-every package, and ``dp-arena`` runs from an empty folder with nothing but the wheel.
+"""A regular install works: the wheel ships dp_arena/conf/ (package data) and every package, and ``dp-arena`` runs from an empty folder with nothing but the wheel.
 
 The slow test builds the wheel from a copy of the sources, installs it into a fresh venv and
 runs a one-job sweep there. The fresh venv reuses this venv's dependencies through a ``.pth``
 file listing this venv's site-packages: a folder added by a ``.pth`` file does not have its own
-``.pth`` files processed, so the editable install's import hook is not loaded and ``harness``
-must come from the wheel (asserted).
+``.pth`` files processed, so the editable install's import hook is not loaded and ``dp_arena``
+must come from the wheel (asserted); the old top-level names are not importable there.
 """
 
 from __future__ import annotations
@@ -15,49 +14,29 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
 import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
-import harness
-from harness import resources
-from harness.errors import DPArenaError
+import dp_arena
+from dp_arena import resources
+from dp_arena.errors import DPArenaError
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness", "mechanisms", "metrics")
 #: What a wheel is built from (the rest of the checkout is not product).
-SOURCES = ("pyproject.toml", "README.md", "conf", *PACKAGES)
-
-
-def listed_packages() -> set[str]:
-    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-
-
-def packages_in_tree() -> set[str]:
-    return {".".join(init.parent.relative_to(ROOT).parts)
-            for pkg in PACKAGES for init in (ROOT / pkg).rglob("__init__.py")}
-
-
-def test_every_package_of_the_tree_is_listed_for_the_wheel():
-    """pyproject lists packages (so conf/ can ship as ``harness._conf``): a new subpackage that
-    is not listed would be missing from every regular install."""
-    missing = packages_in_tree() - listed_packages()
-    assert not missing, f"add {sorted(missing)} to [tool.setuptools] packages in pyproject.toml"
-    assert listed_packages() - packages_in_tree() == {"harness._conf"}
+SOURCES = ("pyproject.toml", "README.md", "dp_arena")
 
 
 def test_a_checkout_uses_its_own_conf():
     assert resources.checkout_root() == ROOT
-    assert resources.config_dir() == ROOT / "conf"
+    assert resources.config_dir() == ROOT / "dp_arena" / "conf"
     assert (resources.config_dir() / "mechanism" / "independent.yaml").is_file()
 
 
 def test_an_install_without_its_conf_says_how_to_fix_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(resources, "checkout_root", lambda: None)
-    monkeypatch.setattr(resources, "packaged_config_dir", lambda: tmp_path / "_conf")
+    monkeypatch.setattr(resources, "packaged_config_dir", lambda: tmp_path / "conf")
     with pytest.raises(DPArenaError, match="config folder is missing") as err:
         resources.config_dir()
     assert "reinstall dp-arena" in str(err.value)
@@ -100,11 +79,13 @@ def fresh_venv_with_wheel(wheel: Path, where: Path) -> Path:
 def test_the_wheel_runs_a_sweep_from_an_empty_folder(tmp_path):
     wheel = build_wheel(tmp_path / "dist", tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
-    assert "harness/_conf/config.yaml" in names
-    assert "harness/_conf/taxonomy/chicago_sides.yaml" in names
-    assert "harness/_conf/hydra/launcher/local.yaml" in names
-    shipped = {n.removeprefix("harness/_conf/") for n in names if n.startswith("harness/_conf/")}
-    assert shipped == {str(p.relative_to(ROOT / "conf")) for p in (ROOT / "conf").rglob("*.yaml")}
+    conf = ROOT / "dp_arena" / "conf"
+    shipped = {n.removeprefix("dp_arena/conf/") for n in names if n.startswith("dp_arena/conf/")}
+    assert shipped == {str(p.relative_to(conf)) for p in conf.rglob("*.yaml")}
+    assert {"config.yaml", "taxonomy/chicago_sides.yaml", "hydra/launcher/local.yaml"} <= shipped
+    packages = {str(Path(n).parent).replace("/", ".") for n in names if n.endswith("__init__.py")}
+    in_tree = {".".join(i.parent.relative_to(ROOT).parts) for i in (ROOT / "dp_arena").rglob("__init__.py")}
+    assert packages == in_tree  # every subpackage ships
 
     env_dir = fresh_venv_with_wheel(wheel, tmp_path / "venv")
     empty = tmp_path / "empty"
@@ -114,17 +95,19 @@ def test_the_wheel_runs_a_sweep_from_an_empty_folder(tmp_path):
     env["DP_ARENA_JOBS"] = "1"
     where = subprocess.run(
         [str(env_dir / "bin" / "python"), "-c",
-         ("import harness, mechanisms, metrics; from harness.resources import config_dir;"
-          "from harness.report.tracking import code_version;"
-          "print(harness.__file__, mechanisms.__file__, metrics.__file__, config_dir(),"
-          " code_version(), sep='\\n')")],
+         ("import importlib.util, dp_arena, dp_arena.mechanisms as m, dp_arena.metrics as s;"
+          "from dp_arena.resources import config_dir;"
+          "from dp_arena.report.tracking import code_version;"
+          "old = [n for n in ('harness', 'mechanisms', 'metrics') if importlib.util.find_spec(n)];"
+          "assert not old, old;"
+          "print(dp_arena.__file__, m.__file__, s.__file__, config_dir(), code_version(), sep='\\n')")],
         check=False, cwd=empty, env=env, capture_output=True, text=True, timeout=300)
     assert where.returncode == 0, where.stderr
     *modules, conf, version = where.stdout.split()
     for module in modules:  # imported from the wheel, not from the checkout's editable install
         assert Path(module).is_relative_to(env_dir), module
-    assert Path(conf) == Path(modules[0]).parent / "_conf"
-    assert version == harness.__version__  # the package version: no git outside a checkout
+    assert Path(conf) == Path(modules[0]).parent / "conf"
+    assert version == dp_arena.__version__  # the package version: no git outside a checkout
 
     db = tmp_path / "mlflow.db"
     sweep = subprocess.run(

@@ -1,4 +1,4 @@
-"""Declared parameter constraints (harness/params.py): the vocabulary, every mechanism's and
+"""Declared parameter constraints (dp_arena/params.py): the vocabulary, every mechanism's and
 metric's declarations, and one message at the path the user wrote."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.params import Interval, OneOf, Satisfies, accepts, check_parameters
-from mechanisms import MECHANISMS, make_mechanism, mechanism_class
-from metrics import METRICS, make_metric, metric_class
+from dp_arena.errors import ConfigError
+from dp_arena.params import Interval, OneOf, Satisfies, accepts, check_parameters
+from dp_arena.mechanisms import MECHANISMS, make_mechanism, mechanism_class
+from dp_arena.metrics import METRICS, make_metric, metric_class
 
 
 @pytest.mark.parametrize("constraint, good, bad, words", [
@@ -67,7 +67,7 @@ def test_a_value_outside_is_one_message_with_an_example_at_the_path_written():
 
 
 def test_built_directly_the_constraints_still_hold():
-    from mechanisms.rdt import RDT
+    from dp_arena.mechanisms.rdt import RDT
 
     with pytest.raises(ConfigError, match=r"mechanism\.max_depth must be null or an integer >= 0 "
                                           r"or 'all' \(got -1\)"):

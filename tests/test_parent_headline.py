@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.report.headline import TABLE_FILE, eps_key, headline, log_headline
-from harness.report.leaderboard import build_leaderboard
+from dp_arena.report.headline import TABLE_FILE, eps_key, headline, log_headline
+from dp_arena.report.leaderboard import build_leaderboard
 from tests.support.board import frame
 from tests.support.terminal_rows import rows
 
@@ -37,7 +37,7 @@ def test_eps_keys_are_valid_mlflow_names():
 
 
 def test_the_parent_run_gets_metrics_tags_and_the_board_table(tracking_uri):
-    from harness.report.tracking import client_for, ensure_experiment
+    from dp_arena.report.tracking import client_for, ensure_experiment
 
     client = client_for(tracking_uri)
     exp = ensure_experiment(client, "dp-arena/t")

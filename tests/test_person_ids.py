@@ -9,18 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset, load_taxi_sim
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms.base import assign_ids
-from mechanisms.person_ids import (
+from dp_arena.data.datasets import Dataset, load_taxi_sim
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms.base import assign_ids
+from dp_arena.mechanisms.person_ids import (
     apportion,
     ids_from_public_profiles,
     match_by_key,
     noisy_person_count,
 )
-from metrics.challenge import hoc_score
+from dp_arena.metrics.challenge import hoc_score
 from tests.support.tolerances import mean_se, sd_rel_se, statistical
 
 PROFILE = ["pickup_community_area", "shift"]

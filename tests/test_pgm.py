@@ -1,4 +1,4 @@
-"""mechanisms.pgm: the shared mbi glue (marginals, totals, sampling, selection, calibration).
+"""dp_arena.mechanisms.pgm: the shared mbi glue (marginals, totals, sampling, selection, calibration).
 
 Tolerances: (c) marginals of a fitted model against brute-force summation of its joint and
 against the reference library (the same exponentiated potentials summed in another order over a
@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.privacy.accounting import Budget, compose
-from mechanisms import pgm
+from dp_arena.privacy.accounting import Budget, compose
+from dp_arena.mechanisms import pgm
 from tests.support.refcount import only_reference_counting
 
 
@@ -68,7 +68,7 @@ def noisy_model(codes, domain, cliques, rng, iters=100):
 
 
 def test_tree_marginals_match_the_full_joint(fitted):
-    """Belief propagation (mechanisms.pgm.mirror_descent) and TreeMarginals, for cliques inside a
+    """Belief propagation (dp_arena.mechanisms.pgm.mirror_descent) and TreeMarginals, for cliques inside a
     node, across nodes and across components, against brute-force summation of the joint."""
     domain, _, _, model = fitted
     tm = pgm.TreeMarginals(model)
@@ -94,7 +94,7 @@ def test_marginals_do_not_depend_on_the_queries_before(fitted, monkeypatch):
     over several attribute sets: every marginal, in any attribute order, matches the full
     joint, and is bit for bit what a fresh instance computes and what one remembering
     nothing computes in the reverse order."""
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
     model = noisy_model(codes, domain, [("a",), ("e",), ("a", "b"), ("b", "c", "d")],
@@ -117,7 +117,7 @@ def test_marginals_do_not_depend_on_the_queries_before(fitted, monkeypatch):
 def test_the_memo_forgets_the_least_recently_used_first():
     """By hand, a budget of 10 cells: a (4) and b (4) fit; reading a makes b the oldest, so
     c (4) evicts b only; an array larger than the budget is not kept and evicts nothing."""
-    from mechanisms.pgm.marginals import Memo
+    from dp_arena.mechanisms.pgm.marginals import Memo
 
     memo = Memo(10)
     a, b, c = np.zeros(4), np.ones(4), np.full(4, 2.0)
@@ -136,7 +136,7 @@ def test_a_memo_that_forgets_gives_the_same_marginals(fitted, monkeypatch):
     the chain below, 126 cells in all, so the small one keeps forgetting) every 2- and 3-way
     marginal of a chain model is bit for bit what an unbounded memo computes, in forward and
     reverse order, and the memo never holds more than its budget."""
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
     model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")],
@@ -160,7 +160,7 @@ def test_marginals_from_the_cheapest_root_are_the_same(fitted, monkeypatch):
     covering subtree's cheapest root (TreeMarginals._cheapest_root) instead of the default
     one: on a chain (a, b) - (b, c) - (c, d) - (d, e) every 2- and 3-way marginal, in any
     attribute order, still matches the full joint, and some query does change root."""
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
     model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")],
@@ -202,7 +202,7 @@ def test_numpy_mirror_descent_is_mbis_step_for_step(fitted):
     rounding may flip one line-search decision, and both converge to the same optimum)."""
     from mbi import estimation as mbi_estimation
 
-    from mechanisms.pgm.mirror_descent import mirror_descent
+    from dp_arena.mechanisms.pgm.mirror_descent import mirror_descent
 
     domain, _, ms, _ = fitted
     ms = [*ms[:2], pgm.Measurement(("c",), ms[2].y, 5.0, np.array([1.0, 0.5])), *ms[3:]]
@@ -227,7 +227,7 @@ def test_shared_sums_are_the_direct_sums_with_passes_shared():
     table need 3 direct passes; shared, one pass sums out b (no set but (a,b) holds it)
     for (a,c) and (a,d), and (a,b) costs one more: 2 passes over the 4-axis table.
     Tolerance: sums in another order, rtol 1e-12 for entries of at most 600 cells of O(1)."""
-    from mechanisms.pgm.mirror_descent import shared_sums
+    from dp_arena.mechanisms.pgm.mirror_descent import shared_sums
 
     rng = np.random.default_rng(3)
     attrs = ("a", "b", "c", "d")
@@ -265,7 +265,7 @@ def test_calibration_with_children_sharing_a_parent_matches_the_joint():
     messages come from one set of passes over the parent, ``shared_sums``): every node's
     belief is the brute-force marginal of the potentials' joint. Tolerance: the joint's
     2,880 cells summed in another order, rtol 1e-10."""
-    from mechanisms.pgm.mirror_descent import JunctionTree
+    from dp_arena.mechanisms.pgm.mirror_descent import JunctionTree
 
     domain = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3, "f": 2, "g": 2}
     cliques = (("a", "b", "c"), ("a", "d"), ("a", "e"), ("b", "c", "f"), ("c", "g"))
@@ -331,7 +331,7 @@ def test_downward_closure_and_weights():
 def test_a_solved_plan_always_fits_the_ledger_charged_one_at_a_time(accountant):
     """The ledger has no tolerance and recomposes charges one by one; a plan calibrated by
     solve_scale must never be refused, whatever its shape, and must spend the budget to 1e-9."""
-    from harness.privacy.accounting import Ledger
+    from dp_arena.privacy.accounting import Ledger
 
     rng = np.random.default_rng(7)
     for _ in range(60):
@@ -397,7 +397,7 @@ def test_simplex_projection_is_the_constrained_minimiser():
 def test_fit_one_way_is_what_mirror_descent_converges_to():
     """MST's compressed 1-way measurements (a diagonal weight on the merged cell): the closed
     form equals a long mirror-descent fit of the same measurements, marginals and products."""
-    from mechanisms.pgm.mst import _compress_measurement
+    from dp_arena.mechanisms.pgm.mst import _compress_measurement
 
     rng = np.random.default_rng(0)
     domain = {"a": 6, "b": 4, "c": 9}
@@ -468,7 +468,7 @@ def test_stratified_rounding_keeps_counts_within_two_of_expected(fitted):
 
 
 def test_unknown_sampling_method_is_refused(fitted):
-    from harness.errors import ConfigError
+    from dp_arena.errors import ConfigError
 
     domain, _, _, model = fitted
     with pytest.raises(ConfigError, match="sampling method"):
@@ -478,7 +478,7 @@ def test_unknown_sampling_method_is_refused(fitted):
 def test_largest_intermediate_by_hand():
     """Contracting ab, bc, cd to ad (a=2, b=3, c=5, d=7): (ab, bc) -> ac (10 cells), then
     (cd, ac) -> ad (14); the other order, (bc, cd) -> bd (21), then (ab, bd) -> ad (14)."""
-    from mechanisms.pgm.marginals import _largest_intermediate
+    from dp_arena.mechanisms.pgm.marginals import _largest_intermediate
 
     sizes = {"a": 2, "b": 3, "c": 5, "d": 7}
     ops = [["a", "b"], ["b", "c"], ["c", "d"]]
@@ -493,7 +493,7 @@ def test_a_contraction_over_the_cap_is_split_and_the_same(monkeypatch):
     (and its operands) is done one value of the target's largest attribute at a time, down
     to slices whose intermediates fit: the same array as numpy's own einsum (float64
     rounding over sums of at most 6 x 5 terms)."""
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     rng = np.random.default_rng(4)
     sizes = {"a": 4, "b": 6, "c": 5, "d": 7, "e": 3}
@@ -557,7 +557,7 @@ def test_a_marginal_whose_messages_exceed_the_cap_is_computed_by_slices(wide_cha
     of at most 10^6 terms), and allocates at most its result plus WORKING_CELLS (4 x the
     cap; the tables are smaller) float64 cells, while the unsliced one allocates at least
     its 10^6-cell message."""
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     monkeypatch.setattr(marginals, "MEMO_CELLS", 0)
     whole, whole_peak = traced_marginal(wide_chain, ("a", "c", "e"))
@@ -594,7 +594,7 @@ def test_tree_marginals_are_freed_when_dropped_without_the_cycle_collector(fitte
     a round over three rounds."""
     import weakref
 
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
     model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("b", "e")],
@@ -617,7 +617,7 @@ def test_tree_marginals_are_freed_when_dropped_without_the_cycle_collector(fitte
 def test_post_order_visits_children_first_in_their_order():
     """A hand-built tree: r has children x, y; x has u, v; y has w. Post order (the order a
     recursion from r returns in): u v x w y r; a lone root is itself."""
-    from mechanisms.pgm.marginals import _post_order
+    from dp_arena.mechanisms.pgm.marginals import _post_order
 
     children = {("r",): [("x",), ("y",)], ("x",): [("u",), ("v",)], ("y",): [("w",)],
                 ("u",): [], ("v",): [], ("w",): []}
@@ -648,7 +648,7 @@ def test_marginals_by_slices_of_every_attribute_match_the_full_joint(fitted, mon
     nodes holds every clique attribute that shrinks its messages, down to tables sliced to
     single cells, and contractions are split: every 2- and 3-way marginal, in any attribute
     order, still matches the full joint, bit for bit the same when asked again."""
-    from mechanisms.pgm import marginals
+    from dp_arena.mechanisms.pgm import marginals
 
     domain, codes, _, _ = fitted
     model = noisy_model(codes, domain, [("a", "b"), ("b", "c"), ("c", "d"), ("b", "e")],

@@ -18,18 +18,18 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.data.datasets import Dataset, load_shared_dataset, load_taxi_sim
-from harness.data.schema import Schema
-from harness.data.taxi.sequences import (
+from dp_arena.data.datasets import Dataset, load_shared_dataset, load_taxi_sim
+from dp_arena.data.schema import Schema
+from dp_arena.data.taxi.sequences import (
     SequenceSpec,
     sequence_view,
     sequences_from_lists,
 )
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism
-from mechanisms.prefix_tree import (
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.prefix_tree import (
     Release,
     block_taxonomy,
     build_noisy_tree,

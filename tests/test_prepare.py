@@ -1,5 +1,5 @@
 """``dp-arena-prepare chicago`` and ``dataset=chicago_sample``: Chicago taxi exports -> the Sprint 3
-schema (harness/data/taxi/chicago.py), hand-computed rows, the 200-trip cap, bad exports, the real
+schema (dp_arena/data/taxi/chicago.py), hand-computed rows, the 200-trip cap, bad exports, the real
 sample (realdata).
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli.prepare import main as prepare_main
-from harness.data.datasets import load_dataset
-from harness.data.taxi.chicago import (
+from dp_arena.cli.prepare import main as prepare_main
+from dp_arena.data.datasets import load_dataset
+from dp_arena.data.taxi.chicago import (
     ChicagoExportError,
     normalise_column_name,
     parse_start_times,
@@ -28,8 +28,8 @@ from harness.data.taxi.chicago import (
     shift_index,
     week_index,
 )
-from harness.data.taxi.sprint3 import taxi_schema
-from harness.errors import DPArenaError
+from dp_arena.data.taxi.sprint3 import taxi_schema
+from dp_arena.errors import DPArenaError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "chicago_portal_export.csv"
 SAMPLE = "chicago-taxi-sample.csv"
@@ -280,9 +280,9 @@ def test_chicago_sample_without_the_file_says_where_it_looked(tmp_path):
 
 
 def test_challenge_metric_scores_record_level_trips_without_hoc(fixture_prepared):
-    from harness.data.datasets import Dataset
-    from harness.data.taxi.chicago import prepared_schema
-    from metrics.challenge import ChallengeMetric
+    from dp_arena.data.datasets import Dataset
+    from dp_arena.data.taxi.chicago import prepared_schema
+    from dp_arena.metrics.challenge import ChallengeMetric
 
     trips = fixture_prepared.trips.drop(columns="taxi_id")
     data = Dataset("trips", prepared_schema(record_level=True), trips, unit="record")
@@ -303,7 +303,7 @@ def test_challenge_metric_scores_record_level_trips_without_hoc(fixture_prepared
 # ----- prepared files are the owner's only -------------------------------------------------
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 def test_prepared_private_files_are_owner_only(tmp_path):
-    from harness.cli.prepare import main as prepare_main
+    from dp_arena.cli.prepare import main as prepare_main
 
     old = os.umask(0o022)
     try:

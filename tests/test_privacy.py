@@ -1,4 +1,4 @@
-"""The privacy accounting (harness.privacy.accounting): the write-up's sigmas, conversions
+"""The privacy accounting (dp_arena.privacy.accounting): the write-up's sigmas, conversions
 against autodp and hand formulas, the analytic Gaussian mechanism, the ledger's remainders.
 
 Tolerances: (d) the write-up's sigmas are printed to 2 decimals: abs=0.005, half a unit of the
@@ -19,8 +19,8 @@ import pytest
 from autodp import mechanism_zoo, transformer_zoo
 from scipy.stats import norm
 
-from harness.errors import BudgetExceededError, ConfigError
-from harness.privacy.accounting import (
+from dp_arena.errors import BudgetExceededError, ConfigError
+from dp_arena.privacy.accounting import (
     Budget,
     Ledger,
     analytic_gaussian_delta,
@@ -178,7 +178,7 @@ def test_gaussian_needs_delta():
 def test_mixed_charges_compose_additively_under_gdp_and_via_rho_under_zcdp():
     lap = dict(name="l", kind="laplace", sensitivity=1.0, scale=4.0)  # eps 0.25
     gauss = dict(name="g", kind="gaussian", sensitivity=1.0, scale=5.0)
-    from harness.privacy.accounting import Charge
+    from dp_arena.privacy.accounting import Charge
     charges = [Charge(**lap), Charge(**gauss)]
     eps_gdp, _ = compose(charges, 1e-6, "gdp")
     assert eps_gdp == pytest.approx(0.25 + gdp_epsilon(0.2, 1e-6))
@@ -230,7 +230,7 @@ def test_remaining_pure_epsilon_under_zcdp_by_hand():
 def test_remaining_pure_epsilon_fills_the_budget_on_the_accountants_own_composition(accountant):
     """The gdp ledger reports min(GDP + basic, zCDP): what is left is not eps - spent (issue
     13 item 6); the solved E fits, spends the budget to 1e-9, and 1e-6 more would not fit."""
-    from harness.privacy.accounting import Charge
+    from dp_arena.privacy.accounting import Charge
     budget = Budget(1.0, 1e-9)
     ledger = Ledger(budget, accountant)
     ledger.charge("measure", "gaussian", 1.0, gaussian_sigma(1, 1.0, Budget(0.5, 1e-9)))
@@ -252,7 +252,7 @@ def test_remaining_pure_epsilon_fills_the_budget_on_the_accountants_own_composit
 
 
 def test_gdp_takes_the_smaller_valid_bound_when_pure_charges_are_mixed_in():
-    from harness.privacy.accounting import Charge
+    from dp_arena.privacy.accounting import Charge
     # Many small exponential-mechanism selections: adding epsilons (1.0 in total) is far looser
     # than zCDP (rho = 100 * 0.01^2 / 8), so the gdp accountant reports the zCDP bound.
     charges = [Charge("select", "exponential", 1.0, 2.0 / 0.01, count=100),

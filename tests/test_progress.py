@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from harness.sweep.progress import (
+from dp_arena.sweep.progress import (
     RELATIVE_COST,
     ProgressMonitor,
     RunState,
@@ -28,7 +28,7 @@ from harness.sweep.progress import (
     run_group,
     sweep_state,
 )
-from harness.sweep.records import SweepPlan, from_json
+from dp_arena.sweep.records import SweepPlan, from_json
 
 #: The default sweep's mechanisms in Hydra's order (mechanism-major: fast ones come first).
 DEFAULT = ["independent", "archetype", "prefix_tree", "mst", "aim", "adaptive_grid",

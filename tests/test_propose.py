@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli.schema import main as schema_main
-from harness.data.conform import conform
-from harness.data.datasets import Dataset, load_dataset
-from harness.data.guards import dataset_warnings
-from harness.data.propose import ProposalSettings, propose, quantile_edges, threshold
-from harness.data.schema import Column, Schema
-from harness.errors import DPArenaError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
+from dp_arena.cli.schema import main as schema_main
+from dp_arena.data.conform import conform
+from dp_arena.data.datasets import Dataset, load_dataset
+from dp_arena.data.guards import dataset_warnings
+from dp_arena.data.propose import ProposalSettings, propose, quantile_edges, threshold
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import DPArenaError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -138,7 +138,7 @@ def seeded_releaser(epsilon: float, seed: int) -> Releaser:
 def test_dp_categories_are_exactly_the_values_above_the_threshold():
     """Re-draw the noise with the releaser's seed: the kept categories are exactly the keys
     whose noisy count passed tau, and a value held by one person is (almost) never kept."""
-    from harness.data.infer import CLASSES
+    from dp_arena.data.infer import CLASSES
 
     n_common = 3000
     df = pd.DataFrame({"pay": ["Cash"] * n_common + ["Card"] * n_common + ["Rare"]})
@@ -173,7 +173,7 @@ def test_dp_spend_is_the_ledgers_and_never_over_budget():
     eps, delta = prop.spent()
     assert 1.99 < eps <= 2.0 and delta <= 1e-6
     charged = sum(c.sensitivity / c.scale * (2 if c.kind == "exponential" else 1)
-                  for c in (pytest.importorskip("harness.privacy.accounting").Charge(**c)
+                  for c in (pytest.importorskip("dp_arena.privacy.accounting").Charge(**c)
                             for c in prop.ledger["charges"]))
     assert charged == pytest.approx(eps)
 
@@ -210,7 +210,7 @@ def test_dp_command_writes_schema_and_ledger_and_runs_report_it(tmp_path, capsys
     assert params["proposal"]["epsilon_spent"] == ledger["total"]["epsilon"] <= 1.0
     ds = load_dataset({"name": "csv", "path": str(csv), "schema": str(out)})
     assert ds.schema_source.epsilon == ledger["total"]["epsilon"]
-    from harness.data.conform import schema_numbers
+    from dp_arena.data.conform import schema_numbers
     numbers = schema_numbers(ds.schema_source, 1.0, 0.0)
     assert numbers["epsilon_total"] == pytest.approx(1.0 + ledger["total"]["epsilon"])
 
@@ -221,7 +221,7 @@ def test_from_private_is_labelled(tmp_path, capsys):
     out = tmp_path / "p.json"
     assert run_cli([str(csv), "--out", str(out), "--from-private"], capsys)[0] == 0
     ds = load_dataset({"name": "csv", "path": str(csv), "schema": str(out)})
-    from harness.data.conform import schema_tags
+    from dp_arena.data.conform import schema_tags
     assert schema_tags(ds.schema_source)["schema_note"] == "schema from private data (not DP)"
 
 

@@ -1,4 +1,4 @@
-"""``rdt``: random decision trees for private attributes (mechanisms.rdt).
+"""``rdt``: random decision trees for private attributes (dp_arena.mechanisms.rdt).
 
 Ledger totals, structure independence from the private data, the leaf noise's scale, chained
 private attributes, fallbacks that read no raw private counts, schema-valid output and clear
@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset, load_shared_dataset
-from harness.data.schema import Column
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism, rdt
-from mechanisms.rdt import (
+from dp_arena.data.datasets import Dataset, load_shared_dataset
+from dp_arena.data.schema import Column
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism, rdt
+from dp_arena.mechanisms.rdt import (
     TreeStructure,
     collapse_rare_values,
     grow_tree,
@@ -99,7 +99,7 @@ def test_epsilon_per_tree_charges_trees_times_epsilon(m, per_tree, accountant):
 
 
 def test_epsilon_per_tree_over_the_budget_is_refused_with_the_total_before_any_charge():
-    from harness.errors import BudgetExceededError
+    from dp_arena.errors import BudgetExceededError
 
     data = people_dataset()
     with pytest.raises(BudgetExceededError) as caught:
@@ -158,7 +158,7 @@ def test_mst_base_spends_exactly_the_budget_under_either_accountant(accountant):
 def test_tree_epsilon_is_what_the_ledger_admits():
     """Hand case: a pure ledger with 0.25 spent leaves 0.75 for the trees (a hair below);
     a ledger spent to the budget leaves nothing: one clear error."""
-    from harness.errors import BudgetExceededError
+    from dp_arena.errors import BudgetExceededError
 
     ledger = Ledger(Budget(1.0))
     ledger.charge("base", "laplace", 1.0, 4.0)
@@ -456,7 +456,7 @@ def test_unknown_setting_is_refused():
 # ----- Adult ------------------------------------------------------------------------------
 @pytest.mark.realdata
 def test_adult_beats_the_noisy_marginal(shared_data):
-    from metrics.duke_utility import DukeUtility
+    from dp_arena.metrics.duke_utility import DukeUtility
 
     data = load_shared_dataset("adult", data_dir=str(shared_data), public_fraction=0.5)
     budget = Budget(1.0)
@@ -611,7 +611,7 @@ def test_chain_does_not_change_the_first_forest():
 def test_report_preset_sets_every_element_of_the_report():
     import yaml
 
-    from harness.resources import config_dir
+    from dp_arena.resources import config_dir
 
     preset = yaml.safe_load((config_dir() / "mechanism" / "rdt_report.yaml").read_text())
     assert preset.pop("name") == "rdt"
@@ -632,7 +632,7 @@ def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
     """The ``rdt_report`` preset with the report's collapse Method 1 on Adult (half public)."""
     import yaml
 
-    from harness.resources import config_dir
+    from dp_arena.resources import config_dir
 
     preset = yaml.safe_load((config_dir() / "mechanism" / "rdt_report.yaml").read_text())
     preset.pop("name")
@@ -653,7 +653,7 @@ def test_adult_report_preset_spends_at_most_the_budget(shared_data, accountant):
 def test_report_collapse_methods_as_the_report_words_them():
     """Method 1: only Pay regrouped ($10,000 units), nothing else adjusted; Method 2: Pay in
     $25,000 units, Agency < 500 and Occupation < 200 combined, nothing else."""
-    from mechanisms.rdt.attributes import report_collapse_method
+    from dp_arena.mechanisms.rdt.attributes import report_collapse_method
 
     one = report_collapse_method(1, "pay", "agency", "occupation")
     assert one == {"collapse_above": None, "collapse_min_count": None,

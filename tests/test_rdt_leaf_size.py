@@ -1,4 +1,4 @@
-"""The Duke report's n_B study (mechanisms.rdt.leaf_size): the exact Laplace-binomial interval
+"""The Duke report's n_B study (dp_arena.mechanisms.rdt.leaf_size): the exact Laplace-binomial interval
 against hand-computed cases and a simulation, and the minimum leaf size it implies.
 
 Tolerances: (c) interval endpoints are brentq roots to xtol 1e-9 * n, checked against closed
@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.errors import ConfigError
-from mechanisms.rdt.leaf_size import (
+from dp_arena.errors import ConfigError
+from dp_arena.mechanisms.rdt.leaf_size import (
     interval_width,
     laplace_binomial_cdf,
     leaf_size_study,
@@ -123,7 +123,7 @@ def direct_mass(n: int, p: float, lam: float, lo: float, hi: float) -> float:
 
 
 def test_report_worked_example_interval_and_that_its_bound_is_loose():
-    from mechanisms.rdt.leaf_size import report_interval
+    from dp_arena.mechanisms.rdt.leaf_size import report_interval
 
     lo, hi = report_interval(1000, 0.25, 0.4, 0.90)
     assert lo == pytest.approx(0.2269, abs=5e-5) and hi == pytest.approx(0.2734, abs=5e-5)
@@ -137,7 +137,7 @@ def test_report_worked_example_interval_and_that_its_bound_is_loose():
 @pytest.mark.parametrize("n, p, lam, conf", [(200, 0.1, 0.3, 0.90), (50, 0.5, 1.0, 0.95),
                                              (400, 0.01, 0.2, 0.90)])
 def test_report_interval_has_the_stated_mass_by_direct_sum(n, p, lam, conf):
-    from mechanisms.rdt.leaf_size import report_interval
+    from dp_arena.mechanisms.rdt.leaf_size import report_interval
 
     lo, hi = report_interval(n, p, lam, conf)
     alpha = 1 - conf
@@ -149,7 +149,7 @@ def test_report_interval_has_the_stated_mass_by_direct_sum(n, p, lam, conf):
 
 
 def test_report_interval_at_p_zero_stays_in_unit_interval_by_hand():
-    from mechanisms.rdt.leaf_size import report_interval
+    from dp_arena.mechanisms.rdt.leaf_size import report_interval
 
     # p_i0 = 0: Y = L, P(L > t) = 0.5 exp(-lambda t) = 0.05 -> t = ln(10) / lambda; the
     # lower end (-t / n) is clipped to 0 (the mechanism clamps shares at 0)
@@ -163,7 +163,7 @@ def test_report_interval_at_p_zero_stays_in_unit_interval_by_hand():
 @pytest.mark.parametrize("width, conf, p, lam", [(0.05, 0.90, 0.25, 0.4), (0.1, 0.95, 0.5, 0.1),
                                                  (0.02, 0.90, 0.05, 1.0)])
 def test_report_min_n_B_round_trip(width, conf, p, lam):
-    from mechanisms.rdt.leaf_size import report_interval, report_min_n_B
+    from dp_arena.mechanisms.rdt.leaf_size import report_interval, report_min_n_B
 
     n = report_min_n_B(width, conf, p, lam)
     lo, hi = report_interval(n, p, lam, conf)
@@ -174,7 +174,7 @@ def test_report_min_n_B_round_trip(width, conf, p, lam):
 
 
 def test_report_min_n_B_within_the_worked_example_bounds():
-    from mechanisms.rdt.leaf_size import report_interval, report_min_n_B_within
+    from dp_arena.mechanisms.rdt.leaf_size import report_interval, report_min_n_B_within
 
     n = report_min_n_B_within(0.22, 0.27, 0.90, 0.25, 0.4)
     lo, hi = report_interval(n, 0.25, 0.4, 0.90)
@@ -188,7 +188,7 @@ def test_report_min_n_B_within_the_worked_example_bounds():
 
 
 def test_figures_have_a_bar_per_lambda_and_n_and_a_histogram_per_p():
-    from mechanisms.rdt.leaf_size import figure_1, figure_2
+    from dp_arena.mechanisms.rdt.leaf_size import figure_1, figure_2
 
     fig = figure_1((0.0, 0.25), (0.2, 0.4), (100, 1000))
     panels = [ax for ax in fig.axes if ax.get_visible()]

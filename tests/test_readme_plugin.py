@@ -15,7 +15,7 @@ import sys
 import pytest
 from mlflow import MlflowClient
 
-from harness.data.datasets import PROJECT_ROOT
+from dp_arena.data.datasets import PROJECT_ROOT
 
 
 def readme_example() -> str:
@@ -36,7 +36,7 @@ def test_the_readme_plugin_mechanism_runs_and_spends_exactly_its_budget(csv_dir)
     env = {**os.environ, "MLFLOW_TRACKING_URI": "", "DP_ARENA_JOBS": "1",
            "PYTHONPATH": os.pathsep.join([str(csv_dir), str(PROJECT_ROOT)])}
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "plugins=[my_pkg.noisy_histogram]",
+        [sys.executable, "-m", "dp_arena.cli.main", "plugins=[my_pkg.noisy_histogram]",
          f"hydra.searchpath=[file://{csv_dir / 'my_conf'}]", "mechanism=noisy_histogram",
          "dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
          "dataset.unit=record", "privacy.epsilon=1", "privacy.delta=0", "metrics=kmarginal",

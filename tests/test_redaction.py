@@ -1,4 +1,4 @@
-"""What dp-arena prints and logs keeps the data and the credentials out (harness/redact.py and
+"""What dp-arena prints and logs keeps the data and the credentials out (dp_arena/redact.py and
 the runner's failure reasons): error messages name a file without its bytes, offsets or rows;
 a failure reason keeps a column's name but not its values; credentials are stripped from URIs,
 commands and run params."""
@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.data.datasets import read_csv_file
-from harness.errors import DPArenaError
-from harness.redact import (
+from dp_arena.data.datasets import read_csv_file
+from dp_arena.errors import DPArenaError
+from dp_arena.redact import (
     command_without_credentials,
     scrubbed_reason,
     without_credentials,
 )
-from harness.run.runner import failure_message, log_params
+from dp_arena.run.runner import failure_message, log_params
 
 SECRET_ROW = "Alice Q. Smith,1987-03-04,42017"
 
@@ -91,7 +91,7 @@ class RecordingClient:
 
 
 def test_run_params_hold_no_credentials():
-    from harness.run.config import parse_run_config
+    from dp_arena.run.config import parse_run_config
 
     cfg = {"mechanism": {"name": "uniform"}, "privacy": {"epsilon": 1.0, "delta": 1e-6},
            "dataset": {"name": "taxi_sim"}, "metrics": {"kmarginal": {}},
@@ -103,9 +103,9 @@ def test_run_params_hold_no_credentials():
 
 
 def test_the_parent_runs_command_holds_no_credentials(tmp_path, tracking_uri):
-    from harness.report.tracking import client_for
-    from harness.sweep.parents import start_parent_runs
-    from harness.sweep.records import JobPlan, SweepPlan
+    from dp_arena.report.tracking import client_for
+    from dp_arena.sweep.parents import start_parent_runs
+    from dp_arena.sweep.records import JobPlan, SweepPlan
 
     plan = SweepPlan((JobPlan(0, "run", experiment="dp-arena/t"),), tracking_uri=tracking_uri,
                      total=1)

@@ -1,4 +1,4 @@
-"""harness.privacy.release: one call charges the ledger and draws the noise; samplers.
+"""dp_arena.privacy.release: one call charges the ledger and draws the noise; samplers.
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
 relative (and 1e-12 absolute), is far above the rounding of a few operations and far below any
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.errors import BudgetExceededError, ConfigError, DPArenaError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import (
+from dp_arena.errors import BudgetExceededError, ConfigError, DPArenaError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import (
     NumpySampler,
     OpenDPSampler,
     Releaser,
@@ -25,7 +25,7 @@ from harness.privacy.release import (
     accountant_for,
     check_sampler,
 )
-from harness.run.config import parse_run_config
+from dp_arena.run.config import parse_run_config
 from tests.support.tolerances import mean_se, statistical
 
 

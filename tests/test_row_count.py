@@ -1,4 +1,4 @@
-"""The synthetic row count (mechanisms/row_count.py): a DP estimate when its noise is small
+"""The synthetic row count (dp_arena/mechanisms/row_count.py): a DP estimate when its noise is small
 next to a public figure, else the public figure, within public bounds (issue 27:
 ``independent`` at epsilon 1e-6 emitted 1,000,000 rows for a table of thousands).
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from mechanisms import make_mechanism, pgm
-from mechanisms.archetype import taxis_or_public_total
-from mechanisms.independent import mean_total_std, measure_one_way, noise_scale
-from mechanisms.row_count import (
+from dp_arena.data.datasets import Dataset
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.mechanisms import make_mechanism, pgm
+from dp_arena.mechanisms.archetype import taxis_or_public_total
+from dp_arena.mechanisms.independent import mean_total_std, measure_one_way, noise_scale
+from dp_arena.mechanisms.row_count import (
     DEFAULT_MAX_ROWS,
     FALLBACK_ROWS,
     MIN_ROWS,

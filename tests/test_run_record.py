@@ -1,4 +1,4 @@
-"""The run record (harness/report/record.py, harness/run/record.py): one label for a run's
+"""The run record (dp_arena/report/record.py, dp_arena/run/record.py): one label for a run's
 setting on its name, its MLflow tags, its board row and the n/a row of a job that does not
 apply, for every shipped mechanism option; tags read back to the same record; older runs'
 missing tags read as their defaults; mechanisms keep no state of a run.
@@ -18,22 +18,22 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.data.datasets import PROJECT_ROOT
-from harness.errors import ConfigError
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import NumpySampler, Releaser
-from harness.report.leaderboard import not_applicable_rows, run_row
-from harness.report.record import RunRecord, number_text, run_name, setting_label
-from harness.run.config import RunConfig, build_components, parse_run_config, preset_of
-from harness.run.record import build_record
-from harness.run.settings import Tuning
-from harness.sweep.plan import na_row
-from mechanisms import Mechanism, mechanism_class
-from mechanisms.base import output_facts
-from mechanisms.external import External
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+from dp_arena.data.datasets import PROJECT_ROOT
+from dp_arena.errors import ConfigError
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import NumpySampler, Releaser
+from dp_arena.report.leaderboard import not_applicable_rows, run_row
+from dp_arena.report.record import RunRecord, number_text, run_name, setting_label
+from dp_arena.run.config import RunConfig, build_components, parse_run_config, preset_of
+from dp_arena.run.record import build_record
+from dp_arena.run.settings import Tuning
+from dp_arena.sweep.plan import na_row
+from dp_arena.mechanisms import Mechanism, mechanism_class
+from dp_arena.mechanisms.base import output_facts
+from dp_arena.mechanisms.external import External
 
-CONF = PROJECT_ROOT / "conf"
+CONF = PROJECT_ROOT / "dp_arena" / "conf"
 OPTIONS = sorted(p.stem for p in (CONF / "mechanism").glob("*.yaml"))
 #: The labels the issue found disagreeing (run row vs n/a row), by hand.
 EXPECTED = {"mst": "-", "mst_quick": "[quick]", "aim_quick": "[quick]",
@@ -156,7 +156,7 @@ def test_optional_tags_appear_only_when_they_say_something():
 
 
 def test_the_selector_keeps_no_state_and_its_output_says_what_it_chose(small_dataset):
-    from harness.run.dp_select import DPSelect
+    from dp_arena.run.dp_select import DPSelect
 
     selector = DPSelect.around("independent", {}, Tuning(
         mode="dp_select", space={"mechanism.max_contrib": "choice(1,5)"}, select_share=0.2))
@@ -176,7 +176,7 @@ def test_the_selector_keeps_no_state_and_its_output_says_what_it_chose(small_dat
 
 
 def test_the_selector_delegates_only_what_it_names(small_dataset):
-    from harness.run.dp_select import DPSelect
+    from dp_arena.run.dp_select import DPSelect
 
     selector = DPSelect.around("uniform", {"n_rows": 7}, Tuning(
         mode="dp_select", space={"mechanism.n_rows": "choice(7,9)"}))

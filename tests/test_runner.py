@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.errors import ConfigError, DPArenaError, SchemaError
-from harness.report.leaderboard import build_leaderboard, load_runs, run_row
-from harness.report.render import render_markdown
-from harness.run.runner import log_metrics, run_one, settings_text
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+from dp_arena.errors import ConfigError, DPArenaError, SchemaError
+from dp_arena.report.leaderboard import build_leaderboard, load_runs, run_row
+from dp_arena.report.render import render_markdown
+from dp_arena.run.runner import log_metrics, run_one, settings_text
 from tests.support.runs import config, logged_files
 
 
@@ -111,7 +111,7 @@ def test_out_of_domain_and_nan_are_listed_together(csv_files, tracking_uri):
 
 
 def test_a_mechanism_that_emits_invalid_data_fails_its_run(csv_files, tracking_uri, monkeypatch):
-    from mechanisms.reference import Uniform
+    from dp_arena.mechanisms.reference import Uniform
     tmp_path, _ = csv_files
     real = Uniform.fit_sample
 
@@ -156,9 +156,9 @@ def test_the_zcdp_variant_of_adaptive_grid_composes_with_zcdp():
     in the default competition and in competition=sprint3; a command-line accountant wins."""
     from hydra import compose, initialize_config_dir
 
-    from harness.data.datasets import PROJECT_ROOT
-    from mechanisms.options import mechanism_conf
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base=None):
+    from dp_arena.data.datasets import PROJECT_ROOT
+    from dp_arena.mechanisms.options import mechanism_conf
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base=None):
         for extra in ([], ["competition=sprint3"]):
             cfg = compose("config", overrides=["mechanism=adaptive_grid_zcdp", *extra])
             assert cfg.privacy.accountant == "zcdp"
@@ -204,14 +204,14 @@ def test_resume_skips_a_finished_key_and_a_new_trial_is_a_new_key(csv_files, tra
 
 
 def test_source_fingerprint_follows_the_code_a_run_imports():
-    from harness.report.tracking import imported_modules, source_fingerprint
+    from dp_arena.report.tracking import imported_modules, source_fingerprint
 
-    mods = imported_modules("mechanisms.independent",
-                            (Path(__file__).parents[1] / "mechanisms" / "independent.py").read_text())
-    assert "mechanisms.base" in mods and "harness.privacy.accounting" in mods
-    a = source_fingerprint(("mechanisms.independent", "metrics.kmarginal"))
-    assert a == source_fingerprint(("mechanisms.independent", "metrics.kmarginal"))
-    assert a != source_fingerprint(("mechanisms.reference", "metrics.kmarginal"))
+    mods = imported_modules("dp_arena.mechanisms.independent",
+                            (Path(__file__).parents[1] / "dp_arena" / "mechanisms" / "independent.py").read_text())
+    assert "dp_arena.mechanisms.base" in mods and "dp_arena.privacy.accounting" in mods
+    a = source_fingerprint(("dp_arena.mechanisms.independent", "dp_arena.metrics.kmarginal"))
+    assert a == source_fingerprint(("dp_arena.mechanisms.independent", "dp_arena.metrics.kmarginal"))
+    assert a != source_fingerprint(("dp_arena.mechanisms.reference", "dp_arena.metrics.kmarginal"))
 
 
 def test_dp_select_charges_the_selection_and_stays_within_budget(csv_files, tracking_uri):
@@ -251,7 +251,7 @@ def test_oracle_tuning_needs_the_explicit_flag(csv_files, tracking_uri):
 
 
 def test_public_view_never_holds_the_private_part(small_dataset):
-    from harness.run.tuning import public_view
+    from dp_arena.run.tuning import public_view
 
     view = public_view(small_dataset, 0.5, 0)
     both = pd.concat([view.private, view.public])
@@ -262,7 +262,7 @@ def test_public_view_never_holds_the_private_part(small_dataset):
 
 def test_what_a_mechanism_trims_is_one_note_per_sweep_not_one_per_run(csv_files, tracking_uri):
     """AIM's workload trim (domain sizes only) is planned once for all jobs that share it."""
-    from harness.sweep.plan import plan_sweep
+    from dp_arena.sweep.plan import plan_sweep
 
     tmp_path, _ = csv_files
     tiny = {"name": "aim", "max_cells": 12}  # every 3-way marginal of the small schema is larger

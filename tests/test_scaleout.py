@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from harness.report.leaderboard import build_leaderboard, load_runs
+from dp_arena.report.leaderboard import build_leaderboard, load_runs
 from tests.support.mlflow_server import free_port, mlflow_server
 
 #: Two tiny jobs: one DP mechanism and the uniform floor, at epsilon 1, on 2,000 simulated trips.
@@ -42,7 +42,7 @@ def sweep_through(launcher: str, url: str, work: Path,
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     env.update(extra_env or {})
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *SWEEP, f"hydra/launcher={launcher}",
+        [sys.executable, "-m", "dp_arena.cli.main", *SWEEP, f"hydra/launcher={launcher}",
          f"tracking.uri={url}", f"hydra.sweep.dir={work / 'multirun'}"],
         check=False, cwd=work, env=env, capture_output=True, text=True, timeout=600)
 

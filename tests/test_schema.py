@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.schema import Column, Schema
-from harness.data.taxi.sprint3 import taxi_schema
-from harness.errors import DPArenaError, SchemaError
+from dp_arena.data.schema import Column, Schema
+from dp_arena.data.taxi.sprint3 import taxi_schema
+from dp_arena.errors import DPArenaError, SchemaError
 
 
 def test_validate_lists_every_problem_at_once(small_schema):
@@ -63,7 +63,7 @@ def test_encode_error_names_count_and_domain_not_values(small_schema):
 
 
 def test_domain_description_of_gappy_and_long_domains():
-    from harness.data.schema import domain_description, integer_runs
+    from dp_arena.data.schema import domain_description, integer_runs
 
     assert integer_runs([-1, 1, 2, 3, 5]) == [(-1, -1), (1, 3), (5, 5)]
     assert domain_description(Column("a", "categorical", values=(-1, *range(1, 78)))) == \

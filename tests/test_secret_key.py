@@ -1,4 +1,4 @@
-"""The local secret key (harness/privacy/secret.py): a key file others may read is refused,
+"""The local secret key (dp_arena/privacy/secret.py): a key file others may read is refused,
 with the fix."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from harness.errors import DPArenaError
-from harness.privacy.secret import local_secret
+from dp_arena.errors import DPArenaError
+from dp_arena.privacy.secret import local_secret
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")

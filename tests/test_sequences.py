@@ -1,4 +1,4 @@
-"""The shared sequence view (harness.data.taxi.sequences): MSNBC-style columns and taxi trips."""
+"""The shared sequence view (dp_arena.data.taxi.sequences): MSNBC-style columns and taxi trips."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import harness.data.taxi.sequences as seqmod
-from harness.data.datasets import Dataset
-from harness.data.schema import Schema
-from harness.data.taxi.sequences import (
+import dp_arena.data.taxi.sequences as seqmod
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Schema
+from dp_arena.data.taxi.sequences import (
     FILL,
     SequenceSpec,
     detect_sequence_kind,
@@ -22,8 +22,8 @@ from harness.data.taxi.sequences import (
     visit_bitmask,
     visited_matrix,
 )
-from harness.data.taxi.sprint3 import AREA_VALUES, taxi_schema
-from harness.errors import ConfigError, DPArenaError
+from dp_arena.data.taxi.sprint3 import AREA_VALUES, taxi_schema
+from dp_arena.errors import ConfigError, DPArenaError
 from tests.support.sequences import PAPER_EXAMPLE, msnbc_style_frame, taxi_frame
 
 

@@ -17,9 +17,9 @@ import psutil
 import pytest
 from mlflow import MlflowClient
 
-from harness.data.datasets import PROJECT_ROOT
-from harness.run.config import run_label
-from mechanisms.options import hyperparameter_label, shipped_settings
+from dp_arena.data.datasets import PROJECT_ROOT
+from dp_arena.run.config import run_label
+from dp_arena.mechanisms.options import hyperparameter_label, shipped_settings
 from tests.conftest import make_small_schema, write_csv_dataset
 from tests.support.planning import without_planning
 from tests.sweep_support import CSV, DOUBLES, PARALLEL, TEST_CONF, dp_arena, runs_of
@@ -187,7 +187,7 @@ def test_sigterm_stops_every_worker_and_leaves_no_run_running(csv_dir):
              "trial=0", *DOUBLES)
     log = csv_dir / "sweep.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *sweep],
+        proc = subprocess.Popen([sys.executable, "-m", "dp_arena.cli.main", *sweep],
                                 cwd=csv_dir, env=PARALLEL, stdout=out,
                                 stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300  # a busy machine starts workers slowly
@@ -278,7 +278,7 @@ def test_plan_file_is_json_with_a_verdict_per_job(small_sweep):
 
 
 def test_challenge_scorer_refuses_a_non_taxi_table_with_one_message(csv_dir, capsys):
-    from harness.cli.score import main
+    from dp_arena.cli.score import main
 
     code = main([str(csv_dir / "private.csv"), str(csv_dir / "public.csv"),
                  "--parameters", str(csv_dir / "parameters.json")])

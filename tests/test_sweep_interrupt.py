@@ -29,7 +29,7 @@ def running_children(cwd: Path) -> int:
 def sweep_into_head(cwd: Path, *overrides: str) -> tuple[subprocess.Popen, subprocess.Popen]:
     """``dp-arena <overrides> 2>&1 | head -1``, the sweep in a process group of its own (head
     has exited by the time a test signals the group); returns (sweep, head)."""
-    sweep = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *overrides], cwd=cwd,
+    sweep = subprocess.Popen([sys.executable, "-m", "dp_arena.cli.main", *overrides], cwd=cwd,
                              env=PARALLEL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
     head = subprocess.Popen(["head", "-1"], stdin=sweep.stdout, stdout=subprocess.PIPE)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.report.leaderboard import build_leaderboard
-from harness.report.terminal import render_terminal
-from harness.report.views import UTILITY_PARTS, view_legends
-from harness.sweep.progress import (
+from dp_arena.report.leaderboard import build_leaderboard
+from dp_arena.report.terminal import render_terminal
+from dp_arena.report.views import UTILITY_PARTS, view_legends
+from dp_arena.sweep.progress import (
     DEFAULT_COST,
     RELATIVE_COST,
     UNSEEN_MARGIN,
@@ -24,8 +24,8 @@ from harness.sweep.progress import (
     eta_seconds,
     expected_seconds,
 )
-from harness.sweep.records import JobPlan, Outcome, SweepPlan
-from harness.sweep.summary import announce_lines, print_summary
+from dp_arena.sweep.records import JobPlan, Outcome, SweepPlan
+from dp_arena.sweep.summary import announce_lines, print_summary
 from tests.support.board import frame
 from tests.support.views import sweep
 
@@ -87,7 +87,7 @@ def test_the_plan_up_front_fits_the_width_and_loses_no_word(width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_announce_prints_within_the_width_columns_reports(width, monkeypatch, capsys):
-    from harness.sweep.plan import announce
+    from dp_arena.sweep.plan import announce
 
     monkeypatch.setenv("COLUMNS", str(width))
     announce(long_plan())

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.sweep.lines import say
-from harness.sweep.progress import Console, ProgressMonitor, RunState, status_text
-from harness.sweep.records import SweepPlan, from_json
+from dp_arena.sweep.lines import say
+from dp_arena.sweep.progress import Console, ProgressMonitor, RunState, status_text
+from dp_arena.sweep.records import SweepPlan, from_json
 from tests.sweep_support import CSV, DOUBLES, PARALLEL, runs_of
 from tests.terminal_screen import PtyRun, render
 
@@ -153,7 +153,7 @@ def test_halting_the_monitor_leaves_the_stop_message_whole(tmp_path):
 
 # ----- dp-arena in a pseudo-terminal ------------------------------------------------------------
 def dp_arena_in_pty(cwd: Path, *overrides: str) -> PtyRun:
-    return PtyRun([sys.executable, "-m", "harness.cli.main", *overrides], cwd,
+    return PtyRun([sys.executable, "-m", "dp_arena.cli.main", *overrides], cwd,
                   {**PARALLEL, "TERM": "xterm", "COLUMNS": "200"})
 
 

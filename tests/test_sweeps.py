@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
-from harness.data.datasets import PROJECT_ROOT
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+from dp_arena.data.datasets import PROJECT_ROOT
 from tests.sweep_support import CSV, DOUBLES, PARALLEL, dp_arena, runs_of
 
 
@@ -29,7 +29,7 @@ def test_killed_sweep_resumes_only_the_missing_runs(csv_dir):
     sweep = (*CSV, "mechanism=independent,uniform", "privacy.epsilon=1", "trial=0,1,2")
     log = csv_dir / "first.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *sweep], cwd=csv_dir,
+        proc = subprocess.Popen([sys.executable, "-m", "dp_arena.cli.main", *sweep], cwd=csv_dir,
                                 env=PARALLEL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         deadline = time.monotonic() + 300
@@ -89,7 +89,7 @@ def test_failing_and_timed_out_runs_are_failed_rows_and_the_sweep_goes_on(csv_di
 def test_a_named_competition_fixes_the_sweep():
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["competition=sprint3"], return_hydra_config=True)
         params = dict(cfg.hydra.sweeper.params)
         assert params["trial"] == "0,1,2" and params["privacy.epsilon"] == "1.0,10.0"
@@ -112,7 +112,7 @@ def test_a_named_competition_fixes_the_sweep():
 def test_scale_out_launcher_configs_compose(launcher, target):
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"hydra/launcher={launcher}", "competition=sprint3",
                                            "tracking.uri=http://mlflow.internal:5000"],
                       return_hydra_config=True)
@@ -128,7 +128,7 @@ def test_scale_out_launcher_configs_compose(launcher, target):
 def test_tuning_configs_compose():
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base="1.3"):
         pub = compose("config", overrides=["tuning=public", "space=archetype",
                                            "mechanism=archetype", "competition=sprint3"],
                       return_hydra_config=True)

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli.simulate import main
-from harness.data.datasets import load_csv_dataset
-from harness.data.taxi.sim import (
+from dp_arena.cli.simulate import main
+from dp_arena.data.datasets import load_csv_dataset
+from dp_arena.data.taxi.sim import (
     AIRPORTS,
     DOWNTOWN,
     PUBLIC_YEAR_TRENDS,
@@ -30,7 +30,7 @@ from harness.data.taxi.sim import (
     simulate_trips,
     simulate_years,
 )
-from harness.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
+from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
 from tests.support.tolerances import cluster_share_se, statistical
 
 N = 30_000
@@ -325,7 +325,7 @@ def test_real_to_sprint3_maps_days_payments_and_unknowns():
 
 
 def test_bad_arguments_raise_clear_errors():
-    from harness.errors import DPArenaError
+    from dp_arena.errors import DPArenaError
 
     with pytest.raises(DPArenaError, match="positive integer"):
         simulate_trips(0, np.random.default_rng(0), "public")
@@ -381,15 +381,15 @@ STRUCTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "structure_taxi
 def test_shrinkage_hand_computed():
     """200 pseudo-trips of the prior: counts (300, 100) with prior (0.5, 0.5) ->
     (400, 200) / 600."""
-    from harness.data.taxi.sim_mix import shrunk
+    from dp_arena.data.taxi.sim_mix import shrunk
 
     got = shrunk(np.array([300.0, 100.0]), np.array([0.5, 0.5]))
     assert got == pytest.approx([400 / 600, 200 / 600])
 
 
 def test_company_codes_round_trip_and_small_companies():
-    from harness.data.taxi import sim_tables as T
-    from harness.data.taxi.sim_mix import company_class_of_code, company_codes
+    from dp_arena.data.taxi import sim_tables as T
+    from dp_arena.data.taxi.sim_mix import company_class_of_code, company_codes
 
     n_classes = len(T.COMPANY_CLASS_TRIPS)
     classes = np.repeat(np.arange(n_classes), 2000)
@@ -406,7 +406,7 @@ def test_company_codes_round_trip_and_small_companies():
 def test_solve_base_meets_the_share():
     """The solved base gives the target mean share over a known offset mix (checked by a
     Monte Carlo draw of the random effect)."""
-    from harness.data.taxi.sim_mix import solve_base
+    from dp_arena.data.taxi.sim_mix import solve_base
 
     offsets = np.repeat([-1.0, 0.0, 0.6], [100, 500, 400])
     base = solve_base(0.4, offsets, 1.2)
@@ -419,7 +419,7 @@ def test_solve_base_meets_the_share():
 def test_companies_concentrated_as_in_the_real_sample(private):
     """A few companies hold most trips: the real sample's unknown company and its largest
     affiliation hold 69% of trips; 11 codes hold more than 95%."""
-    from harness.data.taxi import sim_tables as T
+    from dp_arena.data.taxi import sim_tables as T
 
     shares = private["company_id"].value_counts(normalize=True)
     real = np.sort(np.asarray(T.COMPANY_CLASS_TRIPS[:-1]) / T.N_REAL_TRIPS)[::-1]
@@ -437,7 +437,7 @@ def test_companies_concentrated_as_in_the_real_sample(private):
 def test_cash_follows_place_as_in_the_real_sample(private):
     """Airport pickups pay cash far less often than pickups in the rest of the city (real
     sample: 41% vs 77%)."""
-    from harness.data.taxi.sim_mix import pickup_zone
+    from dp_arena.data.taxi.sim_mix import pickup_zone
 
     zone = pickup_zone(private["pickup_community_area"].to_numpy())
     cash = (private["payment_type"] == 0).to_numpy()
@@ -495,7 +495,7 @@ def test_within_group_structure_matches_the_real_sample(shared_data):
 def test_scoring_year_2020_drifts_sharply_as_documented():
     """2020 against the public 2019 year: airport share up by the passenger / trip ratio,
     fewer downtown pickups, fewer night trips, fewer trips per taxi-week, more card."""
-    from harness.data.taxi.sim import YEAR_2020_ASSUMPTIONS
+    from dp_arena.data.taxi.sim import YEAR_2020_ASSUMPTIONS
 
     y2020, y2019 = simulate_years(30_000, 30_000, seed=3, scoring_year="2020")
     assert YEAR_2020_ASSUMPTIONS["airport"] == pytest.approx(
@@ -526,8 +526,8 @@ def test_scoring_year_2020_drifts_sharply_as_documented():
 
 
 def test_scoring_year_default_is_2016_and_unknown_year_is_one_error():
-    from harness.data.datasets import load_taxi_sim
-    from harness.errors import DPArenaError
+    from dp_arena.data.datasets import load_taxi_sim
+    from dp_arena.errors import DPArenaError
 
     a, _ = simulate_years(3000, 1000, seed=1)
     b, _ = simulate_years(3000, 1000, seed=1, scoring_year="2016")

@@ -9,9 +9,9 @@ import io
 
 import pytest
 
-from harness.report.leaderboard import build_leaderboard
-from harness.report.render import render_markdown
-from harness.report.terminal import board_format, fit_columns, render_terminal
+from dp_arena.report.leaderboard import build_leaderboard
+from dp_arena.report.render import render_markdown
+from dp_arena.report.terminal import board_format, fit_columns, render_terminal
 from tests.support.board import frame
 from tests.support.terminal_rows import rows
 

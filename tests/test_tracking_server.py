@@ -31,7 +31,7 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
     with mlflow_server(server_root, empty_mlflow_store) as url:
         env = {**os.environ, "MLFLOW_TRACKING_URI": url, "DP_ARENA_JOBS": "1"}
         sweep = subprocess.run(
-            [sys.executable, "-m", "harness.cli.main", "dataset=csv", "dataset.path=private.csv",
+            [sys.executable, "-m", "dp_arena.cli.main", "dataset=csv", "dataset.path=private.csv",
              "dataset.schema=parameters.json", "dataset.public_path=public.csv",
              "privacy.delta=1e-6", "metrics=kmarginal", "mechanism=independent,uniform",
              "privacy.epsilon=10", "trial=0"],
@@ -39,7 +39,7 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
         assert sweep.returncode == 0, sweep.stderr
         assert "sweep finished: 2 of 2 runs succeeded" in sweep.stdout
         board = subprocess.run(
-            [sys.executable, "-m", "harness.cli.board", "--tracking-uri", url,
+            [sys.executable, "-m", "dp_arena.cli.board", "--tracking-uri", url,
              "--experiment", "dp-arena/private", "--out", "lb"],
             cwd=work, capture_output=True, text=True, timeout=300)
         assert board.returncode == 0, board.stderr

@@ -15,16 +15,16 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from harness.privacy.accounting import Budget
-from harness.run.dp_select import remaining_budget, selection_utility, utility_sensitivity
-from harness.run.tuning import candidates, parse_space
-from mechanisms.base import clip_contributions
+from dp_arena.privacy.accounting import Budget
+from dp_arena.run.dp_select import remaining_budget, selection_utility, utility_sensitivity
+from dp_arena.run.tuning import candidates, parse_space
+from dp_arena.mechanisms.base import clip_contributions
 
 
 @pytest.mark.slow
 def test_public_tuning_of_archetype_k_with_optuna_end_to_end(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "tuning=public", "space=archetype",
+        [sys.executable, "-m", "dp_arena.cli.main", "tuning=public", "space=archetype",
          "mechanism=archetype", "privacy.epsilon=10", "dataset.n_private=2000",
          "dataset.n_public=2000", "metrics=kmarginal", "hydra.sweeper.n_trials=2",
          "tuning.final_trials=[0]"],

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, Schema
-from harness.errors import ConfigError
-from metrics import make_metric
-from metrics.range_query import RangeWorkload, answer_range_queries, range_errors
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, Schema
+from dp_arena.errors import ConfigError
+from dp_arena.metrics import make_metric
+from dp_arena.metrics.range_query import RangeWorkload, answer_range_queries, range_errors
 from tests.support.tolerances import statistical, z_quantile
 
 
@@ -147,7 +147,7 @@ def test_propensity_fit_reaches_the_optimum_of_a_tight_fit() -> None:
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
-    from metrics.propensity import (
+    from dp_arena.metrics.propensity import (
         cross_fitted_propensities,
         propensity_design,
         stacked_sample,

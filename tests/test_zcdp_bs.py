@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from harness.data.datasets import PROJECT_ROOT
-from harness.errors import BudgetExceededError, ConfigError
-from harness.privacy.accounting import (
+from dp_arena.data.datasets import PROJECT_ROOT
+from dp_arena.errors import BudgetExceededError, ConfigError
+from dp_arena.privacy.accounting import (
     ACCOUNTANTS,
     Budget,
     Ledger,
@@ -28,7 +28,7 @@ from harness.privacy.accounting import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from harness.run.dp_select import remaining_budget
+from dp_arena.run.dp_select import remaining_budget
 from tests.support.tolerances import ulps
 
 DELTA = 2.5e-5

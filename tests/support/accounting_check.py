@@ -1,5 +1,5 @@
 """An independent recomputation of a ledger's (epsilon, delta) with autodp (not with
-harness.privacy.accounting)."""
+dp_arena.privacy.accounting)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from autodp.converter import rdp_to_approxdp
 
 
 def recomputed_epsilon(charges, delta, accountant):
-    """(eps, delta) of the logged charges, composed without harness.privacy.accounting."""
+    """(eps, delta) of the logged charges, composed without dp_arena.privacy.accounting."""
     gauss = [c for c in charges if c.kind == "gaussian"]
     expo = [c for c in charges if c.kind == "exponential"]
     eps_sel = [2 * c.sensitivity / c.scale for c in expo]  # temperature 2 Delta / eps

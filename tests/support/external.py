@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import PROJECT_ROOT, Dataset
-from harness.data.schema import Column, RunSpec, Schema
-from harness.privacy.accounting import Budget, Ledger
-from harness.privacy.release import Releaser
-from mechanisms import make_mechanism
-from mechanisms.contestants import ADAPTER_DIR
-from mechanisms.external import FOLDER_PREFIX
+from dp_arena.data.datasets import PROJECT_ROOT, Dataset
+from dp_arena.data.schema import Column, RunSpec, Schema
+from dp_arena.privacy.accounting import Budget, Ledger
+from dp_arena.privacy.release import Releaser
+from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.contestants import ADAPTER_DIR
+from dp_arena.mechanisms.external import FOLDER_PREFIX
 
 DOUBLE = str(PROJECT_ROOT / "tests" / "contestant_double.py")
 BUDGET = Budget(1.0, 1e-6)

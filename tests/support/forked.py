@@ -40,8 +40,8 @@ SCRIPTS: dict[str, str] = tomllib.loads(
 
 
 #: What the fork server imports once (a command's own imports then cost nothing).
-PRELOAD = (*(target.partition(":")[0] for target in SCRIPTS.values()), "harness.run.runner",
-           "harness.sweep.session", "mlflow", "sqlalchemy", "sklearn.linear_model")
+PRELOAD = (*(target.partition(":")[0] for target in SCRIPTS.values()), "dp_arena.run.runner",
+           "dp_arena.sweep.session", "mlflow", "sqlalchemy", "sklearn.linear_model")
 
 
 def entry_point(script: str):

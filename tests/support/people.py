@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Column, RunSpec, Schema
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Column, RunSpec, Schema
 
 
 def person_table(n: int, seed: int) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """The plan's progress status in a command's output: ``planning: checking job k of n: WHAT
-(12s)`` lines on stderr (:func:`harness.sweep.plan.planning_reporter`), each wrapped to the
+(12s)`` lines on stderr (:func:`dp_arena.sweep.plan.planning_reporter`), each wrapped to the
 terminal's width onto continuation lines indented by two. A slow machine prints more of them,
 and longer ones (the job's label), so tests that count a message's lines set them aside."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.data.schema import Column, Schema
+from dp_arena.data.schema import Column, Schema
 
 
 def people_schema() -> Schema:

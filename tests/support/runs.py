@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
-import harness.cli.schemas  # noqa: F401 - the config files start from the registered schemas
+import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
 
 
 def config(tmp_path: Path, uri: str, mechanism: str = "independent", epsilon: float = 1.0,

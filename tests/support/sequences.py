@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.data.datasets import Dataset
-from harness.data.schema import Schema
-from harness.data.taxi.sprint3 import taxi_schema
+from dp_arena.data.datasets import Dataset
+from dp_arena.data.schema import Schema
+from dp_arena.data.taxi.sprint3 import taxi_schema
 
 #: Chen et al. (KDD 2012), the example database: 8 sequences over L1..L4.
 PAPER_EXAMPLE = [[1, 2, 3], [1, 2], [3, 2, 1], [1, 2, 4], [1, 2, 3], [3, 2], [1, 2, 4, 1], [3, 1]]

@@ -1,0 +1,73 @@
+"""``dp-arena-board``: the leaderboard of an MLflow experiment (any tracking URI: the local
+SQLite file or a shared ``mlflow server``). Prints plain text within the terminal's width (80
+columns included; :mod:`dp_arena.report.terminal`), Markdown when stdout is a pipe or a file;
+writes Markdown, CSV, a self-contained HTML page and PNG plots (score vs epsilon with CI bands,
+score-vs-runtime Pareto front), and says where, within the terminal's width."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dp_arena.cli.exits import ExplainingParser
+from dp_arena.errors import DPArenaError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = ExplainingParser(
+        prog="dp-arena-board",
+        description="Rank the runs of a dp-arena experiment: prints Markdown, writes CSV, "
+                    "a self-contained HTML page and PNG plots (score vs epsilon, Pareto front).")
+    parser.add_argument("--experiment", default=None,
+                        help="MLflow experiment (default: the most recently created dp-arena/*)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
+                             "sqlite:///mlflow.db in this folder)")
+    parser.add_argument("--metric", default=None,
+                        help="score to rank by, e.g. kmarginal/score (default: challenge/overall "
+                             "if logged, else kmarginal/score)")
+    parser.add_argument("--sweep", default=None, help="only the runs of this sweep folder")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="significance level of the paired tests that decide ties "
+                             "(default 0.05)")
+    parser.add_argument("--out", default="leaderboard", help="output folder (default: leaderboard)")
+    args = parser.parse_args(argv)
+    if not 0 < args.alpha < 1:
+        parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
+    try:
+        from dp_arena.report.audits import attach_audits, load_audits
+        from dp_arena.report.experiments import latest_experiment
+        from dp_arena.report.leaderboard import build_leaderboard, load_runs
+        from dp_arena.report.render import render_markdown, write_outputs
+        from dp_arena.report.terminal import board_format, files_lines, render_terminal
+        from dp_arena.sweep.launch_checks import tracking_scheme_problem
+
+        problem = tracking_scheme_problem(args.tracking_uri)
+        if problem:  # MLflow's own message is a traceback about its model registry
+            raise DPArenaError(problem.replace("tracking.uri", "--tracking-uri", 1),
+                               "pass sqlite:///path/to/mlflow.db, file:///a/folder or the "
+                               "http(s)://host:port of an MLflow server (default: "
+                               "sqlite:///mlflow.db in this folder)")
+        experiment = args.experiment or latest_experiment(args.tracking_uri)
+        runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
+        if runs.empty:
+            raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
+                               f"{' in sweep ' + args.sweep if args.sweep else ''}",
+                               "run dp-arena first, or check --experiment / --sweep")
+        board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),
+                              load_audits(experiment, args.tracking_uri))
+        paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
+        if board_format() == "text":  # a terminal: plain text within its width
+            print(render_terminal(board, f"Leaderboard: {experiment}",
+                                  files=str(Path(args.out) / "leaderboard.md")))
+        else:
+            print(render_markdown(board, title=f"Leaderboard: {experiment}"))
+        print("\n" + "\n".join(files_lines(args.out, [Path(p).name for p in paths])))
+    except DPArenaError as exc:
+        print(f"dp-arena-board: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The Hydra callback that opens and closes a sweep (in the launching process, not in the
+workers): ``on_multirun_start`` is :func:`dp_arena.sweep.session.open_sweep` (checks, plan,
+parent runs, stop handlers, progress), ``on_multirun_end`` ends
+the progress display and is :func:`dp_arena.sweep.session.close_sweep` (summary, final tuning
+stage, leaderboard); when the reader of the output has gone (a pipe into ``head``), what
+would be printed is dropped (the board is still written and attached to the parent run), and
+a broken pipe found only while printing ends the sweep with exit 1, no traceback, its runs
+closed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from dp_arena.errors import DPArenaError
+from dp_arena.sweep.lines import silence_gone_streams
+
+
+class SweepSummary(Callback):
+    """Checks a sweep before it starts, and closes it (see the module docstring)."""
+
+    monitor: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Hydra hands the callbacks to the workers: the progress thread stays here."""
+        return {k: v for k, v in self.__dict__.items() if k != "monitor"}
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from dp_arena.sweep.session import open_sweep
+
+        try:
+            self.monitor = open_sweep(config)
+        except DPArenaError as exc:  # Hydra would turn an exception here into a warning
+            print(f"dp-arena: the sweep was not started: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except Exception as exc:  # noqa: BLE001 - same: never start a sweep half-prepared
+            print(f"dp-arena: the sweep was not started: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from dp_arena.sweep.session import close_sweep
+
+        if self.monitor is not None:
+            self.monitor.stop()
+            gone = self.monitor.console.gone_fds()
+            if gone:  # the summary and the board go to their files and the parent run only
+                silence_gone_streams(gone)
+        try:
+            close_sweep(config)  # ends the parent runs whatever happens
+        except BrokenPipeError:  # the reader of our output has gone (`dp-arena ... | head`)
+            silence_gone_streams()
+            raise SystemExit(1) from None

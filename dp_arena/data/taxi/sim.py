@@ -1,0 +1,653 @@
+"""Simulated Chicago taxi trips in the NIST Sprint 3 schema (the embedded ``taxi_sim`` data).
+
+The private year is calibrated to real Chicago trips: the city-wide tables in
+:mod:`dp_arena.data.taxi.sim_tables` (pickup x dropoff counts, day x hour counts, payment mix,
+tip rates and tip shares, quantiles of miles, seconds and fare by distance class with their
+copula correlations, speed by hour, the recorded-zero miles share) are aggregated from the
+15,002 public trips of the City of Chicago open data sample (2013-2016) by
+``benchmarks/fit_taxi_sim_tables.py``; ``benchmarks/calibrate_taxi_sim.py`` reports the fit
+(total variation distances against the real sample).
+
+Algorithms
+----------
+Taxis (a *taxi* is a taxi-week, the challenge's ``taxi_id``). Each taxi draws **continuous
+latent traits**, so taxis form a continuum, not a few kinds:
+
+- trips ~ ``ceil(LogNormal(log(median), sigma))`` clipped to ``[1, MAX_TRIPS_PER_TAXI]`` (200),
+  a heavy tail of busy taxis; taxis are drawn until the total reaches ``n_trips`` and the last
+  taxi is cut so the total is exact;
+- a *home area* drawn from the city's pickup distribution and a *home tilt* ~ Beta(1.5, 6):
+  each trip starts at the home area with probability = tilt, else from the city's pickup
+  distribution (so the pickup marginal is the city's, in expectation, exactly);
+- a *shift centre* (a continuous hour: an hour from the city's hour profile + U(0, 1)) and an
+  *hour tilt* ~ Beta(1.5, 4): with probability = tilt a trip's hour is
+  ``floor(centre + Normal(0, 1.2)) mod 24``, else it keeps the city's day x hour draw;
+- a *length trait* ~ Normal(0, 1) tilting its trips toward long or short ones (below);
+- a *cash propensity*: a Normal(0, 1.2) random effect on the log-odds of paying cash;
+- a *home company* drawn from the real company mix of its home area's zone and its shift
+  centre's 8-hour block (:mod:`dp_arena.data.taxi.sim_mix`: a few affiliations and "no company
+  recorded" hold most trips, then a tail of small companies), which it drives for on
+  :data:`HOME_COMPANY_SHARE` of its trips (company loyalty); its other trips take a company
+  from the mix of the trip's own zone and block.
+
+Trips (vectorised over all trips):
+
+- day of week (0 = Monday) and hour from the real day x hour table (then the hour tilt);
+  ``shift = day * 3 + hour // 8`` (the challenge's 8-hour block of the week);
+- pickup as above; dropoff given pickup from the real pickup -> dropoff counts smoothed with
+  5% of the independent (pickup marginal x dropoff marginal) table (plus half a pseudo-trip per
+  area so every area can occur); -1 = unknown / outside the city, as in the real data;
+- miles, seconds and fare: inverse-CDF draws from the real quantiles of the trip's *distance
+  class* (:func:`distance_class`: unknown end, same area, or the straight-line distance between
+  the areas' rough centroids :data:`AREA_XY` in five bands), linked by a Gaussian copula fitted
+  to the real within-class normal scores: seconds follow miles (correlation ~0.43) and the
+  hour's slowness (inverse real median speed of the hour); fare follows miles and seconds (the
+  meter charges distance and time). A taxi's *length trait* (a standard normal, weight 0.4 in
+  the miles score) makes some taxis run long trips; all scores stay standard normal, so the
+  real marginals hold. Recorded miles are 0 on
+  :data:`~dp_arena.data.taxi.sim_tables.MILES_ZERO_SHARE` of trips (27% of the real trips record
+  0 miles), seconds unknown (-1) on a real share;
+- payment: cash with log-odds = the year's base (solved so the year's cash share is met) + the
+  real sample's offsets of the pickup zone (airports pay cash least, outer areas most) and of
+  the company class (logistic fit) + the taxi's propensity; else the real non-cash mix;
+  tips: tipped at the real
+  rate of the payment type (about 95% of card trips, almost no cash trips: cash tips are not
+  recorded), tip = fare * a draw from the real tip / fare quantiles, at least $1;
+- ``trip_total`` = fare + tips + extras (random extras, an airport pickup surcharge, rare
+  tolls), so ``trip_total >= fare + tips``; every value is an integer clipped to the schema.
+
+Rows are shuffled (not grouped by taxi). Randomness: :func:`simulate_trips` draws only from
+the ``rng`` it is given; :func:`simulate_years` spawns two child seeds of ``SeedSequence(seed)``.
+
+What the real sample cannot tell, and what the choices rest on
+--------------------------------------------------------------
+The sample has no taxi id (and mostly no company), no trip total, tolls or extras. So
+taxi-weeks, trips per taxi, the traits' spread and company loyalty are assumptions: trips per
+taxi-week heavy-tailed with a median of about 12 and a long tail capped at 200, as the
+challenge's data prep capped taxi-weeks at 200 trips (Chicago medallions drove roughly 100-150
+trips a week in 2014, part-time and shared cabs far fewer); drivers lease from one affiliation
+(company) at a time, hence loyalty 0.95; drivers work a home area and a habitual shift
+(Chicago taxi studies describe most drivers as owner-operators or lessees with regular
+shifts). The trait spreads are moderate and continuous by design, not fitted to anything.
+
+Years
+-----
+``private`` is the calibrated 2013-2016 era (the challenge's scoring data). ``public`` is the
+same city three years on (2019), and where the real sample itself shows a trend, the data sets
+the drift, not a wish for any outcome: the least-squares line of each trip's indicator on its
+year over the real 2013-2016 trips, extrapolated from 2016 to 2019
+(:data:`PUBLIC_YEAR_TRENDS`; ``benchmarks/calibrate_taxi_sim.py`` prints it, a test recomputes
+it): cash trips 66% pooled -> 34% (the sample's share falls about 6.6 points a year), trips
+touching O'Hare or Midway 11.6% -> 16.1%, pickups in the Loop or the Near North Side 54.7% ->
+61.0% (:func:`with_shares` rakes the pickup x dropoff table to both). What the sample cannot
+show rests on the City of Chicago Taxi Trips data as a whole, where yearly taxi trips roughly
+halved between 2016 and 2019 as ride-hail grew (fewer trips per taxi-week: median 12 -> 8) and
+the smallest affiliations left (the private year's 25 least popular companies leave, the five
+largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins).
+Taxi ids of the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``,
+private ones ``[5_500_000, 9_999_999]``.
+
+Scoring years (presets of the private year, ``dataset.scoring_year``; the public year is 2019)
+-------------------------------------------------------------------------------------------
+- ``2016`` (default; ``private`` is an alias): the year calibrated to the real 2013-2016
+  sample. Its drift from 2019 is the sample's own trend above, run backwards.
+- ``2020``: a year of sharp change against 2019, as the challenge scored a 2020 set of about
+  3.6M trips against a 2019 public year of about 14.8M. Facts (sources): all Chicago taxi
+  trips 16.5M (2019) -> 3.89M (2020) (City of Chicago Taxi Trips data, yearly totals as
+  tabulated at spatiotemporal-data.github.io/Chicago-mobility/taxi-data); airport passengers
+  O'Hare 84.6M -> 30.9M and Midway 20.8M -> 8.9M (Chicago Department of Aviation, press
+  release of 5 March 2021). Labelled assumptions (:data:`YEAR_2020_ASSUMPTIONS`): trips
+  touching an airport fell like airport passengers (-62%) while all trips fell 76%, so their
+  share rises 16.1% -> 25.8%; downtown pickups 61% -> 50% (offices and hotels emptied; the
+  direction is reported by Chinthala et al. 2021, "Impact of Covid-19 on Taxi Industry and
+  Travel Behavior: A Case Study on Chicago", the size is assumed); trips starting 22:00-04:59
+  x 0.6 (bars and restaurants closed or curfewed for much of the year; assumed); cash 34% ->
+  27% (the sample's card trend one more year; assumed not reversed); trips per taxi-week median
+  8 -> 5 (during the stay-at-home order operating taxis fell 85% and rides 95%, Northwestern
+  University Transportation Center, 2020; over the year assumed about 40% fewer trips per
+  taxi-week); the small companies' share quartered and the five largest affiliations grow as
+  in 2019 (assumed). Not modelled: longer distances and shorter times reported for 2020.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr
+
+from dp_arena.data.taxi import sim_mix as M
+from dp_arena.data.taxi import sim_tables as T
+from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
+from dp_arena.errors import ConfigError
+
+Year = Literal["public", "private", "2016", "2020"]
+#: ``private`` is the default scoring year, ``2016``.
+YEARS: tuple[str, ...] = ("public", "private", "2016", "2020")
+SCORING_YEARS: tuple[str, ...] = ("2016", "2020")
+DEFAULT_SCORING_YEAR = "2016"
+
+# ----- geography --------------------------------------------------------------------------
+O_HARE, MIDWAY = 76, 56
+AIRPORTS: tuple[int, ...] = (O_HARE, MIDWAY)
+N_AREA_CODES = 78  # index 0 = unknown (-1), index k = community area k
+#: Straight-line distance bands (miles) between area centroids of :func:`distance_class`.
+DISTANCE_BANDS: tuple[float, ...] = (1.5, 3.0, 6.0, 12.0)
+
+#: Rough centroid of each community area in miles: x east, y north, the Loop at the origin.
+AREA_XY: dict[int, tuple[float, float]] = {
+    1: (-1.0, 9.5), 2: (-2.8, 9.0), 3: (-0.8, 6.8), 4: (-2.5, 6.8), 5: (-2.5, 5.0),
+    6: (-0.8, 4.8), 7: (-0.8, 2.8), 8: (0.0, 1.2), 9: (-10.0, 10.0), 10: (-8.8, 8.2),
+    11: (-7.0, 7.5), 12: (-6.0, 8.5), 13: (-4.0, 8.5), 14: (-4.2, 7.0), 15: (-7.0, 5.8),
+    16: (-4.8, 5.5), 17: (-9.0, 5.5), 18: (-9.3, 4.0), 19: (-7.5, 4.0), 20: (-5.5, 4.0),
+    21: (-4.0, 4.3), 22: (-3.5, 3.0), 23: (-4.5, 1.5), 24: (-2.0, 1.3), 25: (-7.5, 1.0),
+    26: (-5.5, 0.0), 27: (-4.2, 0.0), 28: (-1.8, -0.3), 29: (-4.5, -1.5), 30: (-4.5, -3.0),
+    31: (-2.3, -2.3), 32: (0.0, 0.0), 33: (0.3, -1.8), 34: (-0.3, -3.2), 35: (0.8, -3.5),
+    36: (1.5, -4.2), 37: (-0.3, -4.8), 38: (0.5, -5.0), 39: (1.8, -5.5), 40: (0.5, -6.5),
+    41: (2.2, -6.8), 42: (1.5, -7.8), 43: (3.0, -8.8), 44: (0.8, -10.0), 45: (2.0, -10.0),
+    46: (4.5, -10.5), 47: (1.8, -11.2), 48: (3.0, -11.2), 49: (1.0, -13.0), 50: (2.0, -13.5),
+    51: (4.0, -13.5), 52: (5.5, -12.5), 53: (0.5, -15.0), 54: (2.5, -15.5), 55: (5.5, -15.5),
+    56: (-7.0, -7.0), 57: (-5.5, -5.5), 58: (-3.8, -4.8), 59: (-2.5, -4.0), 60: (-1.2, -3.8),
+    61: (-2.5, -5.8), 62: (-5.5, -7.0), 63: (-3.8, -7.0), 64: (-8.0, -8.5), 65: (-5.5, -8.5),
+    66: (-3.8, -8.5), 67: (-2.5, -8.0), 68: (-1.2, -7.8), 69: (0.8, -8.8), 70: (-4.5, -11.0),
+    71: (-1.5, -10.0), 72: (-2.5, -12.8), 73: (-0.8, -12.5), 74: (-4.5, -13.8),
+    75: (-2.0, -14.3), 76: (-13.5, 10.5), 77: (-0.8, 8.3),
+}
+
+# ----- companies (mix by zone and block: dp_arena.data.taxi.sim_mix) ----------------------
+HOME_COMPANY_SHARE = 0.95
+
+# ----- traits, payments, money ------------------------------------------------------------
+CASH = 0
+HOME_TILT_BETA: tuple[float, float] = (1.5, 6.0)
+HOUR_TILT_BETA: tuple[float, float] = (1.5, 4.0)
+SHIFT_SPREAD_HOURS = 1.2
+LENGTH_TRAIT_WEIGHT = 0.4  # share of a trip's length score set by its taxi (correlation)
+HOUR_SLOWNESS_WEIGHT = 0.15  # how much the hour's slowness moves the trip's seconds score
+CASH_EFFECT_SD = 1.2
+PAIR_SMOOTHING = 0.05  # share of the independent pickup x dropoff table in the transitions
+AREA_PSEUDO_TRIPS = 0.5
+AIRPORT_SURCHARGE = 4
+
+
+#: Downtown: the Loop (32) and the Near North Side (8), where most real pickups are.
+DOWNTOWN: tuple[int, ...] = (8, 32)
+#: The public year's shares, extrapolated three years past 2016 from the real sample's own
+#: 2013-2016 trends (least-squares line of each trip's indicator on its year; recomputed from
+#: the shared sample by ``benchmarks/calibrate_taxi_sim.py`` and guarded by a test): cash
+#: trips 66% pooled -> 34%, trips touching an airport 11.6% -> 16.1%, pickups downtown
+#: 54.7% -> 61.0%.
+PUBLIC_YEAR_TRENDS: dict[str, float] = {"cash": 0.34, "airport": 0.161, "downtown": 0.61}
+
+
+@dataclass(frozen=True)
+class YearParams:
+    """What differs between the private (2013-2016) and the public (2016-2019) year."""
+
+    trips_median: float  # median trips per taxi-week
+    trips_sigma: float  # log-normal sigma of trips per taxi-week
+    cash_share: float | None  # None: the real sample's share
+    airport_share: float | None  # share of trips touching O'Hare or Midway (None: real)
+    downtown_share: float | None  # share of pickups in the Loop or Near North (None: real)
+    company_growth: dict[int, float]  # company *class* -> weight multiplier (0 = absent)
+    id_range: tuple[int, int]  # inclusive taxi_id range
+    hour_factor: tuple[float, ...] = (1.0,) * 24  # multiplies the real trips per start hour
+
+
+def real_cash_share() -> float:
+    """Share of cash trips in the real sample."""
+    return T.PAYMENT_COUNTS[CASH] / sum(T.PAYMENT_COUNTS.values())
+
+
+#: 2020 against 2019 (sources in the module docstring): all taxi trips 16.5M -> 3.89M, airport
+#: passengers O'Hare + Midway 105.4M -> 39.8M (-62%).
+TAXI_TRIPS_2019, TAXI_TRIPS_2020 = 16.5e6, 3.89e6
+AIRPORT_PASSENGERS_2019, AIRPORT_PASSENGERS_2020 = 84.6e6 + 20.8e6, 30.9e6 + 8.9e6
+#: Labelled assumptions of the 2020 preset (see the module docstring).
+YEAR_2020_ASSUMPTIONS: dict[str, float] = {
+    "cash": 0.27, "downtown": 0.50, "night_factor": 0.6, "trips_median": 5.0,
+    "airport": round(PUBLIC_YEAR_TRENDS["airport"] * (AIRPORT_PASSENGERS_2020
+                                                      / AIRPORT_PASSENGERS_2019)
+                     / (TAXI_TRIPS_2020 / TAXI_TRIPS_2019), 3),
+}
+NIGHT_HOURS: tuple[int, ...] = (22, 23, 0, 1, 2, 3, 4)
+_SCORING_2016 = YearParams(
+    trips_median=12.0, trips_sigma=1.15, cash_share=None, airport_share=None,
+    downtown_share=None, company_growth={}, id_range=(5_500_000, 9_999_999),
+)
+YEAR_PARAMS: dict[str, YearParams] = {
+    "private": _SCORING_2016,
+    "2016": _SCORING_2016,
+    "2020": YearParams(
+        trips_median=YEAR_2020_ASSUMPTIONS["trips_median"], trips_sigma=1.15,
+        cash_share=YEAR_2020_ASSUMPTIONS["cash"],
+        airport_share=YEAR_2020_ASSUMPTIONS["airport"],
+        downtown_share=YEAR_2020_ASSUMPTIONS["downtown"],
+        company_growth={**{c: 0.0 for c in (8, 9, 10)}, 11: 0.25,
+                        1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3},
+        id_range=(5_500_000, 9_999_999),
+        hour_factor=tuple(YEAR_2020_ASSUMPTIONS["night_factor"] if h in NIGHT_HOURS else 1.0
+                          for h in range(24)),
+    ),
+    "public": YearParams(
+        trips_median=8.0, trips_sigma=1.15, cash_share=PUBLIC_YEAR_TRENDS["cash"],
+        airport_share=PUBLIC_YEAR_TRENDS["airport"],
+        downtown_share=PUBLIC_YEAR_TRENDS["downtown"],
+        company_growth={**{c: 0.0 for c in (8, 9, 10)}, 11: 0.5,
+                        1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3},
+        id_range=(1_000_000, 5_499_999),
+    ),
+}
+
+
+# ----- city structure (fixed, from the tables) --------------------------------------------
+def area_positions() -> np.ndarray:
+    """(78, 2) positions in miles by area code index; row 0 (unknown) is NaN."""
+    xy = np.full((N_AREA_CODES, 2), np.nan)
+    for area, pos in AREA_XY.items():
+        xy[area] = pos
+    return xy
+
+
+def area_distances() -> np.ndarray:
+    """(78, 78) straight-line miles between areas; NaN where either area is unknown."""
+    xy = area_positions()
+    return np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1])
+
+
+def distance_class(pickup: np.ndarray, dropoff: np.ndarray) -> np.ndarray:
+    """Distance class of area pairs (code indices): 0 an unknown end, 1 the same area,
+    2.. the straight-line distance band (:data:`DISTANCE_BANDS`)."""
+    pickup, dropoff = np.asarray(pickup), np.asarray(dropoff)
+    band = 2 + np.searchsorted(np.asarray(DISTANCE_BANDS),
+                               np.nan_to_num(area_distances()[pickup, dropoff]), side="right")
+    return np.where((pickup == 0) | (dropoff == 0), 0, np.where(pickup == dropoff, 1, band))
+
+
+def area_code_to_value(codes: np.ndarray) -> np.ndarray:
+    """Area code index (0..77) -> schema value (-1, 1..77)."""
+    return np.where(codes == 0, -1, codes)
+
+
+def real_pair_table() -> np.ndarray:
+    """(78, 78) real trips per (pickup, dropoff) code index."""
+    table = np.zeros((N_AREA_CODES, N_AREA_CODES))
+    for (pickup, dropoff), n in T.PAIR_COUNTS.items():
+        table[pickup, dropoff] = n
+    return table
+
+
+@lru_cache(maxsize=len(YEARS))
+def pair_distribution(year: Year) -> np.ndarray:
+    """(78, 78) joint pickup x dropoff distribution of the year: the real table smoothed with
+    :data:`PAIR_SMOOTHING` of its independent version, trips touching an airport weighted by
+    the year's ``airport_weight``. Read-only (cached)."""
+    real = real_pair_table()
+    real /= real.sum()
+    pickup = real.sum(axis=1) + AREA_PSEUDO_TRIPS / T.N_REAL_TRIPS
+    dropoff = real.sum(axis=0) + AREA_PSEUDO_TRIPS / T.N_REAL_TRIPS
+    joint = (1 - PAIR_SMOOTHING) * real \
+        + PAIR_SMOOTHING * np.outer(pickup / pickup.sum(), dropoff / dropoff.sum())
+    joint = with_shares(joint / joint.sum(), YEAR_PARAMS[year])
+    joint.setflags(write=False)
+    return joint
+
+
+def with_shares(joint: np.ndarray, params: YearParams, sweeps: int = 50) -> np.ndarray:
+    """``joint`` (pickup x dropoff, sums to 1) raked so trips touching an airport and pickups
+    downtown have the year's shares (iterative proportional fitting over the two indicators;
+    a share of ``None`` is left as it is)."""
+    codes = np.arange(N_AREA_CODES)
+    airport = np.isin(codes, AIRPORTS)
+    touches_airport = airport[:, None] | airport[None, :]
+    downtown = np.broadcast_to(np.isin(codes, DOWNTOWN)[:, None], joint.shape)
+    out = joint.copy()
+    targets = [(mask, share) for mask, share in ((touches_airport, params.airport_share),
+                                                 (downtown, params.downtown_share))
+               if share is not None]
+    for _ in range(sweeps if targets else 0):
+        for mask, share in targets:
+            inside = out[mask].sum()
+            out[mask] *= share / inside
+            out[~mask] *= (1 - share) / (1 - inside)
+    return out / out.sum()
+
+
+def year_company_mix(year: Year) -> np.ndarray:
+    """(zones, blocks, classes) company-class mix of the year: the real mix by pickup zone and
+    8-hour block (:func:`dp_arena.data.taxi.sim_mix.company_mix`) with the year's growth."""
+    factor = np.ones(len(T.COMPANY_CLASS_TRIPS))
+    for company_class, growth in YEAR_PARAMS[year].company_growth.items():
+        factor[company_class] *= growth
+    return M.company_mix(factor)
+
+
+def draw_company_classes(zone: np.ndarray, block: np.ndarray, year: Year,
+                         rng: np.random.Generator) -> np.ndarray:
+    """One company class per (zone, block) entry, from the year's mix."""
+    mix = year_company_mix(year)
+    rows = zone * M.N_BLOCKS + block
+    return sample_rows(row_cdfs(mix.reshape(-1, mix.shape[-1])), mix.shape[-1], rows, rng)
+
+
+# ----- vectorised sampling helpers --------------------------------------------------------
+def row_cdfs(probabilities: np.ndarray) -> np.ndarray:
+    """Flattened row-wise CDFs of a (rows, k) probability matrix, row r offset by r, so one
+    ``searchsorted`` samples every row (see :func:`sample_rows`). All-zero rows are uniform."""
+    p = np.where(probabilities.sum(axis=1, keepdims=True) > 0, probabilities, 1.0)
+    p = p / p.sum(axis=1, keepdims=True)
+    cdf = np.cumsum(p, axis=1)
+    k = p.shape[1]
+    last_positive = k - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
+    cdf = np.where(np.arange(k)[None, :] >= last_positive[:, None], 1.0, cdf)
+    return (cdf + np.arange(len(p))[:, None]).ravel()
+
+
+def sample_rows(cdfs: np.ndarray, n_columns: int, rows: np.ndarray,
+                rng: np.random.Generator) -> np.ndarray:
+    """One column index per entry of ``rows``, drawn from that row's distribution."""
+    rows = np.asarray(rows, dtype=np.int64)
+    u = np.minimum(rng.random(len(rows)), 1.0 - 1e-9)
+    return np.searchsorted(cdfs, rows + u, side="right") - rows * n_columns
+
+
+def sample_categorical(p: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` indices drawn from the probability vector ``p`` (inverse CDF)."""
+    cdf = np.cumsum(p / p.sum())
+    return np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), len(p) - 1)
+
+
+def quantile_draws(table: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draws: row ``rows[i]`` of a (rows, levels) quantile table at ``u[i]``,
+    linear between :data:`~dp_arena.data.taxi.sim_tables.QUANTILE_LEVELS`, clamped at the
+    ends."""
+    levels = np.asarray(T.QUANTILE_LEVELS)
+    upper = np.clip(np.searchsorted(levels, u, side="right"), 1, len(levels) - 1)
+    lo_q, hi_q = table[rows, upper - 1], table[rows, upper]
+    frac = np.clip((u - levels[upper - 1]) / (levels[upper] - levels[upper - 1]), 0.0, 1.0)
+    return lo_q + frac * (hi_q - lo_q)
+
+
+def class_quantile_table(quantiles: dict[int, tuple[float, ...]]) -> np.ndarray:
+    """(classes, levels) quantiles by distance class; a class the real sample lacks uses the
+    nearest fitted class below it."""
+    n_classes = 2 + len(DISTANCE_BANDS) + 1
+    table = np.empty((n_classes, len(T.QUANTILE_LEVELS)))
+    fitted = sorted(quantiles)
+    for c in range(n_classes):
+        source = max([f for f in fitted if f <= c], default=fitted[0])
+        table[c] = quantiles[source]
+    return table
+
+
+def hour_slowness_score() -> np.ndarray:
+    """(24,) standardised log slowness (inverse real median speed) of each hour: mean 0 and
+    variance 1 over the real hour profile."""
+    log_slowness = -np.log(np.asarray(T.HOURLY_MPH))
+    mean = hour_profile() @ log_slowness
+    sd = np.sqrt(hour_profile() @ (log_slowness - mean) ** 2)
+    return (log_slowness - mean) / sd
+
+
+# ----- taxis ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Taxis:
+    """Per-taxi traits (arrays of length = number of taxis)."""
+
+    taxi_id: np.ndarray
+    trips: np.ndarray
+    home_company: np.ndarray
+    home_area: np.ndarray  # code index 0..77
+    home_tilt: np.ndarray
+    shift_centre: np.ndarray  # continuous hour in [0, 24)
+    hour_tilt: np.ndarray
+    length_z: np.ndarray  # standard normal trip-length trait
+    cash_effect: np.ndarray
+
+
+def draw_trip_counts(n_trips: int, params: YearParams, rng: np.random.Generator) -> np.ndarray:
+    """Heavy-tailed trips per taxi (ceil log-normal, clipped to [1, 200]) drawn in batches
+    until they cover ``n_trips``; the last taxi is cut so they sum to exactly ``n_trips``."""
+    counts, total = [], 0
+    while total < n_trips:
+        batch = (n_trips - total) // 10 + 16
+        c = np.ceil(rng.lognormal(np.log(params.trips_median), params.trips_sigma, size=batch))
+        c = np.clip(c, 1, MAX_TRIPS_PER_TAXI).astype(np.int64)
+        counts.append(c)
+        total += int(c.sum())
+    trips = np.concatenate(counts)
+    cumulative = np.cumsum(trips)
+    n_taxis = int(np.searchsorted(cumulative, n_trips)) + 1
+    trips = trips[:n_taxis].copy()
+    trips[-1] -= int(cumulative[n_taxis - 1]) - n_trips
+    return trips
+
+
+def draw_taxi_ids(n_taxis: int, params: YearParams, rng: np.random.Generator) -> np.ndarray:
+    """Distinct taxi ids in the year's id range."""
+    lo, hi = params.id_range
+    if n_taxis > hi - lo + 1:
+        raise ConfigError(f"taxi_sim: {n_taxis} taxis do not fit the id range [{lo}, {hi}]",
+                          "simulate fewer trips")
+    return rng.choice(hi - lo + 1, size=n_taxis, replace=False).astype(np.int64) + lo
+
+
+def hour_profile(year: Year = "private") -> np.ndarray:
+    """(24,) share of trips by start hour: the real one times the year's hour factor."""
+    counts = day_hour_weights(year).sum(axis=0)
+    return counts / counts.sum()
+
+
+def day_hour_weights(year: Year) -> np.ndarray:
+    """(7, 24) real trips per (day, hour) times the year's hour factor."""
+    return np.asarray(T.DAY_HOUR_COUNTS, dtype=float) * np.asarray(
+        YEAR_PARAMS[year].hour_factor)[None, :]
+
+
+def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
+    """All taxis of a year with their traits; trip counts sum to ``n_trips``."""
+    params = YEAR_PARAMS[year]
+    trips = draw_trip_counts(n_trips, params, rng)
+    n = len(trips)
+    taxi_id = draw_taxi_ids(n, params, rng)
+    home_area = sample_categorical(pair_distribution(year).sum(axis=1), n, rng)
+    shift_centre = sample_categorical(hour_profile(year), n, rng) + rng.random(n)
+    classes = draw_company_classes(M.pickup_zone(home_area),
+                                   shift_centre.astype(np.int64) // 8, year, rng)
+    return Taxis(
+        taxi_id=taxi_id,
+        trips=trips,
+        home_company=M.company_codes(classes, rng),
+        home_area=home_area,
+        home_tilt=rng.beta(*HOME_TILT_BETA, size=n),
+        shift_centre=shift_centre,
+        hour_tilt=rng.beta(*HOUR_TILT_BETA, size=n),
+        length_z=rng.standard_normal(n),
+        cash_effect=rng.normal(0.0, CASH_EFFECT_SD, size=n),
+    )
+
+
+# ----- trips ------------------------------------------------------------------------------
+def draw_times(taxis: Taxis, taxi: np.ndarray, year: Year,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(day of week, hour) per trip: the real day x hour table (times the year's hour factor),
+    the hour replaced by one near the taxi's shift centre with probability = its hour tilt."""
+    n = len(taxi)
+    slot = sample_categorical(day_hour_weights(year).ravel(), n, rng)
+    day, hour = slot // 24, slot % 24
+    own = np.floor(taxis.shift_centre[taxi] + rng.normal(0.0, SHIFT_SPREAD_HOURS, size=n))
+    use_own = rng.random(n) < taxis.hour_tilt[taxi]
+    return day, np.where(use_own, own.astype(np.int64) % 24, hour)
+
+
+def shift_index(day: np.ndarray, hour: np.ndarray) -> np.ndarray:
+    """The challenge's shift: 8-hour block of the week, ``day * 3 + hour // 8`` (0..20)."""
+    return day * 3 + hour // 8
+
+
+def draw_companies(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, hour: np.ndarray,
+                   year: Year, rng: np.random.Generator) -> np.ndarray:
+    """The taxi's home company on :data:`HOME_COMPANY_SHARE` of its trips, otherwise a company
+    from the year's mix of the trip's pickup zone and 8-hour block."""
+    other = M.company_codes(draw_company_classes(M.pickup_zone(pickup), hour // 8, year, rng),
+                            rng)
+    return np.where(rng.random(len(taxi)) < HOME_COMPANY_SHARE,
+                    taxis.home_company[taxi], other).astype(np.int64)
+
+
+def draw_areas(taxis: Taxis, taxi: np.ndarray, year: Year,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(pickup, dropoff) code indices per trip (0 = unknown): pickup the taxi's home area with
+    probability = its home tilt, else the city's; dropoff from the pickup's row."""
+    joint = pair_distribution(year)
+    n = len(taxi)
+    city = sample_categorical(joint.sum(axis=1), n, rng)
+    pickup = np.where(rng.random(n) < taxis.home_tilt[taxi], taxis.home_area[taxi], city)
+    dropoff = sample_rows(row_cdfs(joint), N_AREA_CODES, pickup, rng)
+    return pickup, dropoff
+
+
+def draw_distance_time_fare(pickup: np.ndarray, dropoff: np.ndarray, hour: np.ndarray,
+                            length_z: np.ndarray, rng: np.random.Generator
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(true miles, seconds, fare) per trip (floats): inverse-CDF draws from the real quantiles
+    of the pair's distance class, linked by a Gaussian copula fitted to the real within-class
+    normal scores (seconds ~ miles; fare ~ miles + seconds). The miles score mixes the taxi's
+    length trait ``length_z`` (weight :data:`LENGTH_TRAIT_WEIGHT`) and the seconds score the
+    hour's standardised slowness (weight :data:`HOUR_SLOWNESS_WEIGHT`); every score stays
+    standard normal (the hour one to two moments), so the real marginals are kept."""
+    cls = distance_class(pickup, dropoff)
+    n, rho, w = len(cls), T.MILES_SECONDS_COPULA, LENGTH_TRAIT_WEIGHT
+    z_miles = w * length_z + np.sqrt(1.0 - w ** 2) * rng.standard_normal(n)
+    h = HOUR_SLOWNESS_WEIGHT
+    z_seconds = rho * z_miles + h * hour_slowness_score()[hour] \
+        + np.sqrt(1.0 - rho ** 2 - h ** 2) * rng.standard_normal(n)
+    a, b = T.FARE_COPULA_MILES, T.FARE_COPULA_SECONDS
+    z_fare = a * z_miles + b * z_seconds
+    z_fare += np.sqrt(max(1.0 - (a ** 2 + b ** 2 + 2 * a * b * rho), 0.0)) \
+        * rng.standard_normal(n)
+    miles = quantile_draws(class_quantile_table(T.MILES_QUANTILES), cls, ndtr(z_miles))
+    seconds = quantile_draws(class_quantile_table(T.TRIP_SECONDS_QUANTILES), cls,
+                             ndtr(z_seconds))
+    fare = quantile_draws(class_quantile_table(T.FARE_QUANTILES), cls, ndtr(z_fare))
+    return miles, seconds, fare
+
+
+def draw_payments(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, company: np.ndarray,
+                  year: Year, rng: np.random.Generator) -> np.ndarray:
+    """Payment type per trip: cash with log-odds = the year's base + the real offsets of the
+    pickup zone and company class + the taxi's propensity (:mod:`dp_arena.data.taxi.sim_mix`),
+    else the real non-cash mix."""
+    params = YEAR_PARAMS[year]
+    share = real_cash_share() if params.cash_share is None else params.cash_share
+    offsets = M.cash_offsets(M.pickup_zone(pickup), M.company_class_of_code(company))
+    log_odds = M.solve_base(share, offsets, CASH_EFFECT_SD) + offsets + taxis.cash_effect[taxi]
+    is_cash = rng.random(len(taxi)) < 1.0 / (1.0 + np.exp(-log_odds))
+    types = np.array([t for t in T.PAYMENT_COUNTS if t != CASH])
+    mix = np.array([T.PAYMENT_COUNTS[t] for t in types], dtype=float)
+    other = types[sample_categorical(mix, len(taxi), rng)]
+    return np.where(is_cash, CASH, other).astype(np.int64)
+
+
+def draw_tips(fare: np.ndarray, payment: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Whole-dollar tips: tipped at the real rate of the payment type, the real tip / fare
+    share, at least $1."""
+    probability = np.zeros(len(fare))
+    for payment_type, p in T.TIP_RATE.items():
+        probability[payment == payment_type] = p
+    tipped = rng.random(len(fare)) < probability
+    share = np.interp(rng.random(len(fare)), T.QUANTILE_LEVELS, T.TIP_SHARE_QUANTILES)
+    return np.where(tipped, np.maximum(np.rint(fare * share), 1), 0).astype(np.int64)
+
+
+def draw_extras(pickup: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Whole-dollar extras: random extras, an airport pickup surcharge, rare tolls."""
+    n = len(pickup)
+    extras = np.where(rng.random(n) < 0.3, rng.integers(1, 6, size=n), 0)
+    extras += np.where(np.isin(pickup, AIRPORTS), AIRPORT_SURCHARGE, 0)
+    extras += np.where(rng.random(n) < 0.003, np.rint(rng.gamma(2.0, 3.0, size=n)), 0).astype(
+        np.int64)
+    return extras.astype(np.int64)
+
+
+def with_value(values: np.ndarray, value: int, rate: float,
+               rng: np.random.Generator) -> np.ndarray:
+    """``values`` with a random ``rate`` share replaced by ``value``."""
+    return np.where(rng.random(len(values)) < rate, value, values)
+
+
+def check_arguments(n_trips: int, rng: np.random.Generator, year: str) -> None:
+    """One clear error for bad arguments of :func:`simulate_trips`."""
+    if isinstance(n_trips, bool) or not isinstance(n_trips, (int, np.integer)) or n_trips < 1:
+        raise ConfigError(f"taxi_sim: n_trips must be a positive integer (got {n_trips!r})",
+                          "ask for e.g. 50000 trips")
+    if year not in YEARS:
+        raise ConfigError(f"taxi_sim: unknown year {year!r}", f"use one of {list(YEARS)}")
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError("taxi_sim: rng must be a numpy.random.Generator",
+                          "pass numpy.random.default_rng(seed)")
+
+
+def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.DataFrame:
+    """``n_trips`` simulated trips of one year, in the Sprint 3 schema's column order, int64.
+
+    Draws only from ``rng``; see the module docstring for the model.
+    """
+    check_arguments(n_trips, rng, year)
+    n_trips = int(n_trips)
+    taxis = draw_taxis(n_trips, year, rng)
+    taxi = rng.permutation(np.repeat(np.arange(len(taxis.trips)), taxis.trips))
+
+    # One int64 block, filled column by column, becomes the frame without a copy.
+    names = taxi_schema().names
+    table = np.empty((len(names), n_trips), dtype=np.int64)
+    out = dict(zip(names, table))
+    out["taxi_id"][:] = taxis.taxi_id[taxi]
+
+    day, hour = draw_times(taxis, taxi, year, rng)
+    out["trip_day_of_week"][:], out["trip_hour_of_day"][:] = day, hour
+    out["shift"][:] = shift_index(day, hour)
+    del day
+    pickup, dropoff = draw_areas(taxis, taxi, year, rng)
+    out["pickup_community_area"][:] = area_code_to_value(pickup)
+    out["dropoff_community_area"][:] = area_code_to_value(dropoff)
+    company = out["company_id"]
+    company[:] = draw_companies(taxis, taxi, pickup, hour, year, rng)
+    payment = out["payment_type"]
+    payment[:] = draw_payments(taxis, taxi, pickup, company, year, rng)
+
+    miles, seconds, fare_value = draw_distance_time_fare(pickup, dropoff, hour,
+                                                         taxis.length_z[taxi], rng)
+    del dropoff, taxi, hour
+    fare, tips, total = out["fare"], out["tips"], out["trip_total"]
+    fare[:] = np.clip(np.rint(fare_value), 0, NUMERIC_MAX["fare"])
+    del fare_value
+    tips[:] = np.minimum(draw_tips(fare, payment, rng),
+                         np.minimum(NUMERIC_MAX["tips"], NUMERIC_MAX["trip_total"] - fare))
+    total[:] = np.minimum(fare + tips + draw_extras(pickup, rng), NUMERIC_MAX["trip_total"])
+    del pickup
+    out["trip_seconds"][:] = with_value(np.minimum(np.rint(seconds), NUMERIC_MAX["trip_seconds"]),
+                                        -1, T.SECONDS_UNKNOWN_SHARE, rng)
+    del seconds
+    out["trip_miles"][:] = with_value(np.minimum(np.rint(miles), NUMERIC_MAX["trip_miles"]), 0,
+                                      T.MILES_ZERO_SHARE, rng)
+    return pd.DataFrame(table.T, columns=names, copy=False)
+
+
+def simulate_years(n_private: int, n_public: int, seed: int,
+                   scoring_year: str = DEFAULT_SCORING_YEAR
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(private, public) years: the private year is the scoring-year preset
+    (:data:`SCORING_YEARS`), the public one 2019; each year draws from its own child of
+    ``SeedSequence(seed)``."""
+    scoring_year = str(scoring_year)
+    if scoring_year not in SCORING_YEARS:
+        raise ConfigError(f"taxi_sim: unknown scoring year {scoring_year!r}",
+                          f"use one of {list(SCORING_YEARS)} (dataset.scoring_year)")
+    public_seed, private_seed = np.random.SeedSequence(seed).spawn(2)
+    private = simulate_trips(n_private, np.random.default_rng(private_seed), scoring_year)
+    public = simulate_trips(n_public, np.random.default_rng(public_seed), "public")
+    return private, public

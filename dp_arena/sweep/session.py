@@ -1,0 +1,112 @@
+"""A sweep's life in the launching process, from its plan to its summary (the Hydra callback
+:class:`dp_arena.cli.callbacks.SweepSummary` calls these).
+
+- :func:`open_sweep`: checks every job before any starts (:mod:`dp_arena.sweep.plan`: one
+  message per distinct problem and exit 2; n/a and duplicate jobs listed); checks the
+  launcher, the tracking server and the sweep folder (:mod:`dp_arena.sweep.launch_checks`),
+  and refuses (exit 2) a sweep in which nothing can run, all before the parent run exists;
+  starts the sweep's MLflow parent run(s) (:mod:`dp_arena.sweep.parents`), writes the plan the
+  jobs read, installs the stop handlers (which first end the progress display, so the stop
+  message comes out whole) and starts the progress display (:mod:`dp_arena.sweep.progress`;
+  in a local joblib sweep it also prints each finished run's line, so only this process
+  writes to the terminal).
+- :func:`close_sweep`: reads every job's outcome, prints the summary; after a
+  ``public``/``oracle`` tuning search it chooses the setting, says why, and scores it on the
+  private data (:mod:`dp_arena.sweep.tuning`); then prints the leaderboard of this sweep's
+  runs (:mod:`dp_arena.sweep.summary`), attaches board and summary to the parent runs and
+  ends them. Exits 1 if any scored run failed or none ran, whatever else happened.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from dp_arena.report.tracking import resolve_tracking_uri
+from dp_arena.sweep.job import is_search
+from dp_arena.sweep.launch_checks import (
+    check_launcher,
+    check_sweep_folder,
+    check_tracking_server,
+    nothing_runs,
+)
+from dp_arena.sweep.parents import (
+    end_parent_runs,
+    install_stop_handlers,
+    start_parent_runs,
+)
+from dp_arena.sweep.plan import announce, plan_for
+from dp_arena.sweep.progress import ProgressMonitor, monitor_prints_lines
+from dp_arena.sweep.records import SweepPlan, read_outcomes, read_plan, write_plan
+from dp_arena.sweep.summary import (
+    experiments_of,
+    print_leaderboard,
+    print_summary,
+    sweep_failed,
+)
+from dp_arena.sweep.tuning import final_stage
+
+
+def open_sweep(config: DictConfig) -> ProgressMonitor:
+    """Check, plan and open the sweep; returns its progress monitor (running)."""
+    quiet_optuna(config)
+    plan = plan_for(config)  # exits 2, printing each problem once, before anything starts
+    sweep_dir = Path(config.hydra.sweep.dir)
+    # the surroundings, in seconds, before the parent run exists (one message with the fix)
+    launcher = str(OmegaConf.select(config, "hydra.launcher._target_") or "")
+    check_launcher(launcher)
+    if plan.experiments:
+        check_tracking_server(resolve_tracking_uri(plan.tracking_uri))
+    announce(plan)
+    nothing = nothing_runs(plan)
+    if nothing:
+        print(f"dp-arena: {nothing}", file=sys.stderr)
+        raise SystemExit(2)
+    check_sweep_folder(sweep_dir)
+    command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
+    plan = replace(plan, parents=start_parent_runs(plan, sweep_dir, command))
+    write_plan(sweep_dir, plan)
+    monitor = ProgressMonitor(sweep_dir, plan, plan.workers or 2,
+                              echo_changes="joblib" not in launcher,
+                              print_lines=monitor_prints_lines(launcher, plan))
+    install_stop_handlers(sweep_dir, plan, quiet=monitor.halt)
+    return monitor.start()
+
+
+def close_sweep(config: DictConfig) -> None:
+    """Summary, final tuning stage, leaderboard, parent runs ended (module docstring)."""
+    sweep_dir = Path(config.hydra.sweep.dir)
+    plan = read_plan(sweep_dir) or SweepPlan()
+    failed, files, summary = True, [], ""
+    try:
+        outcomes = [outcome for _, outcome in read_outcomes(sweep_dir)]
+        searched = is_search(config)  # the typed settings' Tuning.searches
+        summary = print_summary(outcomes, sweep_dir, "tuning runs" if searched else "runs")
+        scored = outcomes
+        if searched:
+            scored = final_stage(config, outcomes, sweep_dir)
+            summary += print_summary(scored, sweep_dir, "scored runs of the chosen setting")
+        not_applicable = [o for o in outcomes if o.status == "N/A"]
+        for experiment, uri in experiments_of(scored):
+            ids = [o.run_id for o in scored if o.run_id and o.experiment == experiment]
+            files += print_leaderboard(experiment, uri, str(sweep_dir), ids, not_applicable,
+                                       plan.parents.get(experiment))
+        failed = sweep_failed(scored)
+    finally:
+        end_parent_runs(plan, "FAILED" if failed else "FINISHED", files, summary)
+        if failed:
+            sys.exit(1)
+
+
+def quiet_optuna(config: DictConfig) -> None:
+    """Optuna (tuning searches) logs each trial in colour at INFO; quiet unless ``-v``."""
+    if OmegaConf.select(config, "hydra.hydra_logging.root.level") == "INFO":
+        return
+    if "optuna" not in str(OmegaConf.select(config, "hydra.sweeper._target_") or ""):
+        return
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
