@@ -264,6 +264,31 @@ def test_attach_audits_matches_rows_on_the_audit_key():
     assert empty["eps_lb"].isna().all() and (empty["audit_verdict"] == "").all()
 
 
+@pytest.mark.parametrize("epsilon, delta", [(1 / 3, 1e-5), (0.1 + 0.2, 1 / 7), (1.0, 2.5e-5)])
+def test_an_audit_lands_on_the_board_row_of_its_runs_at_any_epsilon(epsilon, delta):
+    """The audit's tags and a run's tags format epsilon and delta with one function, so an
+    audit at epsilon 1/3 (``%g`` would write 0.333333) joins the row of the runs it audited."""
+    from types import SimpleNamespace
+
+    from dp_arena.audit.driver import audit_tags
+    from dp_arena.report.audits import audit_row
+    from dp_arena.report.record import RunRecord
+
+    run_tags = {"mechanism": "mst", "hyperparameters": "-", "epsilon": repr(epsilon),
+                "delta": repr(delta), "accountant": "gdp", "dataset_id": "d1"}
+    row = RunRecord.from_tags(RunRecord.from_tags(run_tags).to_tags()).board_fields()
+    board = pd.DataFrame([{**row, "mean": 1.0}])
+    rc = SimpleNamespace(mechanism="mst", accountant="gdp",
+                         budget=SimpleNamespace(epsilon=epsilon, delta=delta))
+    settings = SimpleNamespace(view="synthetic", neighbours="canary", statistic="dcr")
+    tags = audit_tags(rc, "-", "d1", SimpleNamespace(name="t", ledger_unit="row"),
+                      SimpleNamespace(description="c", strategy="s"), settings, "k", "ok")
+    stored = SimpleNamespace(data=SimpleNamespace(tags=tags, metrics={"eps_lb": 0.25}),
+                             info=SimpleNamespace(start_time=1, run_id="r"))
+    out = attach_audits(board, latest_audits(pd.DataFrame([audit_row(stored)])))
+    assert out["eps_lb"].tolist() == [0.25] and out["audit_verdict"].tolist() == ["ok"]
+
+
 # The self-test that can fail (a 4x-leaky copy caught, independent passing) is in
 # tests/test_audit_releases.py: the release view with worst-case neighbours does it with 300
 # runs per world in seconds, where this black-box view needs thousands (docs/privacy.md gives its

@@ -42,6 +42,7 @@ import numpy as np
 
 from dp_arena.data.datasets import load_dataset
 from dp_arena.errors import ConfigError
+from dp_arena.report.record import number_text
 from dp_arena.report.tracking import (
     client_for,
     code_version,
@@ -194,7 +195,7 @@ def audit_key(rc: RunConfig, fingerprint: str, settings: AuditSettings, code: st
 def audit_tags(rc: RunConfig, hyper: str, data_id: str, data, canary: Canary,
                settings: AuditSettings, key: str, verdict: str) -> dict[str, str]:
     return {"kind": "audit", "mechanism": rc.mechanism, "hyperparameters": hyper,
-            "epsilon": f"{rc.budget.epsilon:g}", "delta": f"{rc.budget.delta:g}",
+            "epsilon": number_text(rc.budget.epsilon), "delta": number_text(rc.budget.delta),
             "accountant": rc.accountant, "dataset": data.name, "dataset_id": data_id,
             "privacy_unit": data.ledger_unit, "canary": canary.description,
             "canary_strategy": canary.strategy, "statistic": statistic_name(settings),
