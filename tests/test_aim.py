@@ -113,6 +113,20 @@ def test_zcdp_filter_never_exceeds_rho(small_dataset, accountant, eps, rounds):
     assert len(ledger.charges) <= 3 + 2 * rounds
 
 
+def test_the_filter_counts_its_own_charges_not_the_ledgers_earlier_ones(small_dataset):
+    """Under a selector (dp_select) the run's ledger already holds charges when AIM starts:
+    AIM's filter spends its own budget in full, counting only the charges its fit made."""
+    budget = Budget(1.0, 1e-7)
+    ledger = Ledger(Budget(3.0, 2e-7), "zcdp", unit=small_dataset.ledger_unit)
+    release = seeded(ledger, 0)
+    release.gaussian("an earlier selection", np.zeros(3), 1.0, 2.0)
+    before = len(ledger.charges)
+    make_mechanism("aim", {**FAST, "rounds": 4}).fit_sample(small_dataset, budget, release,
+                                                             np.random.default_rng(0))
+    rho = sum(c.rho for c in ledger.charges[before:])
+    assert zcdp_rho(1.0, 1e-7) * (1 - 1e-9) <= rho <= zcdp_rho(1.0, 1e-7)
+
+
 def test_filter_schedule_by_hand():
     """initial_scale: rho itself when the 1-way measurements and two rounds fit (paper), else
     the scale at which d 1-ways + T rounds cost rho; final_round splits rho 90% / 10%."""

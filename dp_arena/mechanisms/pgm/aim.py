@@ -281,23 +281,25 @@ class AIM(Mechanism):
         rho_total = aim_rho_budget(budget)
         scale = initial_scale(rho_total, len(attrs), T)
         sigma, eps = self.nominal(scale, T, b)
-        rho_used = 0.0
+        first_charge = len(release.ledger.charges)  # the filter counts this fit's charges
+
+        def rho_used() -> float:
+            return sum(c.rho for c in release.ledger.charges[first_charge:])
 
         def used_fraction(extra: list[Charge]) -> float:
-            return min(1.0, (rho_used + sum(c.rho for c in extra)) / rho_total)
+            return min(1.0, (rho_used() + sum(c.rho for c in extra)) / rho_total)
 
         measurements = []
         for a in attrs:
             measurements.append(pgm.Measurement((a,), release.gaussian(
                 f"1-way marginal {a}", answers[(a,)], b, sigma, query=f"marginal {a}",
                 note=f"{domain[a]} cells"), sigma))
-            rho_used += release.ledger.charges[-1].rho
         total = pgm.initial_total(measurements, domain)
         model = pgm.estimate(domain, measurements, self.iters, total, **self.stopping)
         marginals = pgm.TreeMarginals(model)
 
         for t in range(1, 10 * T + 1):
-            left = rho_total - rho_used
+            left = rho_total - rho_used()
             round_rho = sum(c.rho for c in self.round_charges(sigma, eps, b))
             last = t >= T or left <= 2 * round_rho  # the paper's filter (Alg. 1)
             if last:  # the final round uses all the rho that is left (90% / 10%)
@@ -320,11 +322,9 @@ class AIM(Mechanism):
                 sens = b * max(weights[closure[i]] for i in pool)
                 pick = closure[pool[release.exponential(f"round {t}: select", scores, sens, eps,
                                                         note=note)]]
-            rho_used += release.ledger.charges[-1].rho
             measurements.append(pgm.Measurement(pick, release.gaussian(
                 f"round {t}: measure {' x '.join(pick)}", answers[pick], b, sigma,
                 query=f"marginal {' x '.join(pick)}", note=f"{cells[pick]} cells"), sigma))
-            rho_used += release.ledger.charges[-1].rho
             before = marginals.marginal(pick)
             total = pgm.initial_total(measurements, domain)
             if last:
