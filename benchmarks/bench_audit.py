@@ -159,7 +159,7 @@ def _probe(cfg: dict) -> tuple[float, float]:
     from dp_arena.audit.releases import release_features
     from dp_arena.audit.runs import audit_run
     from dp_arena.data.datasets import load_dataset
-    from dp_arena.run.runner import build_components, parse_run_config
+    from dp_arena.run.config import build_components, parse_run_config
 
     rc = parse_run_config(run_config_part(cfg))
     mechanism, _ = build_components(rc)

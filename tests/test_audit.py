@@ -31,7 +31,7 @@ from dp_arena.data.datasets import PROJECT_ROOT, Dataset
 from dp_arena.data.schema import Column, Schema
 from dp_arena.errors import ConfigError
 from dp_arena.report.audits import attach_audits, latest_audits
-from dp_arena.run.runner import parse_run_config
+from dp_arena.run.config import parse_run_config
 
 ENV = {**os.environ, "MLFLOW_TRACKING_URI": "", "PYTHONPATH": str(PROJECT_ROOT)}
 

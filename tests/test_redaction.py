@@ -14,7 +14,8 @@ from dp_arena.redact import (
     scrubbed_reason,
     without_credentials,
 )
-from dp_arena.run.runner import failure_message, log_params
+from dp_arena.report.tracking import log_params
+from dp_arena.run.runner import failure_message
 
 SECRET_ROW = "Alice Q. Smith,1987-03-04,42017"
 
@@ -97,7 +98,7 @@ def test_run_params_hold_no_credentials():
            "dataset": {"name": "taxi_sim"}, "metrics": {"kmarginal": {}},
            "tracking": {"uri": "https://alice:s3cret@mlflow.example/?token=abc"}}
     client = RecordingClient()
-    log_params(client, "run", parse_run_config(cfg))
+    log_params(client, "run", parse_run_config(cfg).as_dict())
     assert client.params["tracking.uri"] == "https://mlflow.example/"
     assert not any("s3cret" in v or "abc" in v for v in client.params.values())
 

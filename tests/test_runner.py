@@ -16,7 +16,9 @@ import dp_arena.audit.config_store  # noqa: F401 - registers every room's config
 from dp_arena.errors import ConfigError, DPArenaError, SchemaError
 from dp_arena.report.leaderboard import build_leaderboard, load_runs, run_row
 from dp_arena.report.render import render_markdown
-from dp_arena.run.runner import log_metrics, run_one, settings_text
+from dp_arena.report.tracking import log_metrics
+from dp_arena.run.record import settings_text
+from dp_arena.run.runner import run_one
 from tests.support.runs import config, logged_files
 
 

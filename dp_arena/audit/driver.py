@@ -52,16 +52,10 @@ from dp_arena.report.tracking import (
 )
 from dp_arena.run.content import content_hash, mechanism_content
 from dp_arena.run.preflight import check_run
-from dp_arena.run.runner import (
-    RunConfig,
-    build_components,
-    code_fingerprint,
-    data_fingerprint,
-    dataset_id,
-    experiment_for,
-    log_metrics,
-    parse_run_config,
-)
+from dp_arena.report.tracking import log_metrics
+from dp_arena.run.config import RunConfig, build_components, experiment_for, parse_run_config
+from dp_arena.run.record import dataset_id
+from dp_arena.run.runner import code_fingerprint, data_fingerprint
 
 from .bounds import Bound, attainable_eps_lb, lower_bound
 from .canary import Canary

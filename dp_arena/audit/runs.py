@@ -40,7 +40,8 @@ from dp_arena.privacy.accounting import Ledger
 from dp_arena.privacy.noise import fresh_rng
 from dp_arena.privacy.release import Releaser, make_sampler
 from dp_arena.run.isolation import call_isolated, can_fork
-from dp_arena.run.runner import RunConfig, check_synthetic, spent_budget
+from dp_arena.run.config import RunConfig
+from dp_arena.run.runner import check_synthetic, spent_budget
 from dp_arena.run.settings import Limits
 from dp_arena.mechanisms import Mechanism
 

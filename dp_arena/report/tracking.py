@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import logging
+import math
 import os
 import random
 import sqlite3
@@ -28,8 +29,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dp_arena.version import VERSION as __version__
 from dp_arena.errors import DPArenaError
+from dp_arena.redact import command_without_credentials
 from dp_arena.resources import checkout_root, source_root
 
 #: MLflow stores +inf as the largest float; anything above this reads back as infinity.
@@ -325,3 +329,59 @@ def source_tags() -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         pass
     return tags
+
+
+# ----- writing a run ---------------------------------------------------------------------
+def run_tag(key: str, value: str):
+    """An MLflow tag, its value cut to the store's limit."""
+    from mlflow.entities import RunTag
+
+    return RunTag(key, str(value)[:5000])
+
+
+def log_params(client, run_id: str, config: dict[str, Any]) -> None:
+    """A config as the run's params (flattened; credentials removed from every value)."""
+    from mlflow.entities import Param
+
+    params = flatten(config)
+    # a URI (tracking.uri, a dataset path) may carry a user name, password or token
+    items = [Param(k, command_without_credentials([v])[0][:6000])
+             for k, v in sorted(params.items())]
+    for start in range(0, len(items), 100):
+        client.log_batch(run_id, params=items[start:start + 100])
+
+
+def log_metrics(client, run_id: str, numbers: dict[str, float]) -> None:
+    """Finite numbers as metrics; an infinite one (``resample``'s ``epsilon_spent``) as a tag
+    ``<name>=inf``, since MLflow would store the largest float (1.797e308) instead."""
+    from mlflow.entities import Metric as MlflowMetric
+
+    now = int(time.time() * 1000)
+    items = [MlflowMetric(k, float(v), now, 0) for k, v in numbers.items()
+             if math.isfinite(float(v))]
+    infinite = [run_tag(k, "inf" if float(v) > 0 else "-inf") for k, v in numbers.items()
+                if math.isinf(float(v))]
+    client.log_batch(run_id, metrics=items, tags=infinite)
+
+
+def log_folder(client, run_id: str, folder: Path) -> None:
+    """Log every file in ``folder`` (top-level files at the artifact root, sub-folders as
+    artifact paths)."""
+    for path in sorted(folder.iterdir()):
+        if path.is_file():
+            client.log_artifact(run_id, str(path))
+        elif path.is_dir() and any(path.iterdir()):
+            client.log_artifacts(run_id, str(path), path.name)
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with numpy scalars as Python numbers and non-finite floats as text (JSON)."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return json_safe(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    return obj

@@ -37,14 +37,12 @@ import math
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dp_arena.data.cache import cached_load
@@ -55,16 +53,20 @@ from dp_arena.privacy.accounting import Ledger
 from dp_arena.privacy.noise import noise_rng
 from dp_arena.privacy.release import Releaser, make_sampler
 from dp_arena.privacy.secret import keyed_digest
-from dp_arena.redact import command_without_credentials, scrubbed_reason
+from dp_arena.redact import scrubbed_reason
 from dp_arena.report.record import RunRecord, setting_label
 from dp_arena.report.tracking import (
     METRIC_NA_TAG,
     client_for,
+    json_safe,
+    log_folder,
+    log_metrics,
+    log_params,
+    run_tag,
     code_version,
     ensure_experiment,
     find_finished_run,
     find_interrupted_run,
-    flatten,
     mark_killed,
     source_fingerprint,
     source_tags,
@@ -78,13 +80,7 @@ from dp_arena.run.config import (
 from dp_arena.run.content import run_key
 from dp_arena.run.isolation import call_isolated
 from dp_arena.run.preflight import check_data_size, check_run
-from dp_arena.run.record import (  # noqa: F401 - settings_text, short_hash: read from here too
-    build_record,
-    dataset_id,
-    private_output_reason,
-    settings_text,
-    short_hash,
-)
+from dp_arena.run.record import build_record, private_output_reason
 from dp_arena.run.references import metric_references
 from dp_arena.run.resources import ResourceMonitor
 from dp_arena.mechanisms import Mechanism
@@ -165,7 +161,7 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
         on_start(RunStarted(run_id, experiment, client.tracking_uri))
     try:
         with stop_signals_as_exit(), system_metrics(rc, client, run_id):
-            log_params(client, run_id, rc)
+            log_params(client, run_id, rc.as_dict())
             log_dataset_input(client, run_id, data, fingerprint, rc)
             computed = execute(rc, mechanism, checked.metrics, checked.view, client, run_id, key)
     except Exception as exc:  # every failure is recorded, then re-raised
@@ -283,7 +279,7 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
             numbers["peak_memory_mb"] = max(numbers["peak_memory_mb"], report.peak_rss_mb)
             numbers["wall_seconds"] = report.seconds
         if computed.tags:
-            client.log_batch(run_id, tags=[_tag(k, v) for k, v in computed.tags.items()])
+            client.log_batch(run_id, tags=[run_tag(k, v) for k, v in computed.tags.items()])
         log_metrics(client, run_id, numbers)
         log_folder(client, run_id, out)
         reason = private_output_reason(mechanism, data)
@@ -417,36 +413,6 @@ def close_figure(fig: Any) -> None:
     plt.close(fig)
 
 
-def _tag(key: str, value: str):
-    from mlflow.entities import RunTag
-
-    return RunTag(key, str(value)[:5000])
-
-
-def log_params(client, run_id: str, rc: RunConfig) -> None:
-    from mlflow.entities import Param
-
-    params = flatten(rc.as_dict())
-    # a URI (tracking.uri, a dataset path) may carry a user name, password or token
-    items = [Param(k, command_without_credentials([v])[0][:6000])
-             for k, v in sorted(params.items())]
-    for start in range(0, len(items), 100):
-        client.log_batch(run_id, params=items[start:start + 100])
-
-
-def log_metrics(client, run_id: str, numbers: dict[str, float]) -> None:
-    """Finite numbers as metrics; an infinite one (``resample``'s ``epsilon_spent``) as a tag
-    ``<name>=inf``, since MLflow would store the largest float (1.797e308) instead."""
-    from mlflow.entities import Metric as MlflowMetric
-
-    now = int(time.time() * 1000)
-    items = [MlflowMetric(k, float(v), now, 0) for k, v in numbers.items()
-             if math.isfinite(float(v))]
-    infinite = [_tag(k, "inf" if float(v) > 0 else "-inf") for k, v in numbers.items()
-                if math.isinf(float(v))]
-    client.log_batch(run_id, metrics=items, tags=infinite)
-
-
 def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: pd.DataFrame,
                     results: dict, ledger: Ledger, numbers: dict[str, float],
                     log_synthetic: bool = True) -> None:
@@ -470,28 +436,6 @@ def write_artifacts(out: Path, rc: RunConfig, mechanism: Mechanism, synthetic: p
         for name, fig in result.figures.items():
             (out / "plots").mkdir(exist_ok=True)
             drawn(fig).savefig(out / "plots" / f"{name}.png", dpi=100, bbox_inches="tight")
-
-
-def log_folder(client, run_id: str, folder: Path) -> None:
-    """Log every file in ``folder`` (top-level files at the artifact root, sub-folders as
-    artifact paths)."""
-    for path in sorted(folder.iterdir()):
-        if path.is_file():
-            client.log_artifact(run_id, str(path))
-        elif path.is_dir() and any(path.iterdir()):
-            client.log_artifacts(run_id, str(path), path.name)
-
-
-def json_safe(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return json_safe(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    return obj
 
 
 def failure_message(mechanism: str, exc: BaseException, public: tuple[str, ...] = ()) -> str:
