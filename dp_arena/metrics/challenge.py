@@ -41,8 +41,8 @@ DrivenData's ``drivendataorg/deid2-runtime`` (``TidyFormatKMarginalMetric``: k-m
 ``pickup_dropoff_score``, ``higher_order_conjunction``). Two stored revisions of that file
 (commits 12ef5733, 6f98358a) have no bias penalty; a later revision of the same script (same
 code plus ``K_MARGINAL_BIAS_PENALTY_CUTOFF = 250``, ``get_bias_mask`` and the per-place/time
-report; the code index did not name its repository) is the one followed here, as the issue
-does. NIST's later copies in ``usnistgov/SDNist`` (``sdnist/metrics/hoc.py``,
+report; the code index did not name its repository) is the one followed here. NIST's later
+copies in ``usnistgov/SDNist`` (``sdnist/metrics/hoc.py``,
 ``sdnist/metrics/kmarg_old.py``) were read for comparison only.
 
 - Cells are counted per permutation after binning (``value_counts`` of

@@ -430,7 +430,7 @@ class Membership(SharedReference):
         synthetic subsample, bootstrap) so that splitting the work changes no draw."""
         reason = self.not_applicable_reason(data)
         if reason is not None:
-            raise NotApplicable(reason, "hold out persons of the dataset (issue 38's split) "
+            raise NotApplicable(reason, "hold out persons of the dataset (its held-out split) "
                                 "or drop the metric with ~metrics.membership")
         target_rng, _, bootstrap_rng = np.random.default_rng(self.seed).spawn(3)
         schema = data.schema

@@ -31,7 +31,7 @@ Algorithm
 Settings follow the paper and its reference implementation (ryan112358/private-pgm
 ``dp_arena/mechanisms/aim.py``): ``rounds = 16 d``, ``max_model_size = 80`` MB, 1,000 mirror-descent
 iterations per round (warm started from the previous model) and for the final fit,
-``max_cells = 10000``, 90% / 10% measurement / selection split. Speed (issue 43): every fit
+``max_cells = 10000``, 90% / 10% measurement / selection split. Speed: every fit
 stops once its loss has stalled (:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol``
 relative improvement in each of ``patience`` blocks of 50 iterations in a row; default
 ``tol = 0.03``, ``patience = 1``), and a round's fit starts from the previous round's
@@ -39,7 +39,7 @@ potentials (a new clique's extended by zeros) and, with ``warm_step``, from the 
 the previous fit ended with. On adult at epsilon 1 the fits then take 100-400 iterations
 instead of 1,000 each, at a mean 3-way TVD within the seeds' spread of the old settings'
 (benchmarks/bench_pgm_adult.py). ``tol = 1e-7, patience = 2, warm_step = false,
-final_tol = 1e-7`` are the settings before issue 43; ``tol: null`` runs every iteration as
+final_tol = 1e-7`` are the old settings (fixed iterations); ``tol: null`` runs every iteration as
 the reference does. The stopping rule reads only the loss, a function of the
 noisy measurements: post-processing, it spends nothing. The model size of a candidate
 depends only on the graph of the measured cliques and the candidate, so it is computed once
@@ -234,9 +234,9 @@ class AIM(Mechanism):
         not a proof: on a 55-column table at epsilon 10 fits grew past it (by up to 15%)
         until two causes were removed, freed memory the allocator kept
         (:func:`dp_arena.mechanisms.pgm.heap.trim_heap`) and dropped ``TreeMarginals`` a reference
-        cycle kept until a garbage collection (af24db0); since, one runner run on each of
-        three wide tables grew to 46-63% of it (docs/pgm-estimation.md, "Memory on loans"
-        to "After the fix, the other tables")."""
+        cycle kept until a garbage collection; since, one runner run on each of three wide
+        tables grew to 46-63% of it (docs/pgm-estimation.md, "AIM's memory bound"; the runs in
+        benchmarks/RESULTS.md)."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20

@@ -24,11 +24,11 @@ Algorithm
 
 Settings (the reference implementation, ryan112358/private-pgm ``dp_arena/mechanisms/mst.py``):
 ``iters = 10000`` mirror-descent iterations for the final fit; ``dp_arena/conf/mechanism/mst_quick.yaml``
-is the budget preset (1,000). The fit stops once its loss has stalled (issue 43;
-:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol`` relative improvement in each of
+is the budget preset (1,000). The fit stops once its loss has stalled
+(:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol`` relative improvement in each of
 ``patience`` blocks of 50 iterations in a row; default ``tol = 0.03``, ``patience = 2``: about
 1,000 iterations on adult at epsilon 1, where the 3-way TVD is no worse than after 10,000;
-``tol = 1e-7`` is the setting before issue 43, ``tol: null`` runs every iteration as the
+``tol = 1e-7`` is the old setting (fixed iterations), ``tol: null`` runs every iteration as the
 reference does). The rule reads only the loss, a function of the noisy measurements: it is
 post-processing and spends nothing. ``select_iters`` is accepted for old configurations and unused: the 1-way
 fit is exact.

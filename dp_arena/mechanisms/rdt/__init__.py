@@ -74,7 +74,7 @@ mechanism name) with ``base_params`` and ``base_share``, ``structure`` (``base``
 targets; ``public``: SD = the public part even when the targets come from a base mechanism),
 ``max_contrib`` (rows kept per person for user-level data). Measured on Adult
 under the total reading (the version of ``bench_rdt_report.py`` before the report's text was
-read, at commit 341357e, 5 trials; its Method 1 was not the report's): shrinkage 1 beats the report's plain proportions on the (sex, race, attribute) panels at
+read, 5 trials; its Method 1 was not the report's): shrinkage 1 beats the report's plain proportions on the (sex, race, attribute) panels at
 epsilon 0.1 and ties at 0.4; depth half vs all ties; ``attribute_weights=sd_association``
 beats uniform on every panel at both budgets (the default is still uniform: see docs/mechanisms.md).
 
