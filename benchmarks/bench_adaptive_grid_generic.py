@@ -1,4 +1,4 @@
-"""Benchmark: ``adaptive_grid`` on generic tables of our own making (issue 27: on held-out
+"""Benchmark: ``adaptive_grid`` on generic tables of our own making (on held-out
 tables it did not improve from epsilon 1 to 10 and lost to ``independent``).
 
     python benchmarks/bench_adaptive_grid_generic.py [--tables salary loans fire]

@@ -4,7 +4,7 @@
         [--max-runs 20000] [--jobs 2] [--runs N] [--privacy pure|sprint3]
         [--view synthetic|releases] [--neighbours canary|worst_case] [--uncapped]
 
-**The release view with worst-case neighbours** (issue 24's tightness figures):
+**The release view with worst-case neighbours** (the tightness figures):
 
     .venv/bin/python benchmarks/bench_audit.py --view releases --neighbours worst_case
 
@@ -109,7 +109,7 @@ RELEASE_SETUPS: dict[str, ReleaseSetup] = {
 CPU_CLOCK = False
 #: Runs per world at least, whatever the claim.
 MIN_RUNS = 500
-#: Wall-clock target of one audit on 2 cores (issue 24).
+#: Wall-clock target of one audit on 2 cores.
 TARGET_SECONDS = 900
 
 

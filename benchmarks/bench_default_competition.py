@@ -1,4 +1,4 @@
-"""Benchmark: the default competition's wall time (issue 31's figure; not a test).
+"""Benchmark: the default competition's wall time (not a test).
 
     python benchmarks/bench_default_competition.py [--repeat 2] [OVERRIDE ...]
 
@@ -7,7 +7,7 @@ competition, 60 runs) in a new empty folder each time, as the quickstart's first
 after installing, and prints per repetition: the command's wall seconds (planning, the sweep,
 the board, a fresh MLflow store included) and the sweep's own span, from the first run's start
 to the last run's end as the sweep folder's records say (``started.json`` / ``outcome.json``).
-The goal (issue 31): the 60 runs in at most 3 minutes on 2 idle cores.
+The goal: the 60 runs in at most 3 minutes on 2 idle cores.
 """
 
 from __future__ import annotations

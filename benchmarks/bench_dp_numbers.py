@@ -1,4 +1,4 @@
-"""Issue 39 acceptance for :mod:`dp_arena.data.dp_numbers` on the real Chicago taxi sample.
+"""The acceptance figures of :mod:`dp_arena.data.dp_numbers` on the real Chicago taxi sample.
 
 For ``fare``, ``tips``, ``trip_miles``, ``trip_seconds`` (log axis) and the trips' start dates
 (days since 1970 on the linear 1900..2100 axis), 20 draws at per-column epsilon 0.008 (what a
@@ -10,7 +10,7 @@ bar: never more than 10), the largest bin's true share (mean, max) and the exact
 histogram only (no tree), one leaf per fine cell (no adaptive leaves) and no zoom
 (``zoom_share=0``: the two-stage algorithm before the zoom).
 
-**Narrow columns** (issue 39, item 2): the same table and the zoom / no-zoom variants on
+**Narrow columns**: the same table and the zoom / no-zoom variants on
 synthetic columns whose values share their leading digits (50,000 values each, seed 0:
 uniform in [44.9, 45.05] like Minneapolis' ``lat``, uniform in [-93.3, -93.2] like its
 ``long``, normal(1013, 7) like weather ``pressure``, the constant 2013) and, when

@@ -1,4 +1,4 @@
-"""Benchmark: what the held-out scores cost against a run's wall time (issue 38, item 7).
+"""Benchmark: what the held-out scores cost against a run's wall time.
 
     /work/main/.venv/bin/python benchmarks/bench_heldout_scores.py [--dataset adult taxi_sim]
         [--metrics dp_arena/conf/metrics/default.yaml] [--repeat 1]

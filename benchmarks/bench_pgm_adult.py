@@ -8,7 +8,7 @@ ones (and optionally beside smartnoise-synth); not a test.
 Reads ``adult`` from the shared data folder (``dp_arena.data.datasets.load_shared_dataset``) and
 runs each mechanism with the papers' settings (``PAPER`` below; ``--fast`` uses
 ``dp_arena/conf/mechanism/*_quick.yaml`` instead) at (epsilon, delta) = (1, 1e-9) under the zCDP
-accountant the papers use, twice per seed: with the estimator settings of 907651b
+accountant the papers use, twice per seed: with the estimator settings from before the stopping rule
 (``TODAY``: ``tol=1e-7``, ``patience=2``, every fit from the step ``2 / (L N)``) and with the
 settings ``dp_arena/conf/mechanism/NAME.yaml`` ships now (``new``), alternating A B A B so that a
 change in the machine's load hits both. ``--peer`` adds smartnoise-synth's ``smartnoise_mst``
@@ -22,8 +22,8 @@ Noise: by default each seed's noise comes from a generator seeded with that seed
 only: today and new see the same noise until their paths part; nothing is logged);
 ``--fresh-noise`` draws from OS entropy as real runs do. The peer draws its own noise.
 
-Goals (issue 43; same machine, same run): new AIM mean TVD <= 0.092 in at most 1/4 of
-today's time per fit, new MST mean TVD <= 0.113 in at most 1/3. Issue 31's goals against
+Goals (same machine, same run): new AIM mean TVD <= 0.092 in at most 1/4 of
+today's time per fit, new MST mean TVD <= 0.113 in at most 1/3. The goals against
 smartnoise (``--peer``): MST at <= 1/3 of its time, AIM at <= 1/10.
 """
 
@@ -51,13 +51,13 @@ PAPER = {
     "aim": {"workload_degree": 3, "rounds": None, "max_model_size": 80.0, "iters": 1000,
             "final_iters": 1000, "max_cells": 10000},
 }
-#: The estimator settings as of 907651b (issue 43's baseline), kept selectable.
+#: The estimator settings from before the stopping rule (the baseline), kept selectable.
 TODAY = {"tol": 1e-7, "patience": 2}
 TODAY_AIM = {**TODAY, "warm_step": False, "final_tol": 1e-7}
 PEERS = {"mst": "smartnoise_mst", "aim": "smartnoise_aim"}
-#: (TVD at most, time new / today at most): issue 43
+#: (TVD at most, time new / today at most)
 GOALS = {"mst": (0.113, 1 / 3), "aim": (0.092, 1 / 4)}
-#: (time ours / peer at most): issue 31
+#: (time ours / peer at most)
 PEER_GOALS = {"mst": 1 / 3, "aim": 1 / 10}
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: AIM and MST at 10^6 rows (issue 43 item 2; not a test).
+"""Benchmark: AIM and MST at 10^6 rows (not a test).
 
     nice .venv/bin/python benchmarks/bench_pgm_scale.py [--rows 1000000] [--columns 20]
         [--table tree|taxi] [--mechanisms mst aim] [--epsilon 1] [--delta 1e-9]
@@ -16,7 +16,7 @@ The table (``--table``):
   mechanisms keep ``max_contrib`` trips per taxi as in the default competition).
 
 Each mechanism runs with the settings ``dp_arena/conf/mechanism/NAME.yaml`` ships (the papers'
-workload, the issue 43 estimator) at (``--epsilon``, ``--delta``) under the zCDP accountant,
+workload, the estimator that stops once converged) at (``--epsilon``, ``--delta``) under the zCDP accountant,
 in a forked child under ``limits.memory_limit_mb=--memory-mb`` and ``--time-limit-s``
 (:func:`dp_arena.run.isolation.call_isolated`: the run's own isolation, one BLAS thread). It
 prints per fit: wall seconds of the fit, the peak resident memory of the child's tree as the

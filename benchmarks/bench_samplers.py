@@ -10,14 +10,14 @@ training view, as runs do) at the default ``privacy=sprint3`` delta, runs ``fit_
 the order (A B, then B A, ...) so that drift on a shared machine hits both, both under the zCDP
 accountant (the opendp sampler accounts in zCDP; the same accountant on both sides compares the
 samplers only). ``--legacy`` adds a third sampler in the rotation: ``opendp`` with OpenDP's
-default lattice ``2^-1074`` for float draws (the sampler before issue 43;
+default lattice ``2^-1074`` for float draws (the sampler before the lattice was chosen per release;
 :func:`dp_arena.privacy.release.lattice_k` chooses a coarser lattice now).
 
 Prints per mechanism and epsilon the median wall seconds of each sampler and the ratio
 opendp / numpy of the medians, both for wall seconds and for this process's CPU seconds (on
 a loaded machine the CPU ratio is the steadier figure: the fit runs in this process, one
 thread). Seconds are one whole ``fit_sample`` (noise, estimation and sampling; JAX
-compilation excluded by a warm-up run per sampler). The goal (issue 24): at most 1.5x.
+compilation excluded by a warm-up run per sampler). The goal: at most 1.5x.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dp_arena.mechanisms.options import shipped_settings
 
 OPTIONS = ("independent", "archetype", "prefix_tree", "mst_quick", "aim_quick", "adaptive_grid")
 DELTA = 2.5e-5
-#: the sampler before issue 43: OpenDP's float draws on its default (finest) lattice
+#: the sampler before the lattice was chosen per release: OpenDP's float draws on its default (finest) lattice
 LEGACY = "opendp_2^-1074"
 
 
@@ -49,7 +49,7 @@ def mechanism_of(option: str):
 
 @contextmanager
 def finest_lattice():
-    """OpenDP's default lattice 2^-1074 for float draws (the sampler before issue 43)."""
+    """OpenDP's default lattice 2^-1074 for float draws (the sampler before the lattice was chosen per release)."""
     chosen = release_module.lattice_k
     release_module.lattice_k = lambda sensitivity, size: release_module.LATTICE_K_RANGE[0]
     try:

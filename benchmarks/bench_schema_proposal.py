@@ -1,4 +1,4 @@
-"""Schema proposals on real tables (issue 39): what each column becomes, how much of the table
+"""Schema proposals on real tables: what each column becomes, how much of the table
 loads, and whether a DP proposal stays sane at the budgets people spend.
 
     python benchmarks/bench_schema_proposal.py [--draws 20] [--tables] [--data-dir ../shared/data]

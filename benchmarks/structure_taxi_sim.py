@@ -1,5 +1,5 @@
 """Structure report: how concentrated trips are *within* the challenge's groups, for the
-simulated private year (``taxi_sim``) and the real Chicago sample (issue 29).
+simulated private year (``taxi_sim``) and the real Chicago sample.
 
     .venv/bin/python benchmarks/structure_taxi_sim.py [--trips 15002] [--draws 20] [--seed 0]
         [--preset private] [--curve-trips 1000000] [--no-curve]

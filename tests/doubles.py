@@ -242,7 +242,7 @@ MECHANISMS["test_noisy_modes"] = "tests.doubles:NoisyModes"
 
 @dataclass
 class CopiesTraining(Mechanism):
-    """A planted leak (issue 38): releases the training rows themselves (``data.private``, no
+    """A planted leak: releases the training rows themselves (``data.private``, no
     noise) and declares the run's budget as an external contestant does (one ``declared``
     ledger charge of the run's epsilon and delta, ``accounting=declared``). Not private at
     all: a membership attack must beat the bound its declared epsilon implies, and the board

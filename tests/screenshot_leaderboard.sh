@@ -3,7 +3,7 @@
 # -y chromium), to check by eye that the page shows its tables and plots.
 #   tests/screenshot_leaderboard.sh multirun/<date>/<time>/leaderboard/leaderboard.html [out.png] [width] [height]
 # Writes out.png (default: leaderboard.png beside the page). Exits 3 if Chromium is missing.
-# Issue 44 checks the page at 1400 and 800 px wide: run it once with each width. A table wider
+# The page is checked at 1400 and 800 px wide: run it once with each width. A table wider
 # than the window scrolls inside its own box (the page never does); the screenshot shows the
 # line above such a table that says so, and its left part.
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""The front door (dp_arena/api.py, issue 42 item 2): one import gives what a notebook, a script
+"""The front door (dp_arena/api.py): one import gives what a notebook, a script
 or a plugin needs; the package root re-exports it without importing it; the old addresses
 still work; what the Python API used to borrow from the command line lives on lower floors
 (writing a proposal in dp_arena.data, reading a board in dp_arena.report, each room's Hydra
@@ -25,7 +25,7 @@ from dp_arena.data.schema import Schema
 from dp_arena.errors import ConfigError, DPArenaError
 from dp_arena.report.experiments import latest_experiment, read_board
 
-#: What issue 42 asks the front door to hold (the audit under a name that is not the
+#: What the front door is to hold (the audit under a name that is not the
 #: ``dp_arena.audit`` package's).
 ASKED = {"run_competition", "read_board", "propose", "ProposalSettings", "audit_mechanism",
          "Mechanism", "Metric", "Releaser", "Budget", "Ledger", "DPArenaError", "ConfigError",

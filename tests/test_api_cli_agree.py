@@ -1,4 +1,4 @@
-"""The Python API and the command line take one path (issue 44, item 2): the same plan entry
+"""The Python API and the command line take one path: the same plan entry
 (:func:`dp_arena.sweep.plan.plan_jobs`) with the same default delta rule, and a wrong dtype in a
 frame is one message naming the column and the fix before anything is written or run."""
 
@@ -24,7 +24,7 @@ SCHEMA = Schema((Column("colour", "categorical", "str", values=("green", "red"))
                  Column("size", "categorical", "int64", values=(0, 1, 2, 3)),
                  Column("amount", "numeric", "float", min=0, max=200, bins=(10, 20, 40))))
 
-#: The table size of issue 44: 43,078 persons x 2.5e-5 = 1.08, at or above 1/n.
+#: A table size at which the preset delta is too large: 43,078 persons x 2.5e-5 = 1.08, at or above 1/n.
 ROWS = 43_078
 
 

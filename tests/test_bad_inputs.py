@@ -1,4 +1,4 @@
-"""Issue 44's bad inputs, retried as a newcomer makes them: each command, run as a user runs it
+"""Bad inputs, retried as a newcomer makes them: each command, run as a user runs it
 (its own process, forked by :func:`tests.support.forked.run_forked`, in a folder holding the
 ``csv_dir`` files and an empty MLflow store), must end
 with exactly one message that names the problem and the fix (one ``fix:`` line, no

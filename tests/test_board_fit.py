@@ -1,4 +1,4 @@
-"""Issue 44, item 5: a board that does not mislead and fits its screen. On hand-made runs:
+"""A board that does not mislead and fits its screen. On hand-made runs:
 no epsilon averaged over the board's epsilons is shown as a spend; ties sort with their rank;
 the HTML page says what the terminal says (winner per epsilon, public data beating every DP
 row) and wraps every table in a box that scrolls sideways; every terminal line (the board,

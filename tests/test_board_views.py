@@ -1,4 +1,4 @@
-"""Issue 38 on the board: the utility view and the risk view ("empirical risk, not a DP
+"""The held-out scores on the board: the utility view and the risk view ("empirical risk, not a DP
 guarantee") appear in every format only when runs logged their metrics; the bound a row's
 claimed budget implies, min(1, e^epsilon * FPR + delta), and the mark when a membership attack
 beats it significantly; ranking by the new metrics in the right direction; the utility plot.

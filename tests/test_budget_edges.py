@@ -1,4 +1,4 @@
-"""Calibrations at the edges of epsilon (issue 27: ``mst[quick]`` at epsilon 1e-6 was refused
+"""Calibrations at the edges of epsilon (``mst[quick]`` at epsilon 1e-6 was refused
 by its own ledger): the gdp conversion keeps its digits at tiny epsilon, and every way a
 mechanism calibrates its releases (a whole plan solved at once, sigma for ``n`` releases,
 shares of a split, what is left after earlier charges) fits the ledger charged one release at

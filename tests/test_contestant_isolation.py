@@ -1,4 +1,4 @@
-"""Contestants isolated, and each row says what it claims (issue 41, items 2 and 4): the test
+"""Contestants isolated, and each row says what it claims: the test
 double (tests/contestant_double.py) looks for the harness's secret file and tracking URI in its
 environment and reports what it saw; a failure line quoting a private record is scrubbed before
 it reaches MLflow; report tags under undeclared names are dropped; the claims of the shipped

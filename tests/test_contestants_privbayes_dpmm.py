@@ -1,4 +1,4 @@
-"""DataSynthesizer's PrivBayes and dpmm's MST/AIM/PrivBayes as contestants (issue 41): the
+"""DataSynthesizer's PrivBayes and dpmm's MST/AIM/PrivBayes as contestants: the
 adapter's pure helpers (public padding rows, the epsilon split, the uniform marginals that keep
 the describer's extra release out of the output), the options and delta refused before launch,
 the claims and the list, the install's refusal on a Python outside dpmm's range; in the real

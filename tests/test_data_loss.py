@@ -1,4 +1,4 @@
-"""Issue 39, items 6 and 7: nothing lost without a word (every value or row that loading sets
+"""Nothing lost without a word (every value or row that loading sets
 missing, clips, rounds or drops is counted per column, reported before any run, and refused
 above ``dataset.max_loss``; the counts stay on the console), warnings with a real fix, and a
 board that says when it mixes runs on different schemas of one table.

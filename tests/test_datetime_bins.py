@@ -1,4 +1,4 @@
-"""Issue 39: datetime columns with quantile bins, and the ISO8601 / mixed formats in a schema
+"""Datetime columns with quantile bins, and the ISO8601 / mixed formats in a schema
 (codes, decoding inside a bin, JSON round trip, validation errors)."""
 
 from __future__ import annotations

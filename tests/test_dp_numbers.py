@@ -1,4 +1,4 @@
-"""Issue 39: DP ranges and many-quantile bin edges on a public axis (dp_arena.data.dp_numbers).
+"""DP ranges and many-quantile bin edges on a public axis (dp_arena.data.dp_numbers).
 
 Tolerances: (a) the consistent leaves against numpy's least squares (an SVD on a small
 0/1 hierarchy matrix, well conditioned): atol=1e-8 on counts of magnitude ~10-100 is ~10^7
@@ -206,7 +206,7 @@ def test_consistent_leaves_is_the_least_squares_fit_of_the_tree():
     assert np.allclose(consistent_leaves(noisy, b), fit, atol=1e-8)
 
 
-# ----- the zoom (issue 39, item 2) ---------------------------------------------------------
+# ----- the zoom ---------------------------------------------------------
 def leaves_of(bounds: list[tuple[float, float]]) -> Leaves:
     lo, hi = (np.array(x, dtype=float) for x in zip(*bounds))
     n = len(lo)

@@ -1,6 +1,6 @@
 """The Duke report's utility panels (a), (b) over (Sex, Race, attribute) categories and (d)
-level correlations (dp_arena.metrics.duke_utility, issue 30), panel (c) least-squares slopes per
-attribute and the Figures 10-14 logistic-regression models (issue 40): hand-computed numbers on
+level correlations (dp_arena.metrics.duke_utility), panel (c) least-squares slopes per
+attribute and the Figures 10-14 logistic-regression models: hand-computed numbers on
 tiny tables, and their outputs declared private.
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
@@ -116,7 +116,7 @@ def test_one_private_attribute_has_no_combination_outputs():
     assert math.isfinite(result.scores["level_corr_corr"])
 
 
-# ----- panel (c): least-squares slopes, per attribute (issue 40) ---------------------------
+# ----- panel (c): least-squares slopes, per attribute ---------------------------
 def _cells(rows: list[tuple[str, float, float, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["attribute", "real_slope", "synthetic_slope", "weight"])
 

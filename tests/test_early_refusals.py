@@ -1,4 +1,4 @@
-"""Late or wrong-subject failures of issue 44 (item 4), each now one message naming the problem
+"""Late or wrong-subject failures, each now one message naming the problem
 and the fix before any run, exit status 2, nothing left behind (no ``multirun``/``mlruns``
 folder, no run in the store): a one-column table under ``kmarginal``'s ``k=2``, a tracking URI
 of a scheme MLflow has no store for, a Hydra override syntax error, ``rdt`` on a table without

@@ -1,4 +1,4 @@
-"""dp_arena.mechanisms.pgm.mirror_descent's stopping rule and warm starts (issue 43): hand-built problems,
+"""dp_arena.mechanisms.pgm.mirror_descent's stopping rule and warm starts: hand-built problems,
 no wall time. The properties: the rule stops at the first block where it holds and not
 before; a fit warm-started from converged potentials of the same measurements stops in far
 fewer steps at the same loss; the early-stopped estimate is within the distance its loss gap

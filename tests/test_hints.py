@@ -1,4 +1,4 @@
-"""Issue 39: public hints free of budget, the budget split that follows the columns, types that
+"""Public hints free of budget, the budget split that follows the columns, types that
 read real files under DP noise, and what a proposal reports per column.
 
 Tolerances: (a) epsilon shares are a handful of products and quotients of the budget: rel=1e-6

@@ -1,4 +1,4 @@
-"""The held-out split of privacy units (issue 38, item 1): reproducible, disjoint, whole
+"""The held-out split of privacy units: reproducible, disjoint, whole
 persons; a marker planted in held-out rows never reaches a mechanism, a tuning step or a
 schema proposal; the ledger's persons are the training persons; taxi_sim's private table is
 unchanged by its simulated held-out taxis; the target column."""

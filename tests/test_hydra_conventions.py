@@ -1,4 +1,4 @@
-"""Issue 27: dp-arena behaves like a Hydra app people know: tab completion installs and
+"""dp-arena behaves like a Hydra app people know: tab completion installs and
 answers, ``--help`` says what dp-arena does and what the default sweep runs, and ``--cfg job``
 on a sweep shows the first job's config with a note instead of an error or a traceback."""
 

@@ -1,4 +1,4 @@
-"""Issue 39: value classes and column types that read real files (ISO timestamps, months,
+"""Value classes and column types that read real files (ISO timestamps, months,
 mixed date formats, mostly-whole floats, text that must stay text under noise).
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6
@@ -64,7 +64,7 @@ def test_each_value_gets_its_first_class():
     assert [CLASSES[i] for i in value_classes(values)] == expected
 
 
-# ----- the problems of issue 39 ---------------------------------------------------------------
+# ----- the problems real files gave ---------------------------------------------------------------
 def test_iso_timestamps_with_zone_are_a_datetime_type_read_in_utc():
     values = ["2013-01-01T10:00:00Z", "2013-01-01T11:30:00Z", "2013-01-01T12:00:00+02:00",
               "2013-01-02T00:00:00.5Z", "2013-01-02 01:00:00"]

@@ -1,4 +1,4 @@
-"""Issue 27's pre-launch gaps: every setting value of every swept mechanism and metric is
+"""Pre-launch gaps: every setting value of every swept mechanism and metric is
 checked before launch, an unknown key names the option that lacks it, and launcher, folder and
 tracking-server problems (and a sweep where nothing can run) are one message with the fix
 before the parent run exists."""

@@ -239,7 +239,7 @@ def test_compact_board_hides_columns_that_do_not_vary():
     for hidden in ("delta", "unit", "data id", "dataset", "noise", "settings"):
         assert hidden not in header and not any("settings" in h for h in header)
     # same pool: compared (tied, unlike rows of separate pools); one trial each has no CI, so
-    # neither is ranked above the other (issue 27)
+    # neither is ranked above the other
     assert list(board["rank"]) == [1, 1] and board["tied"].all()
 
 
@@ -483,7 +483,7 @@ def test_not_applicable_rows_close_their_table_in_markdown_html_and_csv(tmp_path
     table = pd.read_csv(tmp_path / "leaderboard.csv")
     na = table[table["status"].str.startswith("n/a: ")]  # a bare n/a would read back as NaN
     assert len(na) == 2 and na["rank"].isna().all()
-    # the CSV guards the formula after the '|' a spreadsheet may split on (issue 27)
+    # the CSV guards the formula after the '|' a spreadsheet may split on
     assert set(na["reason"]) == {NA_RECORD["reason"].replace("|=", "|'=")}
     assert list(table["mechanism"])[-1] == "archetype"
     overall_csv = pd.read_csv(tmp_path / "leaderboard_overall.csv")

@@ -1,4 +1,4 @@
-"""The membership metric (issue 38, item 5) on hand-built tables whose answer is known.
+"""The membership metric on hand-built tables whose answer is known.
 
 - A release of the training rows (``resample``) is caught: DCR AUROC 1, every member row copied,
   almost no held-out row; its TPR at FPR 0.01 beats the bound an epsilon of 1 implies.

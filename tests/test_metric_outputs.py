@@ -1,4 +1,4 @@
-"""Every metric's declared public outputs really are public (issue 13, item 4).
+"""Every metric's declared public outputs really are public.
 
 An output declared in ``Metric.public_outputs`` must be a function of the synthetic table and
 public settings only. So, with the synthetic table fixed, it must be identical when the private
@@ -142,7 +142,7 @@ def test_split_partitions_by_declaration():
 
 
 def test_duke_report_panels_are_covered_and_private(cases):
-    """Issue 30: the Duke panels (a) (joint (sex, race, attribute) histograms), (b) over the
+    """The Duke panels (a) (joint (sex, race, attribute) histograms), (b) over the
     (sex, race, attribute) categories and (d) (level correlations) are scored on the people
     case above, so the public-output test covers them; none is public, and each moves with the
     private table (it is a comparison with it), so it may be logged only by opt-in."""

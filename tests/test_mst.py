@@ -207,7 +207,7 @@ def test_epsilon_1e6_output_respects_the_row_bound(mechanism):
     """A 5,000-row table at epsilon 1e-6: the noisy count is pure noise (sigma in the
     millions), so the output has the public figure's rows, here the schema's max_records
     (2,500); the ledger is spent to the budget, never over, under both accountants (under gdp
-    at delta 1e-10 the ledger refused mst's last 2-way marginal before issue 27's fix)."""
+    at delta 1e-10 the ledger refused mst's last 2-way marginal before a precision fix in the calibration)."""
     data = record_table(5000, 2500, 1e-6)
     for seed, (accountant, delta) in enumerate([("zcdp", 1e-6), ("gdp", 1e-10), ("gdp", 1e-6)]):
         budget = Budget(1e-6, delta)

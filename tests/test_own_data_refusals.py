@@ -1,4 +1,4 @@
-"""Refusals and limits on the own-data path (issue 39, item 8): a "public" sample that is the
+"""Refusals and limits on the own-data path: a "public" sample that is the
 private table or a subset of it (:mod:`dp_arena.data.overlap`), from-private marks that survive
 deleting the ``proposal`` block (:mod:`dp_arena.data.provenance`), and the memory limit checked
 on an estimate of the loaded size before a CSV is read whole (:mod:`dp_arena.run.preflight`).

@@ -1,4 +1,4 @@
-"""Issue 27: the sweep's parent run shows the winner per epsilon (metrics and tags) and holds the
+"""The sweep's parent run shows the winner per epsilon (metrics and tags) and holds the
 board as an MLflow table, so the MLflow UI names the winner without opening an artifact.
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6

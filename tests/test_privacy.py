@@ -118,7 +118,7 @@ def test_laplace_scale_aims_a_hair_below_the_epsilon():
 
 
 def test_ledger_has_no_upward_tolerance():
-    """Epsilon 1 + 1 ulp is refused, exactly 1 is accepted (issue 13 item 7)."""
+    """Epsilon 1 + 1 ulp is refused, exactly 1 is accepted."""
     over = Ledger(Budget(1.0))
     with pytest.raises(BudgetExceededError, match="over the budget"):
         over.charge("just over", "laplace", 1.0, 1.0 / math.nextafter(1.0, 2.0))

@@ -1,4 +1,4 @@
-"""Issue 27: a sweep's progress counts runs done / in flight / failed from the sweep folder, and
+"""A sweep's progress counts runs done / in flight / failed from the sweep folder, and
 its ETA weights runs by their expected cost, so it never shows less than half the remaining
 time after the first 10 runs, even when the fast mechanisms finish first and the prior costs
 are off by a factor of 2.5 either way (a simulated sweep, two workers, Hydra's job order).
@@ -182,7 +182,7 @@ def test_the_monitor_prints_plain_lines_when_not_a_terminal(tmp_path):
     assert "\r" not in text and "\x1b" not in text  # plain lines, no terminal control
 
 
-# ----- the default competition, labelled runs with a per-run overhead (issue 44) --------------
+# ----- the default competition, labelled runs with a per-run overhead --------------
 #: The default competition's mechanisms as (mechanism, label) in Hydra's order, and each one's
 #: own seconds of work at epsilon 1 (adaptive_grid 2.9 times that at epsilon 10).
 COMPETITION = [("independent", "independent", 0.5), ("archetype", "archetype", 5.0),

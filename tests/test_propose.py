@@ -1,4 +1,4 @@
-"""Issue 25: datetime and missing values in the schema, schema proposals (public, DP, private
+"""Datetime and missing values in the schema, schema proposals (public, DP, private
 opt-in), dp-arena-schema, dataset.columns/drop, fitting data to a proposed schema, guards.
 
 Tolerances: (a) a scale is 1 / (share * epsilon), two operations: rel=1e-6 (approx's default)

@@ -142,7 +142,7 @@ def test_ledger_with_a_base_mechanism_stays_within_and_uses_the_budget(delta, ac
 
 @pytest.mark.parametrize("accountant", ["gdp", "zcdp"])
 def test_mst_base_spends_exactly_the_budget_under_either_accountant(accountant):
-    """Issue 13 item 6: under gdp the ledger reports min(GDP + basic, zCDP) once MST's
+    """Under gdp the ledger reports min(GDP + basic, zCDP) once MST's
     exponential selections are in, so the trees' share is solved on that composition, not
     ``epsilon - spent``; the run spends the budget to 1e-9 and never more."""
     data = people_dataset(n=1500)
@@ -473,7 +473,7 @@ def test_adult_beats_the_noisy_marginal(shared_data):
     assert trees["joint_prop_corr"] > marginal["joint_prop_corr"]
 
 
-# ----- the Duke report's procedure (issue 30) ---------------------------------------------
+# ----- the Duke report's procedure ---------------------------------------------
 def test_collapse_below_count_combines_every_rare_value_by_hand():
     codes = np.array([0] * 50 + [1] * 3 + [2] * 20 + [3] * 2 + [4] * 30 + [5] * 10)
     # >= 20 rows: 0, 2, 4 keep codes 0, 1, 2 (no cap on how many); 1, 3, 5 share code 3

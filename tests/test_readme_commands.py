@@ -1,4 +1,4 @@
-"""Issue 44's acceptance: every command example in README.md is exercised by a test or a
+"""Every command example in README.md is exercised by a test or a
 documented check.
 
 :func:`readme_commands` extracts every shell command README shows: each command of a ``bash``

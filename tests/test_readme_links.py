@@ -1,4 +1,4 @@
-"""README.md stays a ten-minute read that points into docs/ (issue 44, item 6): every relative
+"""README.md stays a ten-minute read that points into docs/: every relative
 link and ``#anchor`` in README.md and docs/*.md resolves (anchors by GitHub's heading slugs),
 README is at most 420 lines, every docs file is linked from it, and the blocks other checks
 read from it (the quickstart's test command that ``.ci/run`` runs, the Python API example, the

@@ -1,5 +1,5 @@
 """The synthetic row count (dp_arena/mechanisms/row_count.py): a DP estimate when its noise is small
-next to a public figure, else the public figure, within public bounds (issue 27:
+next to a public figure, else the public figure, within public bounds (once,
 ``independent`` at epsilon 1e-6 emitted 1,000,000 rows for a table of thousands).
 
 Tolerances: (a) every pytest.approx here compares hand-computed arithmetic: its default, 1e-6

@@ -68,7 +68,7 @@ def test_private_data_never_reaches_mlflow(csv_files, tracking_uri):
             assert private_row_share(frame, private) < 0.05, (out.mechanism, path.name)
     resample = client.get_run(runs[1].run_id)
     assert "synthetic_logged" in resample.data.tags
-    # infinity, as a tag (a metric would read 1.797e308), flagged non-private (issue 27)
+    # infinity, as a tag (a metric would read 1.797e308), flagged non-private
     assert resample.data.tags["epsilon_spent"] == "inf"
     assert "epsilon_spent" not in resample.data.metrics
     assert resample.data.tags["private"] == "false"

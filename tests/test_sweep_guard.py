@@ -118,7 +118,7 @@ def test_mechanisms_that_do_not_apply_are_na_rows_and_the_sweep_succeeds(tmp_pat
     assert len(runs_of(tmp_path)) == 1  # n/a jobs start no MLflow run
     # metrics that do not apply to adult (taxi-only challenge, sequences-only patterns) keep
     # their reason in the CSV; the Markdown leaves their all-n/a columns out and names them in
-    # one line with the reason (issue 44)
+    # one line with the reason
     scored = board[board["mechanism"] == "independent"].iloc[0]
     assert "taxi" in scored["na:challenge"] and "sequence" in scored["na:frequent_patterns"]
     text = next((tmp_path / "multirun").glob("*/*/leaderboard/leaderboard.md")).read_text()

@@ -1,4 +1,4 @@
-"""Issue 44: a sweep whose output is a pipe whose reader has exited (``dp-arena ... 2>&1 |
+"""A sweep whose output is a pipe whose reader has exited (``dp-arena ... 2>&1 |
 head -1``) still closes every run when it is interrupted (Ctrl-C to the process group, or
 SIGTERM to the sweep), and still finishes normally when it is not: writes to the broken pipe
 are skipped, never fatal."""

@@ -1,4 +1,4 @@
-"""Issue 44, what remained: the sweep's own lines (the plan up front, the summary) within the
+"""The sweep's own lines (the plan up front, the summary) within the
 width the terminal reports; the ETA of a mechanism the cost table does not name, priced by what
 the sweep measured rather than a guessed factor; the utility view's legend saying only what
 applies.

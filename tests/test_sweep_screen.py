@@ -1,4 +1,4 @@
-"""Issue 44: a sweep's screen in a terminal is one progress line plus one line per finished
+"""A sweep's screen in a terminal is one progress line plus one line per finished
 run (the launching process is the only writer; lines clear and redraw the progress line), and
 an interrupt's stop message comes out whole. Fast tests drive the console and the monitor on a
 fake terminal; slow ones run ``dp-arena`` in a pseudo-terminal and render what it wrote."""

@@ -7,7 +7,7 @@ failure 1e-6); the solved base's share by a Monte Carlo of 200 x 1,000 logistic 
 <= 7e-6); (d) the public-year trends are written to 2 decimals (0.005, half a unit) and the
 2020 airport share is rounded to 3 decimals (abs=0.001); the private mix's ranges and the
 realdata structure checks (cells per pair within 10%, the k-marginal gap within 15 points) are
-the simulator's modelling targets against the real sample (issue 29), not sampling tolerances;
+the simulator's modelling targets against the real sample, not sampling tolerances;
 approx's default elsewhere.
 """
 
@@ -288,7 +288,7 @@ def calibration_module():
 @pytest.mark.realdata
 def test_private_year_matches_real_trips(shared_data):
     """Every 1-way TVD (in scoring bins) <= 0.05 and pickup x dropoff <= 0.15 against the
-    15,002 real trips (issue 17)."""
+    15,002 real trips."""
     calibrate = calibration_module()
     path = shared_data / calibrate.REAL_SAMPLE
     if not path.exists():
@@ -374,7 +374,7 @@ def test_cli_unwritable_output_exits_2(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-# ----- within-trip structure by place and time (issue 29) ---------------------------------
+# ----- within-trip structure by place and time ---------------------------------
 STRUCTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "structure_taxi_sim.py"
 
 
@@ -478,7 +478,7 @@ def test_subsample_of_everything_scores_1000():
 @pytest.mark.realdata
 def test_within_group_structure_matches_the_real_sample(shared_data):
     """At the real sample's size: cells per column pair within 10% of the real sample's and
-    the half-vs-whole k-marginal within 15 points (issue 29; fixed seed)."""
+    the half-vs-whole k-marginal within 15 points (fixed seed)."""
     structure = structure_module()
     if not (shared_data / "chicago-taxi-sample.csv").exists():
         pytest.skip("real Chicago sample not available")
@@ -491,7 +491,7 @@ def test_within_group_structure_matches_the_real_sample(shared_data):
     assert abs(gap) <= 15, f"half-vs-whole gap {gap:+.0f}"
 
 
-# ----- scoring years (issue 29) -----------------------------------------------------------
+# ----- scoring years -----------------------------------------------------------
 def test_scoring_year_2020_drifts_sharply_as_documented():
     """2020 against the public 2019 year: airport share up by the passenger / trip ratio,
     fewer downtown pickups, fewer night trips, fewer trips per taxi-week, more card."""

@@ -1,4 +1,4 @@
-"""Issue 27: the board on a terminal fits 120 columns as plain text (no Markdown escapes), names
+"""The board on a terminal fits 120 columns as plain text (no Markdown escapes), names
 the ranking metric and the winner per epsilon, says when public_only beats every DP row or the
 best DP row is below the uniform floor, and says that n = 1 rows are not ranked against each
 other; the Markdown file is unchanged."""

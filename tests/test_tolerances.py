@@ -1,4 +1,4 @@
-"""Every literal tolerance in the suite says where it comes from (issue 42: a constant that
+"""Every literal tolerance in the suite says where it comes from (a constant that
 held on one CPU failed on another), and the shared helpers of :mod:`tests.support.tolerances`
 compute what their docstrings say.
 

@@ -1,4 +1,4 @@
-"""DP ranges and many-quantile bin edges of one number column on a public axis (issue 39).
+"""DP ranges and many-quantile bin edges of one number column on a public axis.
 
 An :class:`Axis` is public and chosen before any data is seen: coarse cells (decades on the
 log axis, years on a date axis) that a range is made of, each split into fine cells (20 a

@@ -1,5 +1,5 @@
 """The held-out split of privacy units: persons of the private population kept away from every
-mechanism, schema proposal and tuning step, read by scores only (issue 38, item 1).
+mechanism, schema proposal and tuning step, read by scores only.
 
 Algorithms
 ----------

@@ -444,8 +444,8 @@ class Archetype(Mechanism):
     ``public`` 709.9 +- 3.4 and 712.3 +- 2.2 (+19.4 and +21.8 points), all in the
     higher-order-conjunction score (HOC 0.885 vs 0.946 at epsilon 1, 0.885 vs 0.947 at 10;
     k-marginal and graph-edge within one std): giving every taxi of an archetype the same
-    count loses the heavy tail of trips per taxi that HOC compares. Issue 40 reports the same
-    switch on the simulated 1M competition at epsilon 10 as 740.6 vs 759.2 (HOC 0.904 vs
+    count loses the heavy tail of trips per taxi that HOC compares. An earlier measurement of the
+    same switch on the simulated 1M competition at epsilon 10 as 740.6 vs 759.2 (HOC 0.904 vs
     0.955); not re-measured here. The ranked ``archetype`` row follows the write-up anyway:
     it is the write-up's mechanism; the variant runs beside it with
     ``mechanism=archetype,archetype_public_trips``.

@@ -1,67 +1,7 @@
 """``external``: a contestant that runs as a command in its own Python environment.
 
-Protocol (version 1; the contestant's side is :mod:`dp_arena.mechanisms.contestants.protocol`)
--------------------------------------------------------------------------------------
-1. **Charge.** One ``declared`` ledger charge for the whole budget
-   (:meth:`dp_arena.privacy.release.Releaser.declared`): the contestant's noise is drawn by its
-   own library, which the ledger cannot see. The run is tagged ``accounting=declared`` and the
-   board marks the row ("budget declared by the contestant, not checked by the ledger").
-2. **Inputs.** A private temporary folder (``tempfile.mkdtemp``: mode 0700; every file 0600)
-   receives ``task.json`` (encoding, columns, domain sizes, budget: epsilon, delta, accountant
-   and rho under zCDP, public row bounds, options), ``schema.json`` (the columns' schema: the
-   contestant is given the domain, never infers it), ``private.csv`` (codes ``0..size-1`` or
-   the schema's values, ``mechanism.table``) and ``public.csv`` when the dataset has a public
-   part. The id column is never written (record-level data only).
-3. **Command.** ``PYTHON SCRIPT FOLDER [ARGS...]`` runs in the run's isolated child (so under
-   ``limits.*``: a contestant past the time or memory limit is killed with the child and the
-   run fails with that reason), in its own session, working directory and ``TMPDIR`` inside
-   the folder. Its environment is an allow-list
-   (:func:`dp_arena.mechanisms.contestants.allowed_environment`: ``PATH``, ``HOME``, locale, time zone,
-   thread limits) plus the protocol's own (``TMPDIR``, ``PYTHONNOUSERSITE=1``,
-   ``MPLBACKEND=Agg``, and ``PYTHONPATH`` = the folder of the protocol helper, so a script can
-   ``from protocol import ...`` with no argument): no ``DP_ARENA_SECRET_FILE``, ``DP_ARENA_DATA`` or other ``DP_ARENA_*``,
-   no ``MLFLOW_*`` (tracking URI, credentials), no cloud keys. (It runs as the same user: the
-   environment no longer points at the secret file or the store, but files the user can read
-   stay readable; see ``docs/contestants.md``.) Its output goes to a file in the folder, shown
-   on stderr only with ``DP_ARENA_DEBUG=1`` (it may quote data).
-4. **Output.** ``synthetic.csv`` is validated before anything else reads it: exactly the
-   columns, at most the public row cap (:func:`dp_arena.mechanisms.row_count.max_rows`), every code an
-   integer in ``0..size-1`` (or, for values, the schema check every mechanism's output gets);
-   each problem names the column and the count, never a value. Codes are decoded to schema
-   values (numeric values drawn inside their bin from public values when there are any) and
-   person ids come from public data only (:func:`dp_arena.mechanisms.base.finish`). A non-zero exit is
-   one error with the contestant's one-line reason (``failure.txt``, first line, 200
-   characters), if it gave one, *scrubbed* (:func:`scrubbed_line`) as the harness scrubs a
-   foreign error (:func:`dp_arena.redact.scrubbed`: numbers, quoted strings, byte escapes) and
-   with every categorical value of the schema hidden as a word, so a reason that quotes a
-   record reaches neither the run's ``failure_reason`` tag nor the log. ``report.json`` tags
-   are kept only under the names the contestant declares (the shipped adapters' manifest
-   :data:`dp_arena.mechanisms.contestants.claims.SHIPPED`, or ``mechanism.report_tags``), at most 10
-   finite numbers, tagged ``contestant/<name>``; the number of others dropped is the tag
-   ``contestant.dropped_tags`` (their names are not logged: a name could carry a value).
-5. **Clean-up.** The folder is removed when the command ends, fails or is stopped. So that a
-   kill the harness cannot catch (the time limit's SIGKILL of the child, a crash) leaves
-   nothing behind either, a *guardian* is started first: a detached process (own session,
-   re-parented away from the run's process tree) that waits for the end of a pipe whose only
-   writer is the process running this mechanism, then removes the folder.
-6. **Claims.** Every run of a contestant is tagged with its declared claim
-   (:class:`dp_arena.mechanisms.contestants.claims.Claim`: ``claim.guarantee``, ``claim.accountant``,
-   ``claim.reads_from_data``, ``claim.budget_checked``, ``claim.budget_path``,
-   ``claim.note``); the shipped adapters' claims are fixed by their manifest, a user's script
-   states its own in ``mechanism.claim`` (default: ``undeclared``, reads ``unknown``).
-
-Privacy argument
-----------------
-Declared, not proven: the contestant receives the private table and the budget, and dp-arena
-records the budget as spent. What dp-arena guarantees is the rest: the inputs never leave the
-private folder, the folder is removed, the output is validated and decoded with public
-information only, the contestant's messages are not logged (its one failure line is scrubbed,
-its report tags are limited to declared names), its process does not see the harness's
-settings. What the contestant itself claims (pure or approximate, its accountant, what it reads
-from the data outside its budget) tags every run (step 6) so a board can mark the row.
-``dp-arena-audit`` (black-box view: it runs ``fit_sample``) measures an empirical lower bound
-on the contestant's epsilon as for any mechanism. Record-level only: an adapter that bounds contributions per person does not
-exist yet, so user-level datasets are ``n/a``.
+The protocol (charge, inputs, command, output, clean-up, claims) and the privacy argument:
+:class:`External`.
 """
 
 from __future__ import annotations
@@ -122,13 +62,77 @@ MAX_REPORT_TAGS = 10
 
 @dataclass
 class External(Mechanism):
-    """Run ``python script FOLDER`` (see the module docstring). ``python``: the interpreter of
+    """Run ``python script FOLDER`` (the protocol below). ``python``: the interpreter of
     the contestant's environment (default: the environment ``env`` built by
     ``dp-arena-contestants install``, else this interpreter); ``script``: the contestant's
     script; ``args``: extra command-line arguments; ``table``: ``codes`` or ``values``;
     ``options``: handed to the script in ``task.json``; ``claim``: what the script claims
     (:func:`dp_arena.mechanisms.contestants.claims.claim_from_config`; the shipped adapters' is their
-    manifest's); ``report_tags``: the ``report.json`` tag names it may report."""
+    manifest's); ``report_tags``: the ``report.json`` tag names it may report.
+
+    Protocol (version 1; the contestant's side is :mod:`dp_arena.mechanisms.contestants.protocol`)
+    -------------------------------------------------------------------------------------
+    1. **Charge.** One ``declared`` ledger charge for the whole budget
+       (:meth:`dp_arena.privacy.release.Releaser.declared`): the contestant's noise is drawn by its
+       own library, which the ledger cannot see. The run is tagged ``accounting=declared`` and the
+       board marks the row ("budget declared by the contestant, not checked by the ledger").
+    2. **Inputs.** A private temporary folder (``tempfile.mkdtemp``: mode 0700; every file 0600)
+       receives ``task.json`` (encoding, columns, domain sizes, budget: epsilon, delta, accountant
+       and rho under zCDP, public row bounds, options), ``schema.json`` (the columns' schema: the
+       contestant is given the domain, never infers it), ``private.csv`` (codes ``0..size-1`` or
+       the schema's values, ``mechanism.table``) and ``public.csv`` when the dataset has a public
+       part. The id column is never written (record-level data only).
+    3. **Command.** ``PYTHON SCRIPT FOLDER [ARGS...]`` runs in the run's isolated child (so under
+       ``limits.*``: a contestant past the time or memory limit is killed with the child and the
+       run fails with that reason), in its own session, working directory and ``TMPDIR`` inside
+       the folder. Its environment is an allow-list
+       (:func:`dp_arena.mechanisms.contestants.allowed_environment`: ``PATH``, ``HOME``, locale, time zone,
+       thread limits) plus the protocol's own (``TMPDIR``, ``PYTHONNOUSERSITE=1``,
+       ``MPLBACKEND=Agg``, and ``PYTHONPATH`` = the folder of the protocol helper, so a script can
+       ``from protocol import ...`` with no argument): no ``DP_ARENA_SECRET_FILE``, ``DP_ARENA_DATA`` or other ``DP_ARENA_*``,
+       no ``MLFLOW_*`` (tracking URI, credentials), no cloud keys. (It runs as the same user: the
+       environment no longer points at the secret file or the store, but files the user can read
+       stay readable; see ``docs/contestants.md``.) Its output goes to a file in the folder, shown
+       on stderr only with ``DP_ARENA_DEBUG=1`` (it may quote data).
+    4. **Output.** ``synthetic.csv`` is validated before anything else reads it: exactly the
+       columns, at most the public row cap (:func:`dp_arena.mechanisms.row_count.max_rows`), every code an
+       integer in ``0..size-1`` (or, for values, the schema check every mechanism's output gets);
+       each problem names the column and the count, never a value. Codes are decoded to schema
+       values (numeric values drawn inside their bin from public values when there are any) and
+       person ids come from public data only (:func:`dp_arena.mechanisms.base.finish`). A non-zero exit is
+       one error with the contestant's one-line reason (``failure.txt``, first line, 200
+       characters), if it gave one, *scrubbed* (:func:`scrubbed_line`) as the harness scrubs a
+       foreign error (:func:`dp_arena.redact.scrubbed`: numbers, quoted strings, byte escapes) and
+       with every categorical value of the schema hidden as a word, so a reason that quotes a
+       record reaches neither the run's ``failure_reason`` tag nor the log. ``report.json`` tags
+       are kept only under the names the contestant declares (the shipped adapters' manifest
+       :data:`dp_arena.mechanisms.contestants.claims.SHIPPED`, or ``mechanism.report_tags``), at most 10
+       finite numbers, tagged ``contestant/<name>``; the number of others dropped is the tag
+       ``contestant.dropped_tags`` (their names are not logged: a name could carry a value).
+    5. **Clean-up.** The folder is removed when the command ends, fails or is stopped. So that a
+       kill the harness cannot catch (the time limit's SIGKILL of the child, a crash) leaves
+       nothing behind either, a *guardian* is started first: a detached process (own session,
+       re-parented away from the run's process tree) that waits for the end of a pipe whose only
+       writer is the process running this mechanism, then removes the folder.
+    6. **Claims.** Every run of a contestant is tagged with its declared claim
+       (:class:`dp_arena.mechanisms.contestants.claims.Claim`: ``claim.guarantee``, ``claim.accountant``,
+       ``claim.reads_from_data``, ``claim.budget_checked``, ``claim.budget_path``,
+       ``claim.note``); the shipped adapters' claims are fixed by their manifest, a user's script
+       states its own in ``mechanism.claim`` (default: ``undeclared``, reads ``unknown``).
+
+    Privacy argument
+    ----------------
+    Declared, not proven: the contestant receives the private table and the budget, and dp-arena
+    records the budget as spent. What dp-arena guarantees is the rest: the inputs never leave the
+    private folder, the folder is removed, the output is validated and decoded with public
+    information only, the contestant's messages are not logged (its one failure line is scrubbed,
+    its report tags are limited to declared names), its process does not see the harness's
+    settings. What the contestant itself claims (pure or approximate, its accountant, what it reads
+    from the data outside its budget) tags every run (step 6) so a board can mark the row.
+    ``dp-arena-audit`` (black-box view: it runs ``fit_sample``) measures an empirical lower bound
+    on the contestant's epsilon as for any mechanism. Record-level only: an adapter that bounds contributions per person does not
+    exist yet, so user-level datasets are ``n/a``.
+    """
 
     name: ClassVar[str] = "external"
     units: ClassVar[tuple[str, ...]] = ("record",)
@@ -243,7 +247,7 @@ class External(Mechanism):
 @contextmanager
 def private_folder() -> Iterator[Path]:
     """A fresh folder (mode 0700) that is removed on exit, and by a guardian process if this
-    process dies first (module docstring, step 5)."""
+    process dies first (:class:`External`, step 5)."""
     folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
     writer = start_guardian(folder)
     try:
@@ -318,7 +322,7 @@ def write_inputs(folder: Path, mech: External, data: Dataset, budget: Budget,
 PROTOCOL_DIR = Path(protocol_module.__file__).resolve().parent
 
 def contestant_env(folder: Path) -> dict[str, str]:
-    """The command's environment (module docstring, step 3): the allow-list of this one, and
+    """The command's environment (:class:`External`, step 3): the allow-list of this one, and
     the protocol's ``TMPDIR`` inside the private folder."""
     return allowed_environment(os.environ, {"TMPDIR": str(folder / "tmp"),
                                             "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg",
@@ -397,7 +401,7 @@ def schema_words(schema: Schema) -> list[str]:
 
 # ----- output -------------------------------------------------------------------------------
 def read_output(folder: Path, mech: External, data: Dataset, epsilon: float) -> pd.DataFrame:
-    """The contestant's ``synthetic.csv``, checked (module docstring, step 4): codes as an
+    """The contestant's ``synthetic.csv``, checked (:class:`External`, step 4): codes as an
     int64 frame, values as a schema-valid frame."""
     schema = data.schema.drop_id()
     where = f"synthetic data from contestant {mech.name!r}"
@@ -471,7 +475,7 @@ def report_tag_name_ok(name: Any) -> bool:
 
 def report_tags(folder: Path, declared: Iterable[str],
                 limit: int = MAX_REPORT_TAGS) -> dict[str, str]:
-    """``report.json``'s tags (module docstring, step 4): those under a ``declared`` name with
+    """``report.json``'s tags (:class:`External`, step 4): those under a ``declared`` name with
     a finite number, at most ``limit``, tagged ``contestant/<name>``; the count of every other
     entry is ``contestant.dropped_tags`` (never their names or values). Anything else in the
     file is ignored."""

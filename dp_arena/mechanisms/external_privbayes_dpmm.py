@@ -1,4 +1,4 @@
-"""Shipped contestants of DataSynthesizer and dpmm (issue 41), run by the ``external`` protocol
+"""Shipped contestants of DataSynthesizer and dpmm, run by the ``external`` protocol
 (:mod:`dp_arena.mechanisms.external`) in their own environments (``dp-arena-contestants install
 datasynthesizer`` / ``dpmm``).
 

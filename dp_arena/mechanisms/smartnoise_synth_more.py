@@ -1,4 +1,4 @@
-"""smartnoise-synth's DP-CTGAN, PATE-CTGAN and MWEM as contestants (issue 41), each run by its
+"""smartnoise-synth's DP-CTGAN, PATE-CTGAN and MWEM as contestants, each run by its
 adapter (``dp_arena/mechanisms/contestants/smartnoise_{dpctgan,patectgan,mwem}.py``) in the
 ``smartnoise`` environment (``dp-arena-contestants install smartnoise``).
 

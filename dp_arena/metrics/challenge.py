@@ -24,64 +24,7 @@ Outputs and their privacy: the scores are computed on the private data; the per-
 ``challenge_groups`` (with ``gt_rows``, the exact private histogram) and the heat map are
 private (nothing is declared public: the synthetic table itself is logged).
 
-How it is computed
-------------------
-Every column becomes small integer codes shared by both tables (numeric columns through
-:func:`dp_arena.data.taxi.sprint3.challenge_bin`), (group, c1, c2) cells are packed into one integer and
-counted with ``np.bincount`` into a dense (group x cell) table, and the per-group L1 distance is
-one array expression. The two orders of a pair, (c1, c2) and (c2, c1), have the same cells
-transposed, hence the same distance: 28 unordered pairs are counted and each stands for two.
-HOC builds the (taxi x column) count matrices with one ``bincount`` each and compares
-small-integer matrices. No per-group Python loop, no temporary files.
-
-What the official scorer does (read for this module)
-----------------------------------------------------
-Source: the Sprint 3 scorer of the challenge runtime, ``runtime/scripts/metric.py`` of
-DrivenData's ``drivendataorg/deid2-runtime`` (``TidyFormatKMarginalMetric``: k-marginal,
-``pickup_dropoff_score``, ``higher_order_conjunction``). Two stored revisions of that file
-(commits 12ef5733, 6f98358a) have no bias penalty; a later revision of the same script (same
-code plus ``K_MARGINAL_BIAS_PENALTY_CUTOFF = 250``, ``get_bias_mask`` and the per-place/time
-report; the code index did not name its repository) is the one followed here, as the issue
-does. NIST's later copies in ``usnistgov/SDNist`` (``sdnist/metrics/hoc.py``,
-``sdnist/metrics/kmarg_old.py``) were read for comparison only.
-
-- Cells are counted per permutation after binning (``value_counts`` of
-  [pickup, shift, c1, c2]), the two tables outer-joined with missing cells = 0, then grouped by
-  (pickup, shift): groups present in either table are scored, and a group with no rows on one
-  side scores 2.0 (the ``min(sums) < 1`` rule); normalisation is per group and per table.
-- Bias penalty: ``abs(gt_rows - sub_rows) >= 250`` (``>=``, as the issue says; SDNist's later
-  ``kmarg_old.py`` uses ``>``). It replaces the group's mean, after the mean over pairs.
-- Graph edge: the same rule on the whole (pickup, dropoff) table (2.0 if a table is empty).
-- HOC: ``pd.pivot_table`` counts per taxi (taxis sorted by id, columns = the values *present*
-  in each table, sorted), shift block joined with the pickup block, the submission reindexed
-  to the ground truth's columns with missing = 0; submission taxis absent from the ground truth
-  still count in the submission's denominator; ground-truth taxis absent from the submission
-  simply are not there. Similarity uses ``<=`` (SDNist's later copy uses ``<``). RNG call order
-  per iteration: first the taxi index, then the tolerance vector.
-- Per epsilon: the submission is split by its ``epsilon`` column (order of appearance), the same
-  ground truth is used for each, overall = mean of the per-epsilon overall scores.
-- Validation (before scoring): schema columns present, categorical values in ``values``,
-  numeric/id values within ``min``/``max``, epsilons exactly those of ``runs``, rows per epsilon
-  <= ``max_records``. The official code stops at the first failing check; we report all.
-
-Where the official code differs from the issue text (we follow the official code)
--------------------------------------------------------------------------------
-1. **HOC column names.** The official joins the shift and pickup blocks with
-   ``DataFrame.join(rsuffix="p")``, so a value ``v`` present in a table both as a shift and as a
-   pickup area (only 1..20 can be) gets columns named ``"v"`` (str, the shift) and ``"vp"`` (the
-   area); any other value keeps the integer name ``v``. The submission is aligned to the ground
-   truth *by those names*, computed on each table separately. When every shift and every area
-   1..20 appear in both tables (always the case on real data) this is exactly the alignment by
-   value the issue describes. Otherwise counts can be lost (ground truth ``"5"`` vs submission
-   ``5``) or land in the other block (a submission's pickup-area-7 counts under the ground
-   truth's shift-7 column when the submission has no shift 7 and the ground truth no area 7).
-   :func:`hoc_score` reproduces this by default; ``official_column_names=False`` aligns by value.
-2. **Number of HOC columns.** The official asserts 99 columns (all 21 shifts and 78 areas present
-   in the ground truth); we accept fewer (small test data) and use the present values, which is
-   what the official computes whenever its assertion holds. The number of columns changes the
-   random stream (``size=n_cols``), so it must be the present values, not the schema's.
-3. An empty table is rejected with ``ValueError`` by :func:`hoc_score` (the official divides by
-   zero); validation already refuses a submission without rows.
+How it is computed and what the official scorer does: :class:`ChallengeMetric`.
 """
 
 from __future__ import annotations
@@ -287,7 +230,7 @@ def hoc_column_names(shift_values: Sequence[int], pickup_values: Sequence[int],
                      official_column_names: bool = True) -> list[Hashable]:
     """Names of a table's HOC columns (its shift values, then its pickup areas, both sorted).
 
-    Official naming (see the module docstring): a value present both as a shift and as a
+    Official naming (see :class:`ChallengeMetric`): a value present both as a shift and as a
     pickup area becomes ``"v"`` (shift) and ``"vp"`` (area); other values keep the integer
     ``v``. Otherwise the names are ``("shift", v)`` and ``("pickup_community_area", v)``.
     """
@@ -419,6 +362,65 @@ class ChallengeMetric(Metric):
     histogram, and every group score compares against the private cells). The heatmap is
     deferred (drawn only when logged, i.e. with ``tracking.log_private_tables=true``): drawing
     it took two thirds of a default run's scoring.
+
+    How it is computed
+    ------------------
+    Every column becomes small integer codes shared by both tables (numeric columns through
+    :func:`dp_arena.data.taxi.sprint3.challenge_bin`), (group, c1, c2) cells are packed into one integer and
+    counted with ``np.bincount`` into a dense (group x cell) table, and the per-group L1 distance is
+    one array expression. The two orders of a pair, (c1, c2) and (c2, c1), have the same cells
+    transposed, hence the same distance: 28 unordered pairs are counted and each stands for two.
+    HOC builds the (taxi x column) count matrices with one ``bincount`` each and compares
+    small-integer matrices. No per-group Python loop, no temporary files.
+
+    What the official scorer does (read for this module)
+    ----------------------------------------------------
+    Source: the Sprint 3 scorer of the challenge runtime, ``runtime/scripts/metric.py`` of
+    DrivenData's ``drivendataorg/deid2-runtime`` (``TidyFormatKMarginalMetric``: k-marginal,
+    ``pickup_dropoff_score``, ``higher_order_conjunction``). Two stored revisions of that file
+    (commits 12ef5733, 6f98358a) have no bias penalty; a later revision of the same script (same
+    code plus ``K_MARGINAL_BIAS_PENALTY_CUTOFF = 250``, ``get_bias_mask`` and the per-place/time
+    report; the code index did not name its repository) is the one followed here. NIST's later
+    copies in ``usnistgov/SDNist`` (``sdnist/metrics/hoc.py``,
+    ``sdnist/metrics/kmarg_old.py``) were read for comparison only.
+
+    - Cells are counted per permutation after binning (``value_counts`` of
+      [pickup, shift, c1, c2]), the two tables outer-joined with missing cells = 0, then grouped by
+      (pickup, shift): groups present in either table are scored, and a group with no rows on one
+      side scores 2.0 (the ``min(sums) < 1`` rule); normalisation is per group and per table.
+    - Bias penalty: ``abs(gt_rows - sub_rows) >= 250`` (``>=``, as the issue says; SDNist's later
+      ``kmarg_old.py`` uses ``>``). It replaces the group's mean, after the mean over pairs.
+    - Graph edge: the same rule on the whole (pickup, dropoff) table (2.0 if a table is empty).
+    - HOC: ``pd.pivot_table`` counts per taxi (taxis sorted by id, columns = the values *present*
+      in each table, sorted), shift block joined with the pickup block, the submission reindexed
+      to the ground truth's columns with missing = 0; submission taxis absent from the ground truth
+      still count in the submission's denominator; ground-truth taxis absent from the submission
+      simply are not there. Similarity uses ``<=`` (SDNist's later copy uses ``<``). RNG call order
+      per iteration: first the taxi index, then the tolerance vector.
+    - Per epsilon: the submission is split by its ``epsilon`` column (order of appearance), the same
+      ground truth is used for each, overall = mean of the per-epsilon overall scores.
+    - Validation (before scoring): schema columns present, categorical values in ``values``,
+      numeric/id values within ``min``/``max``, epsilons exactly those of ``runs``, rows per epsilon
+      <= ``max_records``. The official code stops at the first failing check; we report all.
+
+    Where the official code differs from the issue text (we follow the official code)
+    -------------------------------------------------------------------------------
+    1. **HOC column names.** The official joins the shift and pickup blocks with
+       ``DataFrame.join(rsuffix="p")``, so a value ``v`` present in a table both as a shift and as a
+       pickup area (only 1..20 can be) gets columns named ``"v"`` (str, the shift) and ``"vp"`` (the
+       area); any other value keeps the integer name ``v``. The submission is aligned to the ground
+       truth *by those names*, computed on each table separately. When every shift and every area
+       1..20 appear in both tables (always the case on real data) this is exactly the alignment by
+       value the issue describes. Otherwise counts can be lost (ground truth ``"5"`` vs submission
+       ``5``) or land in the other block (a submission's pickup-area-7 counts under the ground
+       truth's shift-7 column when the submission has no shift 7 and the ground truth no area 7).
+       :func:`hoc_score` reproduces this by default; ``official_column_names=False`` aligns by value.
+    2. **Number of HOC columns.** The official asserts 99 columns (all 21 shifts and 78 areas present
+       in the ground truth); we accept fewer (small test data) and use the present values, which is
+       what the official computes whenever its assertion holds. The number of columns changes the
+       random stream (``size=n_cols``), so it must be the present values, not the schema's.
+    3. An empty table is rejected with ``ValueError`` by :func:`hoc_score` (the official divides by
+       zero); validation already refuses a submission without rows.
     """
 
     name: ClassVar[str] = "challenge"

@@ -3,94 +3,7 @@
 Compares how the private attributes P (default ``sex`` and ``race``) relate to the other
 attributes in the real table (``data.private``) and in the synthetic one.
 
-Scores
-------
-Joint proportions
-    For every private attribute ``p`` and every other attribute ``a`` (the predictors, and the
-    private attributes after ``p``): the proportions of the joint categories ``(p, a)``, real and
-    synthetic. ``joint_prop_corr`` is the Pearson correlation of real vs synthetic proportions
-    over all cells of all pairs (each pair's cells sum to 1); ``joint_prop_corr_<p>`` the same
-    per private attribute. Figure ``duke_joint_proportions``: real on x, synthetic on y, the
-    line y = x.
-Association slopes (the report's "least-squares slopes between category indicator vectors")
-    Within one table, the least-squares slope of the indicator ``1[p = v]`` on the indicator
-    ``1[a = u]`` is ``P(p = v | a = u) - P(p = v | a != u)``: how much being in category ``u``
-    of ``a`` moves the share of ``v``. It is computed for every cell on the real and on the
-    synthetic table (cells where ``a = u`` holds for no row or for every row have no slope and
-    are skipped). ``assoc_slope_corr`` is their correlation real vs synthetic and
-    ``assoc_slope_fit`` the least-squares slope of the synthetic slopes on the real ones
-    (1: associations kept at full strength; 0: lost, e.g. P drawn independently of X), both
-    weighted by ``s_u (1 - s_u)``, ``s_u`` the real share of ``a = u``: the variance of the
-    regressor, to which a slope's precision is proportional, so that categories of a handful
-    of rows (whose real slopes are mostly sampling noise) do not dominate. This is the
-    report's panel (c) (section 6: "the least squares slope between attributes and levels
-    within SD (y-axis) and ... within AD (x-axis)"), not a logistic regression.
-    ``assoc_slope_rmse`` is the weighted root mean square of (synthetic - real) slope: the
-    distance of the panel's points from its reference line y = x.
-Panel (c) per attribute (:func:`slope_breakdown`)
-    The same three numbers over the cells of one attribute ``a`` (all private attributes
-    paired with it): ``assoc_slope_corr_<a>``, ``assoc_slope_fit_<a>``,
-    ``assoc_slope_rmse_<a>``, and over the (Sex, Race, ``a``) cells ``assoc3_slope_*_<a>``;
-    table ``duke_assoc_slopes_by_attribute`` and figure ``duke_assoc_slopes`` (panel (c):
-    real slope on x, synthetic on y, one colour per attribute, the line y = x, and the
-    per-attribute RMSE as bars). The report's claim "Improvements in slope are observed for
-    Agency and Occupation" (Figure 4, Method 1 vs 2) is a comparison of two runs' rows of this
-    table: :func:`slope_improvement` (lower RMSE and a fit nearer 1 is an improvement).
-Logistic regression
-    ``1[binary_target = positive_value]`` (default: sex, its second value) is regressed on
-    one-hot indicators of every other attribute (``logreg_predictors``; default the predictors
-    plus the other private attributes), with scikit-learn's L2-regularised logistic regression
-    fitted separately on the real and on the synthetic table with the same design: per
-    attribute the real data's most frequent category is the reference, and categories with
-    fewer than ``min_category_count`` real rows are pooled with it. ``logreg_coef_corr``
-    (headline) and ``logreg_coef_rmse`` compare the two coefficient vectors (intercept
-    excluded); table ``duke_logreg_coefficients`` and figure ``duke_logreg_coefficients``.
-    A constant label gives all-zero coefficients ("no association"), and a correlation with a
-    constant vector counts as 0.
-Logistic-regression models as the report's Figures 10-14 (:func:`logreg_model_table`)
-    The report fits, on the authentic and on the synthetic data, "logistic regression models
-    ... with proportion female as the response" with a few predictors each (Figures 10-11:
-    Agency alone; 12-13: Agency and Occupation; 14: Occupation alone) and compares the
-    coefficients. ``logreg_models`` names such models (``{name: [predictor, ...]}``; default:
-    one model per predictor alone). Each is fitted like the model above (same target, same
-    reference and pooling rule, same ``C``); table ``duke_logreg_models`` (model, term, real,
-    synthetic; the intercept included: in a one-predictor model it is the reference
-    category's log odds), figure ``duke_logreg_models`` (one panel per model: coefficient per
-    term, authentic and synthetic side by side), scores ``logreg_<model>_coef_rmse`` and
-    ``logreg_<model>_coef_corr`` over all of the model's terms, intercept included. With
-    ``C`` large the coefficients are the maximum-likelihood ones: for one predictor, the
-    intercept is the log odds of the target in the reference category and each coefficient
-    the log odds ratio of its category against the reference.
-(Sex, Race, attribute) categories (the report's panels (a) and (b))
-    With two or more private attributes, their combinations are one attribute (``sex*race``,
-    codes in mixed radix) and the joint proportions and association slopes above are also
-    computed over the (combination, predictor) categories: ``joint3_prop_corr``,
-    ``assoc3_slope_corr`` / ``assoc3_slope_fit``, table ``duke_private_combinations``, and
-    figure ``duke_joint_histograms`` (panel (a): per predictor, the histogram of its joint
-    (Sex, Race, predictor) categories, real and synthetic bars side by side, the
-    ``hist_cells`` largest real cells shown).
-Level correlations (the report's panel (d))
-    For every cell of every pair above, the correlation (phi) of the level indicators
-    ``1[p = v]`` and ``1[a = u]`` in each table (:func:`level_correlations`):
-    ``level_corr_corr`` / ``level_corr_rmse`` compare real and synthetic over the pairs'
-    cells (columns ``real_corr`` / ``synthetic_corr`` of ``duke_joint_proportions``),
-    ``level3_corr_corr`` / ``level3_corr_rmse`` over the combination cells; figure
-    ``duke_level_correlations``.
-Label accuracy (controlled evaluation only)
-    When the synthetic table has exactly the real table's X rows (same length, same values of
-    every predictor row by row, e.g. a mechanism asked to re-synthesise P for the real records),
-    also ``label_accuracy_<p>`` (share of rows whose synthetic label equals the real one) and
-    ``indicator_slope_<p>`` (mean over categories of the least-squares slope of the synthetic
-    indicator on the real one, see :func:`indicator_agreement`). In the harness the synthetic
-    rows normally are other records (e.g. the public part's), so these are absent; the
-    benchmark calls :func:`label_accuracy` directly on targets whose true labels are known.
-
-Tables and figures hold aggregates only (proportions, slopes, coefficients), but aggregates of
-the private table: ``duke_joint_proportions`` (exact real joint proportions, many of them
-single-person cells), ``duke_private_combinations`` (likewise, finer), ``duke_logreg_coefficients``,
-``duke_logreg_models``, ``duke_assoc_slopes_by_attribute`` (real slopes),
-``duke_label_agreement_<p>`` and every figure are private: they are logged only when the run
-opts in to private outputs. No output is public (``public_outputs`` is empty).
+The scores, their definitions and which outputs are private: :class:`DukeUtility`.
 """
 
 from __future__ import annotations
@@ -446,6 +359,97 @@ def logreg_models_figure(table: pd.DataFrame, target: str) -> Figure:
 # ----- the metric -------------------------------------------------------------------------
 @dataclass
 class DukeUtility(Metric):
+    """The Duke report's utility panels of a synthetic table against ``data.private``.
+
+    Scores
+    ------
+    Joint proportions
+        For every private attribute ``p`` and every other attribute ``a`` (the predictors, and the
+        private attributes after ``p``): the proportions of the joint categories ``(p, a)``, real and
+        synthetic. ``joint_prop_corr`` is the Pearson correlation of real vs synthetic proportions
+        over all cells of all pairs (each pair's cells sum to 1); ``joint_prop_corr_<p>`` the same
+        per private attribute. Figure ``duke_joint_proportions``: real on x, synthetic on y, the
+        line y = x.
+    Association slopes (the report's "least-squares slopes between category indicator vectors")
+        Within one table, the least-squares slope of the indicator ``1[p = v]`` on the indicator
+        ``1[a = u]`` is ``P(p = v | a = u) - P(p = v | a != u)``: how much being in category ``u``
+        of ``a`` moves the share of ``v``. It is computed for every cell on the real and on the
+        synthetic table (cells where ``a = u`` holds for no row or for every row have no slope and
+        are skipped). ``assoc_slope_corr`` is their correlation real vs synthetic and
+        ``assoc_slope_fit`` the least-squares slope of the synthetic slopes on the real ones
+        (1: associations kept at full strength; 0: lost, e.g. P drawn independently of X), both
+        weighted by ``s_u (1 - s_u)``, ``s_u`` the real share of ``a = u``: the variance of the
+        regressor, to which a slope's precision is proportional, so that categories of a handful
+        of rows (whose real slopes are mostly sampling noise) do not dominate. This is the
+        report's panel (c) (section 6: "the least squares slope between attributes and levels
+        within SD (y-axis) and ... within AD (x-axis)"), not a logistic regression.
+        ``assoc_slope_rmse`` is the weighted root mean square of (synthetic - real) slope: the
+        distance of the panel's points from its reference line y = x.
+    Panel (c) per attribute (:func:`slope_breakdown`)
+        The same three numbers over the cells of one attribute ``a`` (all private attributes
+        paired with it): ``assoc_slope_corr_<a>``, ``assoc_slope_fit_<a>``,
+        ``assoc_slope_rmse_<a>``, and over the (Sex, Race, ``a``) cells ``assoc3_slope_*_<a>``;
+        table ``duke_assoc_slopes_by_attribute`` and figure ``duke_assoc_slopes`` (panel (c):
+        real slope on x, synthetic on y, one colour per attribute, the line y = x, and the
+        per-attribute RMSE as bars). The report's claim "Improvements in slope are observed for
+        Agency and Occupation" (Figure 4, Method 1 vs 2) is a comparison of two runs' rows of this
+        table: :func:`slope_improvement` (lower RMSE and a fit nearer 1 is an improvement).
+    Logistic regression
+        ``1[binary_target = positive_value]`` (default: sex, its second value) is regressed on
+        one-hot indicators of every other attribute (``logreg_predictors``; default the predictors
+        plus the other private attributes), with scikit-learn's L2-regularised logistic regression
+        fitted separately on the real and on the synthetic table with the same design: per
+        attribute the real data's most frequent category is the reference, and categories with
+        fewer than ``min_category_count`` real rows are pooled with it. ``logreg_coef_corr``
+        (headline) and ``logreg_coef_rmse`` compare the two coefficient vectors (intercept
+        excluded); table ``duke_logreg_coefficients`` and figure ``duke_logreg_coefficients``.
+        A constant label gives all-zero coefficients ("no association"), and a correlation with a
+        constant vector counts as 0.
+    Logistic-regression models as the report's Figures 10-14 (:func:`logreg_model_table`)
+        The report fits, on the authentic and on the synthetic data, "logistic regression models
+        ... with proportion female as the response" with a few predictors each (Figures 10-11:
+        Agency alone; 12-13: Agency and Occupation; 14: Occupation alone) and compares the
+        coefficients. ``logreg_models`` names such models (``{name: [predictor, ...]}``; default:
+        one model per predictor alone). Each is fitted like the model above (same target, same
+        reference and pooling rule, same ``C``); table ``duke_logreg_models`` (model, term, real,
+        synthetic; the intercept included: in a one-predictor model it is the reference
+        category's log odds), figure ``duke_logreg_models`` (one panel per model: coefficient per
+        term, authentic and synthetic side by side), scores ``logreg_<model>_coef_rmse`` and
+        ``logreg_<model>_coef_corr`` over all of the model's terms, intercept included. With
+        ``C`` large the coefficients are the maximum-likelihood ones: for one predictor, the
+        intercept is the log odds of the target in the reference category and each coefficient
+        the log odds ratio of its category against the reference.
+    (Sex, Race, attribute) categories (the report's panels (a) and (b))
+        With two or more private attributes, their combinations are one attribute (``sex*race``,
+        codes in mixed radix) and the joint proportions and association slopes above are also
+        computed over the (combination, predictor) categories: ``joint3_prop_corr``,
+        ``assoc3_slope_corr`` / ``assoc3_slope_fit``, table ``duke_private_combinations``, and
+        figure ``duke_joint_histograms`` (panel (a): per predictor, the histogram of its joint
+        (Sex, Race, predictor) categories, real and synthetic bars side by side, the
+        ``hist_cells`` largest real cells shown).
+    Level correlations (the report's panel (d))
+        For every cell of every pair above, the correlation (phi) of the level indicators
+        ``1[p = v]`` and ``1[a = u]`` in each table (:func:`level_correlations`):
+        ``level_corr_corr`` / ``level_corr_rmse`` compare real and synthetic over the pairs'
+        cells (columns ``real_corr`` / ``synthetic_corr`` of ``duke_joint_proportions``),
+        ``level3_corr_corr`` / ``level3_corr_rmse`` over the combination cells; figure
+        ``duke_level_correlations``.
+    Label accuracy (controlled evaluation only)
+        When the synthetic table has exactly the real table's X rows (same length, same values of
+        every predictor row by row, e.g. a mechanism asked to re-synthesise P for the real records),
+        also ``label_accuracy_<p>`` (share of rows whose synthetic label equals the real one) and
+        ``indicator_slope_<p>`` (mean over categories of the least-squares slope of the synthetic
+        indicator on the real one, see :func:`indicator_agreement`). In the harness the synthetic
+        rows normally are other records (e.g. the public part's), so these are absent; the
+        benchmark calls :func:`label_accuracy` directly on targets whose true labels are known.
+
+    Tables and figures hold aggregates only (proportions, slopes, coefficients), but aggregates of
+    the private table: ``duke_joint_proportions`` (exact real joint proportions, many of them
+    single-person cells), ``duke_private_combinations`` (likewise, finer), ``duke_logreg_coefficients``,
+    ``duke_logreg_models``, ``duke_assoc_slopes_by_attribute`` (real slopes),
+    ``duke_label_agreement_<p>`` and every figure are private: they are logged only when the run
+    opts in to private outputs. No output is public (``public_outputs`` is empty).
+    """
     private_attributes: list[str] = field(default_factory=lambda: ["sex", "race"])
     predictors: list[str] | None = None
     binary_target: str = "sex"

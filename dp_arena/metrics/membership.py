@@ -1,100 +1,7 @@
 """``membership``: empirical membership-inference risk (**empirical risk, not a DP guarantee**).
 
-Who is attacked
----------------
-- **Non-members**: held-out persons (``data.heldout``), which no mechanism saw. When the
-  dataset has no public part, a seeded half of the held-out persons is set aside as the
-  density attack's reference population and is *not* used as non-member targets.
-- **Members**: a seeded sample of training persons (``data.private``) of the same size.
-  Both sides are capped at ``max_targets`` persons.
-- **Persons, not rows**: at the user level (``data.unit == "user"``) each target person is
-  represented by up to ``rows_per_person`` of their rows (a seeded sample: public randomness)
-  and scored by the mean of their rows' scores; at the record level a row is a person. User-
-  level DP protects all of a person's rows at once, so the attack may use several: a person
-  all of whose sampled rows have exact copies in the synthetic table is very likely a member
-  even where single rows often coincide by chance (taxi trips do). The persons are drawn in a
-  seeded order; a side's persons are the first ``n`` of that order.
-
-Rows are compared on their schema codes (:meth:`dp_arena.data.schema.Schema.encode`: numeric
-and datetime columns through their scoring bins), never on raw values; the id column is not
-an attribute and is ignored.
-
-The attacks (each sees the synthetic table, plus reference data where said)
---------------------------------------------------------------------------
-1. **Distance to closest record (DCR)**: the Hamming distance (number of attributes whose
-   codes differ; numeric columns count as different when they fall in different bins) from
-   a target's row to its nearest synthetic row; score = -distance (closer: more likely a
-   member). Exact copies (distance 0) are found over the *whole* synthetic table by row
-   hashes; other distances over a seeded subsample of at most ``max_synthetic`` synthetic
-   rows (an upper bound of the true distance). Nearest neighbours by one-hot matrix products:
-   ``matches = onehot(targets) @ onehot(synthetic).T`` counts equal attributes per pair, in
-   chunks, over the distinct synthetic rows.
-2. **Density ratio (DOMIAS, van Breugel et al. 2023)**: score = log p_syn(x) - log p_ref(x),
-   where both densities are the same categorical kernel estimator on codes,
-   ``p(x) = mean_j kernel_weight ** hamming(x, row_j)`` (each differing attribute multiplies
-   a row's weight by ``kernel_weight``; an Aitchison-Aitken-style product kernel with one
-   bandwidth), fitted on the synthetic subsample (p_syn) and on reference rows from the
-   population that are not targets (p_ref): the dataset's public part when it has one
-   (subsampled to ``max_synthetic`` rows), else the held-out reference half described above.
-   A synthesizer that overfits its training rows puts more mass near them than the population
-   does, which the ratio picks up even where the population is dense.
-
-What is reported
-----------------
-Row scores are averaged over each person's sampled rows (for the density attack that is the
-person's log-likelihood ratio over their rows, divided by their number, when rows are
-independent; the mean DCR is 0 only when every sampled row has an exact copy). For each attack
-(member = positive): **AUROC** (Mann-Whitney with mid-ranks for ties) and the **TPR at FPR
-0.01 and 0.1**. The threshold is the non-member scores' quantile, randomised on ties
-(Neyman-Pearson: at the threshold score a target counts as positive with the probability that
-makes the false-positive rate exactly the target rate), so a discrete score such as a Hamming
-distance is neither favoured nor penalised at a fixed FPR. Each comes with a percentile
-**bootstrap 95% CI** (``n_bootstrap`` resamples of members and of non-members, with the
-metric's seed; both attacks are computed on the same resamples, so the CI of the maximum over
-attacks is the CI of a maximum, not a maximum of CIs).
-
-Scores (logged as ``membership/<name>``): ``auc`` (headline: the larger AUROC of the two
-attacks; **higher is worse** for privacy, so ``lower_is_better``), ``auc_dcr``,
-``auc_density``, ``tpr_at_fpr_0.01`` and ``tpr_at_fpr_0.1`` (the larger of the two attacks'),
-each with ``_lo`` / ``_hi`` CI ends; ``copy_share_train``: the share of the member sample's
-distinct (sampled) rows that the synthetic table contains exactly (all attribute codes
-equal), ``copy_share_heldout``: the same share for the non-member sample, both samples cut to
-the same number of rows (normalised by the number of distinct rows compared, the two shares
-are comparable: a synthesizer that copies training rows shows a train share far above the
-held-out one, which only counts coincidences with the population), and ``copy_share_diff``,
-their difference. The private table ``membership_attacks`` holds every attack's numbers and
-the numbers of member and non-member persons.
-
-The bound a claimed budget implies, ``TPR <= e^epsilon * FPR + delta`` at every FPR, is
-computed by the board from a run's epsilon and delta and ``tpr_at_fpr_0.01_lo`` /
-``tpr_at_fpr_0.1_lo``: a lower CI end above it is evidence against the claim.
-
-Reading the numbers
--------------------
-These attacks are **empirical lower bounds on risk**: an AUROC near 0.5 says that *these*
-attacks failed on *these* targets, not that no attack succeeds. A row whose attack stays under
-the bound its budget implies has proved nothing about its privacy; only a row above it has
-learned something (the claim, or its implementation, is wrong).
-
-Cost
-----
-Two chunked one-hot matrix products (targets against the synthetic subsample and against the
-reference) dominate: about targets x ``max_synthetic`` x (sum of domain sizes) operations each.
-Measured single-threaded (one BLAS thread, CPU time, a shared 2-core machine): 50,000 training,
-10,000 held-out and 50,000 synthetic rows of 15 categorical columns (216 codes in all), default
-settings: 0.6-0.9 s with the held-out reference, 1.0-1.4 s with a 50,000-row public reference;
-``taxi_sim`` (user level, 412 held-out taxis x 4 rows, public reference): about 1.1 s.
-
-Privacy of the outputs
-----------------------
-Nothing here is public (``public_outputs`` is empty): every score and the table are computed on
-private rows (training and held-out) without noise, like every other metric's scores; no
-``Releaser`` is involved, and nothing is charged to a ledger: the outputs are scores, logged as
-scores are. The numbers of members and non-members are counts of private persons (they equal
-``max_targets`` unless the held-out part is smaller, so they would tell the size of the
-held-out part, hence of the table): they are in the private table only, never a score. The
-metric does not apply when the dataset has no held-out part or it has fewer than
-``min_heldout`` persons; the reason reveals that one bit and no count.
+Who is attacked, the attacks, what is reported and how to read it, and the cost:
+:class:`Membership`.
 """
 
 from __future__ import annotations
@@ -179,7 +86,7 @@ def person_id_column(data: Dataset) -> str | None:
 
 def choose_targets(data: Dataset, max_targets: int, rows_per_person: int, max_reference: int,
                    rng: np.random.Generator) -> Targets:
-    """Members, non-members and reference rows as codes (see the module docstring)."""
+    """Members, non-members and reference rows as codes (see :class:`Membership`)."""
     schema, ids = data.schema, person_id_column(data)
 
     def encode(frame: pd.DataFrame) -> np.ndarray:
@@ -385,12 +292,109 @@ class AttackSetup:
 
 @dataclass
 class Membership(SharedReference):
-    """Empirical membership-inference risk (see the module docstring): empirical risk, not a
+    """Empirical membership-inference risk : empirical risk, not a
     DP guarantee. Settings: ``max_targets`` (2000 persons per side), ``rows_per_person`` (4,
     user level only: rows scored per person), ``max_synthetic`` (20000
     synthetic and reference rows for the neighbour searches and densities), ``n_bootstrap``
     (200), ``kernel_weight`` (0.25, the density kernel's factor per differing attribute),
-    ``min_heldout`` (50 held-out persons, else not applicable), ``seed`` (0, public)."""
+    ``min_heldout`` (50 held-out persons, else not applicable), ``seed`` (0, public).
+
+    Who is attacked
+    ---------------
+    - **Non-members**: held-out persons (``data.heldout``), which no mechanism saw. When the
+      dataset has no public part, a seeded half of the held-out persons is set aside as the
+      density attack's reference population and is *not* used as non-member targets.
+    - **Members**: a seeded sample of training persons (``data.private``) of the same size.
+      Both sides are capped at ``max_targets`` persons.
+    - **Persons, not rows**: at the user level (``data.unit == "user"``) each target person is
+      represented by up to ``rows_per_person`` of their rows (a seeded sample: public randomness)
+      and scored by the mean of their rows' scores; at the record level a row is a person. User-
+      level DP protects all of a person's rows at once, so the attack may use several: a person
+      all of whose sampled rows have exact copies in the synthetic table is very likely a member
+      even where single rows often coincide by chance (taxi trips do). The persons are drawn in a
+      seeded order; a side's persons are the first ``n`` of that order.
+
+    Rows are compared on their schema codes (:meth:`dp_arena.data.schema.Schema.encode`: numeric
+    and datetime columns through their scoring bins), never on raw values; the id column is not
+    an attribute and is ignored.
+
+    The attacks (each sees the synthetic table, plus reference data where said)
+    --------------------------------------------------------------------------
+    1. **Distance to closest record (DCR)**: the Hamming distance (number of attributes whose
+       codes differ; numeric columns count as different when they fall in different bins) from
+       a target's row to its nearest synthetic row; score = -distance (closer: more likely a
+       member). Exact copies (distance 0) are found over the *whole* synthetic table by row
+       hashes; other distances over a seeded subsample of at most ``max_synthetic`` synthetic
+       rows (an upper bound of the true distance). Nearest neighbours by one-hot matrix products:
+       ``matches = onehot(targets) @ onehot(synthetic).T`` counts equal attributes per pair, in
+       chunks, over the distinct synthetic rows.
+    2. **Density ratio (DOMIAS, van Breugel et al. 2023)**: score = log p_syn(x) - log p_ref(x),
+       where both densities are the same categorical kernel estimator on codes,
+       ``p(x) = mean_j kernel_weight ** hamming(x, row_j)`` (each differing attribute multiplies
+       a row's weight by ``kernel_weight``; an Aitchison-Aitken-style product kernel with one
+       bandwidth), fitted on the synthetic subsample (p_syn) and on reference rows from the
+       population that are not targets (p_ref): the dataset's public part when it has one
+       (subsampled to ``max_synthetic`` rows), else the held-out reference half described above.
+       A synthesizer that overfits its training rows puts more mass near them than the population
+       does, which the ratio picks up even where the population is dense.
+
+    What is reported
+    ----------------
+    Row scores are averaged over each person's sampled rows (for the density attack that is the
+    person's log-likelihood ratio over their rows, divided by their number, when rows are
+    independent; the mean DCR is 0 only when every sampled row has an exact copy). For each attack
+    (member = positive): **AUROC** (Mann-Whitney with mid-ranks for ties) and the **TPR at FPR
+    0.01 and 0.1**. The threshold is the non-member scores' quantile, randomised on ties
+    (Neyman-Pearson: at the threshold score a target counts as positive with the probability that
+    makes the false-positive rate exactly the target rate), so a discrete score such as a Hamming
+    distance is neither favoured nor penalised at a fixed FPR. Each comes with a percentile
+    **bootstrap 95% CI** (``n_bootstrap`` resamples of members and of non-members, with the
+    metric's seed; both attacks are computed on the same resamples, so the CI of the maximum over
+    attacks is the CI of a maximum, not a maximum of CIs).
+
+    Scores (logged as ``membership/<name>``): ``auc`` (headline: the larger AUROC of the two
+    attacks; **higher is worse** for privacy, so ``lower_is_better``), ``auc_dcr``,
+    ``auc_density``, ``tpr_at_fpr_0.01`` and ``tpr_at_fpr_0.1`` (the larger of the two attacks'),
+    each with ``_lo`` / ``_hi`` CI ends; ``copy_share_train``: the share of the member sample's
+    distinct (sampled) rows that the synthetic table contains exactly (all attribute codes
+    equal), ``copy_share_heldout``: the same share for the non-member sample, both samples cut to
+    the same number of rows (normalised by the number of distinct rows compared, the two shares
+    are comparable: a synthesizer that copies training rows shows a train share far above the
+    held-out one, which only counts coincidences with the population), and ``copy_share_diff``,
+    their difference. The private table ``membership_attacks`` holds every attack's numbers and
+    the numbers of member and non-member persons.
+
+    The bound a claimed budget implies, ``TPR <= e^epsilon * FPR + delta`` at every FPR, is
+    computed by the board from a run's epsilon and delta and ``tpr_at_fpr_0.01_lo`` /
+    ``tpr_at_fpr_0.1_lo``: a lower CI end above it is evidence against the claim.
+
+    Reading the numbers
+    -------------------
+    These attacks are **empirical lower bounds on risk**: an AUROC near 0.5 says that *these*
+    attacks failed on *these* targets, not that no attack succeeds. A row whose attack stays under
+    the bound its budget implies has proved nothing about its privacy; only a row above it has
+    learned something (the claim, or its implementation, is wrong).
+
+    Cost
+    ----
+    Two chunked one-hot matrix products (targets against the synthetic subsample and against the
+    reference) dominate: about targets x ``max_synthetic`` x (sum of domain sizes) operations each.
+    Measured single-threaded (one BLAS thread, CPU time, a shared 2-core machine): 50,000 training,
+    10,000 held-out and 50,000 synthetic rows of 15 categorical columns (216 codes in all), default
+    settings: 0.6-0.9 s with the held-out reference, 1.0-1.4 s with a 50,000-row public reference;
+    ``taxi_sim`` (user level, 412 held-out taxis x 4 rows, public reference): about 1.1 s.
+
+    Privacy of the outputs
+    ----------------------
+    Nothing here is public (``public_outputs`` is empty): every score and the table are computed on
+    private rows (training and held-out) without noise, like every other metric's scores; no
+    ``Releaser`` is involved, and nothing is charged to a ledger: the outputs are scores, logged as
+    scores are. The numbers of members and non-members are counts of private persons (they equal
+    ``max_targets`` unless the held-out part is smaller, so they would tell the size of the
+    held-out part, hence of the table): they are in the private table only, never a score. The
+    metric does not apply when the dataset has no held-out part or it has fewer than
+    ``min_heldout`` persons; the reason reveals that one bit and no count.
+    """
 
     max_targets: int = 2000
     rows_per_person: int = 4
@@ -430,7 +434,7 @@ class Membership(SharedReference):
         synthetic subsample, bootstrap) so that splitting the work changes no draw."""
         reason = self.not_applicable_reason(data)
         if reason is not None:
-            raise NotApplicable(reason, "hold out persons of the dataset (issue 38's split) "
+            raise NotApplicable(reason, "hold out persons of the dataset (its held-out split) "
                                 "or drop the metric with ~metrics.membership")
         target_rng, _, bootstrap_rng = np.random.default_rng(self.seed).spawn(3)
         schema = data.schema

@@ -26,7 +26,7 @@ Algorithms
   row (``data.heldout``); the same model trained on the real training part (``data.private``,
   same subsample rule, so both sides train on equally many rows) is the train-on-real
   reference.
-- **Cost** (issue 38: the held-out scores may add at most 15% to a run's wall time with one
+- **Cost** (the goal: the held-out scores may add at most 15% to a run's wall time with one
   thread; ``benchmarks/bench_heldout_scores.py`` prints it): the defaults train on at most
   5,000 rows with 30 boosting iterations. Measured on one thread (models fitted and the
   held-out rows predicted): adult's train-on-real AUROC at 5,000 rows and 30 iterations

@@ -48,7 +48,7 @@ Algorithms
   the cross-fitted propensities for the labels (0.5 = indistinguishable, 1 = separable). The
   ratio of two distinct distributions grows with ``N`` (the classifier's power), so ratios
   are comparable only at the same ``max_rows`` and ``folds``.
-- **Cost** (issue 38: at most 15% of a run's wall time with one thread;
+- **Cost** (the held-out scores' goal: at most 15% of a run's wall time with one thread;
   ``benchmarks/bench_heldout_scores.py``): the defaults are 2,000 rows of each table and 2
   folds (was 3,000 and 3 with lbfgs: 2-6 s on adult). Measured on adult, ratios at
   2,000/2 folds against 3,000/3: a bootstrap of the training rows 0.99 (1.03), ``mst_quick``

@@ -136,7 +136,7 @@ def log_ndtr_gap(a: float, gap: float) -> float:
     so the rule is exact to rounding: within 6e-15 of a 40-digit evaluation for a in [-30, 8];
     the gap is passed, not recomputed from ``a - gap``). The difference of the two logarithms
     loses ``log10(|log Phi(a)| / gap)`` digits: 1e-9 relative at epsilon 1e-6, delta 1e-10,
-    which made calibrations aimed 1e-12 below the budget overshoot it (issue 27)."""
+    which made calibrations aimed 1e-12 below the budget overshoot it."""
     if gap >= 1.0:
         return float(log_ndtr(a) - log_ndtr(a - gap))
     x = a - 0.5 * gap + 0.5 * gap * _GL_NODES

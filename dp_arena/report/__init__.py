@@ -4,7 +4,7 @@
   fingerprints);
 - :mod:`~dp_arena.report.leaderboard`: runs -> the board's statistics (grouping by everything
   that changes the guarantee, de-duplication, means, intervals, significance ranks);
-- :mod:`~dp_arena.report.scores`: issue 38's utility and risk score names, which scores carry a
+- :mod:`~dp_arena.report.scores`: the held-out utility and risk score names, which scores carry a
   CI column, and reading a row's value of one;
 - :mod:`~dp_arena.report.risk`: the bound a row's claimed budget implies on a membership
   attack's TPR, ``min(1, e^epsilon * FPR + delta)``, and the mark when the attack beats it

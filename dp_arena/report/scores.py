@@ -1,4 +1,4 @@
-"""Issue 38's scores as a board row carries them (read by the utility and risk views,
+"""The held-out scores as a board row carries them (read by the utility and risk views,
 :mod:`dp_arena.report.views`, the risk bound, :mod:`dp_arena.report.risk`, and the utility plot).
 
 - the names: the utility scores (``UTILITY_METRICS``: ML efficacy, its train-on-real reference
@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-#: Issue 38's utility scores (the utility view) and risk scores (the risk view; "empirical
+#: The held-out utility scores (the utility view) and risk scores (the risk view; "empirical
 #: risk, not a DP guarantee").
 ML_SCORE, ML_REAL, ML_GAP = "ml_efficacy/score", "ml_efficacy/real_score", "ml_efficacy/gap"
 PMSE_RATIO, RANGE_ERROR = "propensity/pmse_ratio", "range_query/mean_rel_error"

@@ -1,4 +1,4 @@
-"""The utility view and the risk view ("empirical risk, not a DP guarantee") of issue 38, as
+"""The utility view and the risk view ("empirical risk, not a DP guarantee") of the held-out scores, as
 tables that follow the per-epsilon tables when some row logged their metrics.
 
 - **utility view** (:func:`utility_frame`, :func:`utility_columns`): ML efficacy ± its 95% CI

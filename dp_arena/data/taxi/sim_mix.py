@@ -1,4 +1,4 @@
-"""Who drives a simulated trip and how it is paid, by place and time (``taxi_sim``, issue 29):
+"""Who drives a simulated trip and how it is paid, by place and time (``taxi_sim``):
 the company mix and the cash share per pickup zone and 8-hour block, fitted from the real
 sample by ``benchmarks/fit_taxi_sim_tables.py`` (tables in :mod:`dp_arena.data.taxi.sim_tables`).
 

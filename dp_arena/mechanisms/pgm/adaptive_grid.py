@@ -32,7 +32,7 @@ Algorithm
 - Estimate (``mbi``'s mirror descent, in NumPy: :mod:`dp_arena.mechanisms.pgm.mirror_descent`), at
   most ``iters`` steps (default: the Minutemen code's ``int(344 epsilon + 256)``), stopping
   once the loss has stalled (``tol``, ``patience``, as MST: post-processing of the noisy
-  measurements). A fixed 200 steps (the setting before issue 43) cut the fit short on wide
+  measurements). A fixed 200 steps (the earlier setting) cut the fit short on wide
   tables, worse at epsilon 10 (docs/pgm-estimation.md). Before estimating, measurements
   whose query has no identity rows are replaced by what they observe exactly, their parents'
   query answers (with noise ``sigma / coef``), and repeated observations are merged by

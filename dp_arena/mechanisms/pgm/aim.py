@@ -1,98 +1,8 @@
 """``aim``: Adaptive and Iterative Mechanism (McKenna, Mullins, Sheldon & Miklau, VLDB 2022),
 on ``mbi``.
 
-Algorithm
----------
-- Workload ``W`` (chosen from domain sizes only): all ``workload_degree``-way marginals
-  (default 3, the paper's ALL-3WAY workload), weight 1 each, with at most ``max_cells`` cells
-  (default 10,000, the reference implementation's filter); a smaller marginal (2 or more
-  attributes) that no kept marginal contains and that has at most ``max_cells`` cells joins
-  ``W`` in their place, so wide columns lose only the marginals that do not fit. If the
-  candidates' answers would take more than ``max_answers_mb`` of memory, the largest
-  workload marginals are dropped until they fit. What is dropped is logged once, up front.
-  Candidates: the downward closure of ``W`` plus every 1-way marginal, a candidate ``r``
-  weighted by ``w_r = sum_{s in W} |r & s|``; a candidate that alone would make the model
-  larger than ``max_model_size`` MB is dropped up front (it could never be selected).
-- Start: every 1-way marginal measured with ``sigma_0``; fit an ``mbi`` model.
-- ``T = rounds``, or ``rounds_per_attribute x d`` (paper: ``16 d``) when ``rounds`` is null.
-- Round ``t``: keep the candidates that are already inside a measured clique or keep the
-  model's junction tree under ``max_model_size * (budget used so far)`` MB; select one with
-  the exponential mechanism on ``w_r (||x_r - xhat_r||_1 - sqrt(2/pi) sigma n_r)``
-  (``n_r`` cells); measure it with Gaussian noise ``sigma``; refit (warm start). If the refit
-  moved that marginal by at most ``sqrt(2/pi) sigma n_r`` in L1, halve ``sigma`` and double the
-  selection epsilon (each round then costs 4x as much). When the zCDP budget left is at
-  most two rounds' cost (or after ``T`` rounds), the last round uses exactly the rho that is
-  left (90% measurement, 10% selection): the paper's zCDP filter, see below.
-- Finally refit with ``final_iters``, derive the row count from the noisy measurements
-  (clipped to the public bounds of :mod:`dp_arena.mechanisms.row_count`: at least 1,000 rows, at most
-  the schema's ``max_records``, else 1,000,000), sample records and decode them to schema
-  values.
-
-Settings follow the paper and its reference implementation (ryan112358/private-pgm
-``dp_arena/mechanisms/aim.py``): ``rounds = 16 d``, ``max_model_size = 80`` MB, 1,000 mirror-descent
-iterations per round (warm started from the previous model) and for the final fit,
-``max_cells = 10000``, 90% / 10% measurement / selection split. Speed (issue 43): every fit
-stops once its loss has stalled (:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol``
-relative improvement in each of ``patience`` blocks of 50 iterations in a row; default
-``tol = 0.03``, ``patience = 1``), and a round's fit starts from the previous round's
-potentials (a new clique's extended by zeros) and, with ``warm_step``, from the step size
-the previous fit ended with. On adult at epsilon 1 the fits then take 100-400 iterations
-instead of 1,000 each, at a mean 3-way TVD within the seeds' spread of the old settings'
-(benchmarks/bench_pgm_adult.py). ``tol = 1e-7, patience = 2, warm_step = false,
-final_tol = 1e-7`` are the settings before issue 43; ``tol: null`` runs every iteration as
-the reference does. The stopping rule reads only the loss, a function of the
-noisy measurements: post-processing, it spends nothing. The model size of a candidate
-depends only on the graph of the measured cliques and the candidate, so it is computed once
-per distinct graph within a round, and only for the candidates the exponential mechanism
-tests: it draws the Gumbel-perturbed scores of all candidates and takes the first admissible
-one in decreasing order (:meth:`dp_arena.privacy.release.Releaser.exponential`,
-``admissible``), which is the exponential mechanism over the admissible candidates exactly;
-the sensitivity is the heaviest admissible candidate's weight, found the same way. When a
-probe of 256 candidates says at most 80% are admissible (late in a run, as the model nears
-its size limit), every candidate is tested and only the admissible ones are scored
-(:func:`admitted_pool`): the same mechanism, without scoring candidates it cannot choose.
-``dp_arena/conf/mechanism/aim_quick.yaml`` is the budget preset of the default competition (2-way
-workload, ``T = 2 d`` rounds, 100 iterations; labelled ``[quick]`` on the board).
-
-Privacy argument
-----------------
-Private: every attribute of ``data.private`` (the id column is never modelled). Each person
-contributes at most ``b`` rows (``b = 1`` for record-level data; for user-level data rows are
-clipped to ``b = max_contrib`` per person; default, and upper limit: the dataset's
-``max_records_per_individual``), so any histogram moves by at most ``b`` in L1 and L2 and a
-selection score ``w_r ||x_r - xhat_r||_1`` by at most ``w_r b`` (``xhat`` comes from noisy
-releases only): the exponential mechanism uses sensitivity ``b max_r w_r``.
-
-Budget: a zCDP privacy filter, whatever accountant the ledger displays. The budget is
-converted to ``rho = zcdp_rho(eps, delta)`` (the largest rho whose Canonne, Kamath & Steinke
-2020 conversion is ``(eps, delta)``-DP, as in the paper's reference code; Bun & Steinke's
-looser ``rho + 2 sqrt(rho ln 1/delta)``, which dp-arena used before, allows 21% less rho at
-epsilon 1, delta 1e-9; see :func:`dp_arena.privacy.accounting.zcdp_epsilon`; aimed ``2e-13``
-relative
-below). A Gaussian release of sensitivity ``b`` with noise ``sigma`` is ``b^2 / (2 sigma^2)``-zCDP
-and an ``eps``-DP exponential mechanism ``eps^2 / 8``-zCDP (bounded range, Cesar & Rogers
-2021). As in the paper (Alg. 1): with ``T = rounds`` (default ``16 d``) the 1-way
-measurements and every round start at ``sigma_0 = b sqrt(T / (2 * 0.9 rho))`` and
-``eps_0 = sqrt(8 * 0.1 rho / T)`` (so ``T`` rounds cost ``rho``; when the 1-way
-measurements and two rounds would not fit, a case the paper's ``T = 16 d`` never meets, the
-scale is lowered so that they and ``T`` rounds cost ``rho``). AIM tracks the rho it has used;
-a round is the last when the rho left is at most twice the next round's cost (or after ``T``
-rounds), and the last round spends exactly what is left (90% measurement, 10% selection).
-The noise scales are chosen adaptively from earlier noisy outputs, so the guarantee rests on
-fully adaptive composition with a privacy filter: releases with adaptively chosen zCDP
-costs ``rho_i``, stopped before ``sum_i rho_i`` would exceed ``rho``, are jointly
-``rho``-zCDP. zCDP is Renyi DP of order ``alpha`` with ``rho alpha`` at every ``alpha``, so
-this is the Renyi filter of Feldman & Zrnic (NeurIPS 2021, "Individual privacy accounting
-via a Renyi filter") applied at every order; Whitehouse, Ramdas, Rogers & Wu (ICML 2023,
-"Fully-adaptive composition in differential privacy") state filters for this setting too.
-The AIM paper relies on the same argument. Hence the run is
-``(eps, delta)``-DP. Every release is also charged to the ledger when it is made: under
-``privacy.accountant=zcdp`` the ledger reports ``eps`` (to ``1e-9``, never above); under
-``gdp`` it composes to the smaller of its two bounds, at most ``eps``, but that composition
-assumes scales fixed in advance, and no filter theorem is known for the min-of-two-bounds.
-So the run reports what it can prove, the filter's full budget ``(eps, delta)``, as
-``epsilon_spent`` under every accountant (``filter_bound``); ``ledger.json`` keeps the
-per-release charges.
+The algorithm, its settings and speed, and the privacy argument: :class:`AIM`; the
+estimation's settings and figures: docs/pgm-estimation.md.
 """
 
 from __future__ import annotations
@@ -151,6 +61,101 @@ def final_round(rho_left: float, b: float) -> tuple[float, float]:
 
 @dataclass
 class AIM(Mechanism):
+    """AIM on ``mbi``: workload, rounds of selection and measurement, the zCDP filter.
+
+    Algorithm
+    ---------
+    - Workload ``W`` (chosen from domain sizes only): all ``workload_degree``-way marginals
+      (default 3, the paper's ALL-3WAY workload), weight 1 each, with at most ``max_cells`` cells
+      (default 10,000, the reference implementation's filter); a smaller marginal (2 or more
+      attributes) that no kept marginal contains and that has at most ``max_cells`` cells joins
+      ``W`` in their place, so wide columns lose only the marginals that do not fit. If the
+      candidates' answers would take more than ``max_answers_mb`` of memory, the largest
+      workload marginals are dropped until they fit. What is dropped is logged once, up front.
+      Candidates: the downward closure of ``W`` plus every 1-way marginal, a candidate ``r``
+      weighted by ``w_r = sum_{s in W} |r & s|``; a candidate that alone would make the model
+      larger than ``max_model_size`` MB is dropped up front (it could never be selected).
+    - Start: every 1-way marginal measured with ``sigma_0``; fit an ``mbi`` model.
+    - ``T = rounds``, or ``rounds_per_attribute x d`` (paper: ``16 d``) when ``rounds`` is null.
+    - Round ``t``: keep the candidates that are already inside a measured clique or keep the
+      model's junction tree under ``max_model_size * (budget used so far)`` MB; select one with
+      the exponential mechanism on ``w_r (||x_r - xhat_r||_1 - sqrt(2/pi) sigma n_r)``
+      (``n_r`` cells); measure it with Gaussian noise ``sigma``; refit (warm start). If the refit
+      moved that marginal by at most ``sqrt(2/pi) sigma n_r`` in L1, halve ``sigma`` and double the
+      selection epsilon (each round then costs 4x as much). When the zCDP budget left is at
+      most two rounds' cost (or after ``T`` rounds), the last round uses exactly the rho that is
+      left (90% measurement, 10% selection): the paper's zCDP filter, see below.
+    - Finally refit with ``final_iters``, derive the row count from the noisy measurements
+      (clipped to the public bounds of :mod:`dp_arena.mechanisms.row_count`: at least 1,000 rows, at most
+      the schema's ``max_records``, else 1,000,000), sample records and decode them to schema
+      values.
+
+    Settings follow the paper and its reference implementation (ryan112358/private-pgm
+    ``dp_arena/mechanisms/aim.py``): ``rounds = 16 d``, ``max_model_size = 80`` MB, 1,000 mirror-descent
+    iterations per round (warm started from the previous model) and for the final fit,
+    ``max_cells = 10000``, 90% / 10% measurement / selection split. Speed: every fit
+    stops once its loss has stalled (:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol``
+    relative improvement in each of ``patience`` blocks of 50 iterations in a row; default
+    ``tol = 0.03``, ``patience = 1``), and a round's fit starts from the previous round's
+    potentials (a new clique's extended by zeros) and, with ``warm_step``, from the step size
+    the previous fit ended with. On adult at epsilon 1 the fits then take 100-400 iterations
+    instead of 1,000 each, at a mean 3-way TVD within the seeds' spread of the old settings'
+    (benchmarks/bench_pgm_adult.py). ``tol = 1e-7, patience = 2, warm_step = false,
+    final_tol = 1e-7`` are the old settings (fixed iterations); ``tol: null`` runs every iteration as
+    the reference does. The stopping rule reads only the loss, a function of the
+    noisy measurements: post-processing, it spends nothing. The model size of a candidate
+    depends only on the graph of the measured cliques and the candidate, so it is computed once
+    per distinct graph within a round, and only for the candidates the exponential mechanism
+    tests: it draws the Gumbel-perturbed scores of all candidates and takes the first admissible
+    one in decreasing order (:meth:`dp_arena.privacy.release.Releaser.exponential`,
+    ``admissible``), which is the exponential mechanism over the admissible candidates exactly;
+    the sensitivity is the heaviest admissible candidate's weight, found the same way. When a
+    probe of 256 candidates says at most 80% are admissible (late in a run, as the model nears
+    its size limit), every candidate is tested and only the admissible ones are scored
+    (:func:`admitted_pool`): the same mechanism, without scoring candidates it cannot choose.
+    ``dp_arena/conf/mechanism/aim_quick.yaml`` is the budget preset of the default competition (2-way
+    workload, ``T = 2 d`` rounds, 100 iterations; labelled ``[quick]`` on the board).
+
+    Privacy argument
+    ----------------
+    Private: every attribute of ``data.private`` (the id column is never modelled). Each person
+    contributes at most ``b`` rows (``b = 1`` for record-level data; for user-level data rows are
+    clipped to ``b = max_contrib`` per person; default, and upper limit: the dataset's
+    ``max_records_per_individual``), so any histogram moves by at most ``b`` in L1 and L2 and a
+    selection score ``w_r ||x_r - xhat_r||_1`` by at most ``w_r b`` (``xhat`` comes from noisy
+    releases only): the exponential mechanism uses sensitivity ``b max_r w_r``.
+
+    Budget: a zCDP privacy filter, whatever accountant the ledger displays. The budget is
+    converted to ``rho = zcdp_rho(eps, delta)`` (the largest rho whose Canonne, Kamath & Steinke
+    2020 conversion is ``(eps, delta)``-DP, as in the paper's reference code; Bun & Steinke's
+    looser ``rho + 2 sqrt(rho ln 1/delta)``, which dp-arena used before, allows 21% less rho at
+    epsilon 1, delta 1e-9; see :func:`dp_arena.privacy.accounting.zcdp_epsilon`; aimed ``2e-13``
+    relative
+    below). A Gaussian release of sensitivity ``b`` with noise ``sigma`` is ``b^2 / (2 sigma^2)``-zCDP
+    and an ``eps``-DP exponential mechanism ``eps^2 / 8``-zCDP (bounded range, Cesar & Rogers
+    2021). As in the paper (Alg. 1): with ``T = rounds`` (default ``16 d``) the 1-way
+    measurements and every round start at ``sigma_0 = b sqrt(T / (2 * 0.9 rho))`` and
+    ``eps_0 = sqrt(8 * 0.1 rho / T)`` (so ``T`` rounds cost ``rho``; when the 1-way
+    measurements and two rounds would not fit, a case the paper's ``T = 16 d`` never meets, the
+    scale is lowered so that they and ``T`` rounds cost ``rho``). AIM tracks the rho it has used;
+    a round is the last when the rho left is at most twice the next round's cost (or after ``T``
+    rounds), and the last round spends exactly what is left (90% measurement, 10% selection).
+    The noise scales are chosen adaptively from earlier noisy outputs, so the guarantee rests on
+    fully adaptive composition with a privacy filter: releases with adaptively chosen zCDP
+    costs ``rho_i``, stopped before ``sum_i rho_i`` would exceed ``rho``, are jointly
+    ``rho``-zCDP. zCDP is Renyi DP of order ``alpha`` with ``rho alpha`` at every ``alpha``, so
+    this is the Renyi filter of Feldman & Zrnic (NeurIPS 2021, "Individual privacy accounting
+    via a Renyi filter") applied at every order; Whitehouse, Ramdas, Rogers & Wu (ICML 2023,
+    "Fully-adaptive composition in differential privacy") state filters for this setting too.
+    The AIM paper relies on the same argument. Hence the run is
+    ``(eps, delta)``-DP. Every release is also charged to the ledger when it is made: under
+    ``privacy.accountant=zcdp`` the ledger reports ``eps`` (to ``1e-9``, never above); under
+    ``gdp`` it composes to the smaller of its two bounds, at most ``eps``, but that composition
+    assumes scales fixed in advance, and no filter theorem is known for the min-of-two-bounds.
+    So the run reports what it can prove, the filter's full budget ``(eps, delta)``, as
+    ``epsilon_spent`` under every accountant (``filter_bound``); ``ledger.json`` keeps the
+    per-release charges.
+    """
     max_contrib: int | None = None
     workload_degree: int = 3
     max_cells: int | None = 10_000
@@ -165,7 +170,7 @@ class AIM(Mechanism):
     warm_step: bool = True
     final_tol: float | None = 3e-2
     name: ClassVar[str] = "aim"
-    #: the zCDP filter over the whole budget is AIM's proven bound (see the module docstring)
+    #: the zCDP filter over the whole budget is AIM's proven bound (see the class docstring)
     filter_bound: ClassVar[bool] = True
 
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
@@ -195,7 +200,7 @@ class AIM(Mechanism):
         return b * math.sqrt(T / (2 * 0.9 * s)), math.sqrt(8 * 0.1 * s / T)
 
     def workload(self, domain: dict[str, int]) -> list[tuple[str, ...]]:
-        """The workload (see the module docstring), from domain sizes only."""
+        """The workload (see the class docstring), from domain sizes only."""
         return self.sized_workload(domain)[0]
 
     def sized_workload(self, domain: dict[str, int]
@@ -234,9 +239,9 @@ class AIM(Mechanism):
         not a proof: on a 55-column table at epsilon 10 fits grew past it (by up to 15%)
         until two causes were removed, freed memory the allocator kept
         (:func:`dp_arena.mechanisms.pgm.heap.trim_heap`) and dropped ``TreeMarginals`` a reference
-        cycle kept until a garbage collection (af24db0); since, one runner run on each of
-        three wide tables grew to 46-63% of it (docs/pgm-estimation.md, "Memory on loans"
-        to "After the fix, the other tables")."""
+        cycle kept until a garbage collection; since, one runner run on each of three wide
+        tables grew to 46-63% of it (docs/pgm-estimation.md, "AIM's memory bound"; the runs in
+        benchmarks/RESULTS.md)."""
         domain = data.schema.domain()
         closure, _ = self.trimmed_candidates(domain, self.sized_workload(domain)[0])
         answers = sum(math.prod(domain[a] for a in cl) for cl in closure) * 8 / 2**20

@@ -1,71 +1,6 @@
 """``mst``: Maximum Spanning Tree (McKenna, Miklau & Sheldon, JPC 2021), on ``mbi``.
 
-Algorithm
----------
-1. Measure every 1-way marginal with Gaussian noise (a third of the budget).
-2. Domain compression: in each 1-way measurement, the values whose noisy count is under
-   ``3 sigma`` are merged into one "other" value (post-processing of step 1); the
-   measurement is re-expressed on the compressed domain (the merged cell is the sum of the
-   merged noisy counts divided by ``sqrt(m)``, so its noise stays ``sigma``).
-3. Fit a model to the 1-way measurements: the exact least-squares fit, a product of 1-way
-   marginals, each the weighted projection of its noisy marginal onto the simplex scaled to
-   the total (:func:`dp_arena.mechanisms.pgm.fit_one_way`; the reference approaches the same fit with
-   2,500 mirror-descent iterations). Score every attribute pair by the L1 error
-   ``||x_ab - xhat_ab||_1`` of the model's 2-way marginal; build a spanning tree with
-   ``d - 1`` exponential-mechanism selections (a third of the budget), each among the pairs
-   that join two components (Kruskal order).
-4. Measure the chosen 2-way marginals (the last third); fit all measurements by mirror
-   descent (:func:`dp_arena.mechanisms.pgm.estimate`, in NumPy); sample records
-   (:func:`dp_arena.mechanisms.pgm.sample_codes`, ``balanced``: less sampling noise than the
-   reference's rounding); undo compression: a merged value becomes one of its original
-   values with probability proportional to that value's noisy 1-way count clipped at 0
-   (the reference: uniformly; both are post-processing of step 1, and on adult this lowers
-   the 3-way TVD by about 0.002); decode to schema values.
-
-Settings (the reference implementation, ryan112358/private-pgm ``dp_arena/mechanisms/mst.py``):
-``iters = 10000`` mirror-descent iterations for the final fit; ``dp_arena/conf/mechanism/mst_quick.yaml``
-is the budget preset (1,000). The fit stops once its loss has stalled (issue 43;
-:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol`` relative improvement in each of
-``patience`` blocks of 50 iterations in a row; default ``tol = 0.03``, ``patience = 2``: about
-1,000 iterations on adult at epsilon 1, where the 3-way TVD is no worse than after 10,000;
-``tol = 1e-7`` is the setting before issue 43, ``tol: null`` runs every iteration as the
-reference does). The rule reads only the loss, a function of the noisy measurements: it is
-post-processing and spends nothing. ``select_iters`` is accepted for old configurations and unused: the 1-way
-fit is exact.
-Size: a pair whose compressed domain has more than ``max_cells`` cells is never a candidate
-(compressed sizes come from the noisy 1-way marginals, so this is post-processing); when no
-candidate pair joins two components the tree stays a forest and the unused selections and
-2-way measurements are not released (the run spends less than its budget, never more).
-Row count: the model's least-squares total, clipped to the public bounds of
-:mod:`dp_arena.mechanisms.row_count` (at least 1,000 rows; at most the schema's ``max_records``, else
-1,000,000).
-
-Privacy argument
-----------------
-Private: every attribute of ``data.private`` (the id column is never modelled). Each person
-contributes at most ``b`` rows: ``b = 1`` for record-level data; for user-level data each
-person's rows are clipped to ``b = max_contrib`` rows chosen at random (default, and upper
-limit: the dataset's ``max_records_per_individual``). Adding or removing one person then
-changes any histogram by at most ``b`` in L1 and in L2, and the selection score
-``||x_ab - xhat_ab||_1`` by at most ``b`` (``xhat`` is computed from noisy releases only).
-
-Releases, in zCDP units with total ``s``: ``d`` Gaussian 1-way marginals with
-``sigma_1 = b sqrt(3 d / (2 s))`` (``s/3`` together), ``d - 1`` exponential mechanisms with
-``eps_sel = sqrt(8 (s/3) / (d - 1))`` (``eps^2/8`` each: ``s/3`` together) and ``d - 1``
-Gaussian 2-way marginals with ``sigma_2 = b sqrt(3 (d - 1) / (2 s))`` (``s/3``); that is the
-paper's ``sigma = sqrt(3 / (2 rho))`` split evenly over the measurements of each third. Every
-release is charged to the ledger. The scale ``s`` is solved so that the ledger's accountant
-composes the whole plan to the budget (a hair below, never above): under
-``privacy.accountant=zcdp`` this gives
-``s = rho(eps, delta)``, the paper's calibration (Canonne-Kamath-Steinke conversion, as the
-reference's ``cdp_rho``; :func:`dp_arena.privacy.accounting.zcdp_epsilon`); under ``gdp`` (the
-default) the Gaussian
-releases compose as Gaussian DP and the exponential selections add their epsilons (basic
-composition), which is valid but less efficient, so ``s`` comes out smaller and the noise
-larger than under zcdp (the ledger reports the smaller of that and the zCDP bound).
-Compression, the model fits, the row count (fitted to the noisy measurements), sampling,
-expanding merged values by their noisy 1-way counts, decoding with public values and person
-ids from public data are post-processing.
+The algorithm, the row count and the privacy argument: :class:`MST`.
 """
 
 from __future__ import annotations
@@ -92,6 +27,75 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class MST(Mechanism):
+    """MST on ``mbi``: 1-way marginals, a maximum spanning tree of pairs, its marginals.
+
+    Algorithm
+    ---------
+    1. Measure every 1-way marginal with Gaussian noise (a third of the budget).
+    2. Domain compression: in each 1-way measurement, the values whose noisy count is under
+       ``3 sigma`` are merged into one "other" value (post-processing of step 1); the
+       measurement is re-expressed on the compressed domain (the merged cell is the sum of the
+       merged noisy counts divided by ``sqrt(m)``, so its noise stays ``sigma``).
+    3. Fit a model to the 1-way measurements: the exact least-squares fit, a product of 1-way
+       marginals, each the weighted projection of its noisy marginal onto the simplex scaled to
+       the total (:func:`dp_arena.mechanisms.pgm.fit_one_way`; the reference approaches the same fit with
+       2,500 mirror-descent iterations). Score every attribute pair by the L1 error
+       ``||x_ab - xhat_ab||_1`` of the model's 2-way marginal; build a spanning tree with
+       ``d - 1`` exponential-mechanism selections (a third of the budget), each among the pairs
+       that join two components (Kruskal order).
+    4. Measure the chosen 2-way marginals (the last third); fit all measurements by mirror
+       descent (:func:`dp_arena.mechanisms.pgm.estimate`, in NumPy); sample records
+       (:func:`dp_arena.mechanisms.pgm.sample_codes`, ``balanced``: less sampling noise than the
+       reference's rounding); undo compression: a merged value becomes one of its original
+       values with probability proportional to that value's noisy 1-way count clipped at 0
+       (the reference: uniformly; both are post-processing of step 1, and on adult this lowers
+       the 3-way TVD by about 0.002); decode to schema values.
+
+    Settings (the reference implementation, ryan112358/private-pgm ``dp_arena/mechanisms/mst.py``):
+    ``iters = 10000`` mirror-descent iterations for the final fit; ``dp_arena/conf/mechanism/mst_quick.yaml``
+    is the budget preset (1,000). The fit stops once its loss has stalled
+    (:func:`dp_arena.mechanisms.pgm.mirror_descent.stalled`: at most ``tol`` relative improvement in each of
+    ``patience`` blocks of 50 iterations in a row; default ``tol = 0.03``, ``patience = 2``: about
+    1,000 iterations on adult at epsilon 1, where the 3-way TVD is no worse than after 10,000;
+    ``tol = 1e-7`` is the old setting (fixed iterations), ``tol: null`` runs every iteration as the
+    reference does). The rule reads only the loss, a function of the noisy measurements: it is
+    post-processing and spends nothing. ``select_iters`` is accepted for old configurations and unused: the 1-way
+    fit is exact.
+    Size: a pair whose compressed domain has more than ``max_cells`` cells is never a candidate
+    (compressed sizes come from the noisy 1-way marginals, so this is post-processing); when no
+    candidate pair joins two components the tree stays a forest and the unused selections and
+    2-way measurements are not released (the run spends less than its budget, never more).
+    Row count: the model's least-squares total, clipped to the public bounds of
+    :mod:`dp_arena.mechanisms.row_count` (at least 1,000 rows; at most the schema's ``max_records``, else
+    1,000,000).
+
+    Privacy argument
+    ----------------
+    Private: every attribute of ``data.private`` (the id column is never modelled). Each person
+    contributes at most ``b`` rows: ``b = 1`` for record-level data; for user-level data each
+    person's rows are clipped to ``b = max_contrib`` rows chosen at random (default, and upper
+    limit: the dataset's ``max_records_per_individual``). Adding or removing one person then
+    changes any histogram by at most ``b`` in L1 and in L2, and the selection score
+    ``||x_ab - xhat_ab||_1`` by at most ``b`` (``xhat`` is computed from noisy releases only).
+
+    Releases, in zCDP units with total ``s``: ``d`` Gaussian 1-way marginals with
+    ``sigma_1 = b sqrt(3 d / (2 s))`` (``s/3`` together), ``d - 1`` exponential mechanisms with
+    ``eps_sel = sqrt(8 (s/3) / (d - 1))`` (``eps^2/8`` each: ``s/3`` together) and ``d - 1``
+    Gaussian 2-way marginals with ``sigma_2 = b sqrt(3 (d - 1) / (2 s))`` (``s/3``); that is the
+    paper's ``sigma = sqrt(3 / (2 rho))`` split evenly over the measurements of each third. Every
+    release is charged to the ledger. The scale ``s`` is solved so that the ledger's accountant
+    composes the whole plan to the budget (a hair below, never above): under
+    ``privacy.accountant=zcdp`` this gives
+    ``s = rho(eps, delta)``, the paper's calibration (Canonne-Kamath-Steinke conversion, as the
+    reference's ``cdp_rho``; :func:`dp_arena.privacy.accounting.zcdp_epsilon`); under ``gdp`` (the
+    default) the Gaussian
+    releases compose as Gaussian DP and the exponential selections add their epsilons (basic
+    composition), which is valid but less efficient, so ``s`` comes out smaller and the noise
+    larger than under zcdp (the ledger reports the smaller of that and the zCDP bound).
+    Compression, the model fits, the row count (fitted to the noisy measurements), sampling,
+    expanding merged values by their noisy 1-way counts, decoding with public values and person
+    ids from public data are post-processing.
+    """
     max_contrib: int | None = None
     iters: int = 10000
     select_iters: int = 2500
@@ -109,7 +113,7 @@ class MST(Mechanism):
     # ----- the release plan -------------------------------------------------------------
     @staticmethod
     def plan(s: float, d: int, b: float) -> list[Charge]:
-        """The charges of one run at zCDP scale ``s`` (see the module docstring)."""
+        """The charges of one run at zCDP scale ``s`` (see the class docstring)."""
         if d == 1:
             return [pgm.gaussian_charge("1-way", b, b / math.sqrt(2 * s))]
         return [pgm.gaussian_charge("1-way", b, b * math.sqrt(3 * d / (2 * s)), d),

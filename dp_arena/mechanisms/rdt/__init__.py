@@ -7,131 +7,7 @@ After the Duke report "Differentially private synthetic attribute generation usi
 depth random decision trees", whose trees follow Jagannathan, Pillaipakkamnatt & Wright
 (Transactions on Data Privacy 5, 2012).
 
-Roles
------
-- **Predictors X**: public attributes (``predictors``; default every attribute that is neither
-  private nor the id column).
-- **Private attributes P** (``private_attributes``; default ``["sex", "race"]`` when the
-  schema has them), synthesized in the order given.
-- **AD**, the private data: ``data.private`` (X and P).
-- **SD**, the structure data: records with X that are public or already differentially
-  private: the public part (``base=public``) or the output of the base mechanism.
-- **Targets**: the records whose X is kept and whose P is synthesized: the public part's rows
-  (``base=public``, the default) or the rows of another registered mechanism's output
-  (``base=mst``, ``base=independent``, ...). The output is a complete table in the schema.
-
-Algorithm (one forest per private attribute, in order)
-------------------------------------------------------
-1. *Collapse.* An attribute with more than ``collapse_above`` values keeps at most
-   ``collapse_above - 1`` of them, the most frequent in SD among those with at least
-   ``collapse_min_count`` SD records (default ``n_B``); all others become one shared value.
-   Per attribute, the report's rules replace it: ``regroup_widths`` ({attribute: width}: a
-   numeric attribute's values in ``width``-wide bands, "Pay in $10k units") and
-   ``collapse_min_counts`` ({attribute: count}: every value with fewer SD records combined,
-   "Agency < 500"); see :mod:`dp_arena.mechanisms.rdt.attributes`. Computed from SD only.
-2. *Structure.* Each of the ``m`` trees is grown from SD alone: at a node, a random
-   not-yet-used node attribute is drawn with probability proportional to
-   ``attribute_weights`` (default 1 each; ``sd_association``: each attribute's mutual
-   information with ``P[j]`` in SD, relative to the largest, floored at 0.05; attributes with
-   a single collapsed value are never drawn), with one child per collapsed value. A node
-   keeps splitting while SD has at least ``n_B`` records on it and its depth is below
-   ``max_depth`` (default: half the number of node attributes, rounded up, as in Jagannathan
-   et al.; ``all``: every node attribute, the report's); otherwise it is a leaf. Node
-   attributes of the forest for ``P[j]`` are X plus the private attributes synthesized before
-   it (``race`` splits on ``sex``). Targets use their synthesized values; AD records use their
-   real ones (``chain=authentic``, the default) or, as the report does, a value synthesized
-   for each AD record from the earlier forest (``chain=synthesized``: each AD record goes down
-   that forest like a target and draws its value from the averaged leaf proportions).
-3. *Leaves.* The label counts of ``P[j]`` of the AD records reaching each leaf get Laplace
-   noise (every leaf, every label, whether or not a record reached it).
-4. *Proportions (post-processing).* A node's noisy counts are the sums of the noisy leaf
-   counts below it. Top-down from the root, whose parent is the SD proportions of ``P[j]``,
-   each node's proportions are its noisy shares shrunk towards its parent's, label by label,
-   with the empirical-Bayes weight of :func:`node_proportions` (own share trusted when the
-   node's noise is small next to how far a share may stray from the parent's), then clamped
-   at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") or whose count in the
-   structure data is below ``leaf_min_count`` (the report's ``leafFreqMin``, tested on SD's
-   count as its pseudo-code does) takes its parent's proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised
-   noisy counts, empty leaves falling back to the parent.
-5. *Synthesis.* Each target record goes down every tree; the leaf proportions are averaged
-   over the ``m`` trees and ``P[j]`` is drawn from the average.
-
-Hyperparameters (``dp_arena/conf/mechanism/rdt.yaml``)
----------------------------------------------
-``m`` trees per private attribute (default 3; under the total reading every tree costs
-``eps/m`` and more trees means noisier ones), ``epsilon_per_tree`` (``null``: the run's epsilon
-is the total, divided over the trees, this project's adaptation; a number: the report's reading,
-every tree spends that epsilon and the total is ``m x |P| x epsilon_per_tree``; ``rdt_report``
-sets 0.1), ``n_B`` (1000), ``max_depth``,
-``attribute_weights``, ``collapse_above`` (``null``: no generic collapse) / ``collapse_min_count``, ``collapse_min_counts`` /
-``regroup_widths`` (per attribute), ``leaf_min_count`` (0), ``chain`` (``authentic``;
-``synthesized``: the report's; the default because the two are indistinguishable on Adult
-at epsilon 0.1 and 0.4 in ``bench_rdt_report.py``, so earlier results stay reproducible),
-``budget_split`` (shares
-of the trees' epsilon per private attribute), ``shrinkage`` (1; 0 = plain clamped
-proportions), ``private_attributes``, ``predictors``, ``base`` (``public`` or a registered
-mechanism name) with ``base_params`` and ``base_share``, ``structure`` (``base``: SD = the
-targets; ``public``: SD = the public part even when the targets come from a base mechanism),
-``max_contrib`` (rows kept per person for user-level data). Measured on Adult
-under the total reading (the version of ``bench_rdt_report.py`` before the report's text was
-read, at commit 341357e, 5 trials; its Method 1 was not the report's): shrinkage 1 beats the report's plain proportions on the (sex, race, attribute) panels at
-epsilon 0.1 and ties at 0.4; depth half vs all ties; ``attribute_weights=sd_association``
-beats uniform on every panel at both budgets (the default is still uniform: see docs/mechanisms.md).
-
-Privacy argument
-----------------
-Private: ``data.private`` (AD). Each person contributes at most ``C`` rows: ``C = 1`` for
-record-level data; for user-level data each person's rows are clipped to ``C = max_contrib``
-rows chosen at random (default: the dataset's ``max_records_per_individual``).
-
-- The collapse maps, the tree structures, ``max_depth`` and the SD proportions are functions
-  of SD, the settings and a random generator drawn before AD is read. SD is public (the
-  public part) or the output of a differentially private base mechanism whose releases are
-  charged to the same ledger, so reading it is free (post-processing).
-- The only access to AD is the label-count vector of each tree's leaves. Every AD row
-  reaches exactly one leaf of a tree, so adding or removing one person changes a tree's
-  whole leaf-count table by at most ``C`` in L1 (parallel composition across the leaves):
-  Laplace noise of scale ``C / eps_tree`` on every count makes one tree ``eps_tree``-DP.
-- Budget, the report's reading (``epsilon_per_tree`` set): the report's Laplace parameter is
-  ``lambda = epsilon / Delta f`` for the leaf queries of one tree, whose leaves are disjoint
-  ("total accumulated epsilon should be epsilon" per tree), and it speaks of "adding trees ...
-  (with additional epsilon consumption)": each tree is ``epsilon_per_tree``-DP and the ``m``
-  trees of each of the ``|P|`` private attributes compose sequentially, so the run is
-  ``m x |P| x epsilon_per_tree``-DP (plus the base mechanism's charges). All ``m x |P|``
-  Laplace charges go to the ledger at that epsilon, the run's spend is their composition, and
-  the run is refused before any noise is drawn (:func:`per_tree_epsilon`) when the run's budget
-  cannot hold them: the guarantee is the total, never the per-tree figure. ``budget_split``
-  does not apply (every tree the same epsilon, as in the report).
-- Budget, the total reading (``epsilon_per_tree=null``, an adaptation: the report never states
-  a total): the base mechanism (if any) runs with ``base_share`` of the budget. The trees get
-  ``eps_trees``: the largest total the ledger's accountant admits on top of what is already
-  charged (the whole epsilon with ``base=public``, otherwise what the base left), solved on
-  the accountant's own composition by :meth:`Ledger.remaining_pure_epsilon` (under ``gdp``
-  a mix of Gaussian and pure charges is bounded by the smaller of two bounds, so what is left
-  is not ``epsilon - spent``), a hair (``2e-13`` relative) below the budget, never above.
-  Private attribute ``j`` gets ``budget_split[j] * eps_trees`` (default equal shares) and each
-  of its ``m`` trees ``eps_tree = budget_split[j] * eps_trees / m`` (sequential composition);
-  the ``m * |P|`` Laplace charges sum to ``eps_trees``.
-- ``chain=synthesized``: the value of ``P[j]`` substituted into each AD record is drawn from
-  the released (noisy) forest's proportions at that record's own node attributes, with
-  randomness independent per record. Given the earlier forests' release, each record's row
-  still reaches exactly one leaf of each later tree (its contribution is a randomized function
-  of its own row only), so the L1 bound ``C`` and the Laplace argument above hold unchanged
-  (the count vector's law is a product over records; removing a person removes only their
-  factors). The substituted values are never written anywhere.
-- Everything after the noisy counts (aggregating them up the tree, clamping, normalising,
-  shrinking towards the parent or the SD proportions, averaging, sampling, decoding) reads only
-  noisy counts, SD and the targets' X, so it is post-processing: the raw counts are never used
-  again, in particular not by the fallback for empty leaves.
-- ``leaf_min_count`` (leafFreqMin) is tested on the structure data's count of a node, as in
-  the report's pseudo-code ("count of SD observations subset using obsIndicesSD >=
-  leafFreqMin"). In this project SD is the public part or a DP base mechanism's output, so the
-  test reads no private data and spends nothing. Every leaf's counts are still released (the
-  number of Laplace draws depends on the shape only; a leaf below the minimum takes its
-  parent's proportions, which are sums of released noisy counts), so the rule changes no
-  sensitivity and no charge. (Were SD private, testing its counts would be a further query;
-  the project never lets SD be private: ``structure`` is ``base`` or ``public``.)
-- Targets' X and ids come from the public part or the base mechanism's output (no cost).
+Roles, the algorithm, the settings and the privacy argument: :class:`RDT`.
 """
 
 from __future__ import annotations
@@ -433,7 +309,134 @@ class RDTPlan:
 
 @dataclass
 class RDT(Mechanism):
-    """Random decision trees for private attributes (see the module docstring)."""
+    """Random decision trees for private attributes.
+
+    Roles
+    -----
+    - **Predictors X**: public attributes (``predictors``; default every attribute that is neither
+      private nor the id column).
+    - **Private attributes P** (``private_attributes``; default ``["sex", "race"]`` when the
+      schema has them), synthesized in the order given.
+    - **AD**, the private data: ``data.private`` (X and P).
+    - **SD**, the structure data: records with X that are public or already differentially
+      private: the public part (``base=public``) or the output of the base mechanism.
+    - **Targets**: the records whose X is kept and whose P is synthesized: the public part's rows
+      (``base=public``, the default) or the rows of another registered mechanism's output
+      (``base=mst``, ``base=independent``, ...). The output is a complete table in the schema.
+
+    Algorithm (one forest per private attribute, in order)
+    ------------------------------------------------------
+    1. *Collapse.* An attribute with more than ``collapse_above`` values keeps at most
+       ``collapse_above - 1`` of them, the most frequent in SD among those with at least
+       ``collapse_min_count`` SD records (default ``n_B``); all others become one shared value.
+       Per attribute, the report's rules replace it: ``regroup_widths`` ({attribute: width}: a
+       numeric attribute's values in ``width``-wide bands, "Pay in $10k units") and
+       ``collapse_min_counts`` ({attribute: count}: every value with fewer SD records combined,
+       "Agency < 500"); see :mod:`dp_arena.mechanisms.rdt.attributes`. Computed from SD only.
+    2. *Structure.* Each of the ``m`` trees is grown from SD alone: at a node, a random
+       not-yet-used node attribute is drawn with probability proportional to
+       ``attribute_weights`` (default 1 each; ``sd_association``: each attribute's mutual
+       information with ``P[j]`` in SD, relative to the largest, floored at 0.05; attributes with
+       a single collapsed value are never drawn), with one child per collapsed value. A node
+       keeps splitting while SD has at least ``n_B`` records on it and its depth is below
+       ``max_depth`` (default: half the number of node attributes, rounded up, as in Jagannathan
+       et al.; ``all``: every node attribute, the report's); otherwise it is a leaf. Node
+       attributes of the forest for ``P[j]`` are X plus the private attributes synthesized before
+       it (``race`` splits on ``sex``). Targets use their synthesized values; AD records use their
+       real ones (``chain=authentic``, the default) or, as the report does, a value synthesized
+       for each AD record from the earlier forest (``chain=synthesized``: each AD record goes down
+       that forest like a target and draws its value from the averaged leaf proportions).
+    3. *Leaves.* The label counts of ``P[j]`` of the AD records reaching each leaf get Laplace
+       noise (every leaf, every label, whether or not a record reached it).
+    4. *Proportions (post-processing).* A node's noisy counts are the sums of the noisy leaf
+       counts below it. Top-down from the root, whose parent is the SD proportions of ``P[j]``,
+       each node's proportions are its noisy shares shrunk towards its parent's, label by label,
+       with the empirical-Bayes weight of :func:`node_proportions` (own share trusted when the
+       node's noise is small next to how far a share may stray from the parent's), then clamped
+       at 0 and normalised. A node whose noisy total is ``<= 0`` ("empty") or whose count in the
+       structure data is below ``leaf_min_count`` (the report's ``leafFreqMin``, tested on SD's
+       count as its pseudo-code does) takes its parent's proportions. ``shrinkage=0`` gives the report's plain rule: clamped, normalised
+       noisy counts, empty leaves falling back to the parent.
+    5. *Synthesis.* Each target record goes down every tree; the leaf proportions are averaged
+       over the ``m`` trees and ``P[j]`` is drawn from the average.
+
+    Hyperparameters (``dp_arena/conf/mechanism/rdt.yaml``)
+    ---------------------------------------------
+    ``m`` trees per private attribute (default 3; under the total reading every tree costs
+    ``eps/m`` and more trees means noisier ones), ``epsilon_per_tree`` (``null``: the run's epsilon
+    is the total, divided over the trees, this project's adaptation; a number: the report's reading,
+    every tree spends that epsilon and the total is ``m x |P| x epsilon_per_tree``; ``rdt_report``
+    sets 0.1), ``n_B`` (1000), ``max_depth``,
+    ``attribute_weights``, ``collapse_above`` (``null``: no generic collapse) / ``collapse_min_count``, ``collapse_min_counts`` /
+    ``regroup_widths`` (per attribute), ``leaf_min_count`` (0), ``chain`` (``authentic``;
+    ``synthesized``: the report's; the default because the two are indistinguishable on Adult
+    at epsilon 0.1 and 0.4 in ``bench_rdt_report.py``, so earlier results stay reproducible),
+    ``budget_split`` (shares
+    of the trees' epsilon per private attribute), ``shrinkage`` (1; 0 = plain clamped
+    proportions), ``private_attributes``, ``predictors``, ``base`` (``public`` or a registered
+    mechanism name) with ``base_params`` and ``base_share``, ``structure`` (``base``: SD = the
+    targets; ``public``: SD = the public part even when the targets come from a base mechanism),
+    ``max_contrib`` (rows kept per person for user-level data). Measured on Adult
+    under the total reading (the version of ``bench_rdt_report.py`` before the report's text was
+    read, 5 trials; its Method 1 was not the report's): shrinkage 1 beats the report's plain proportions on the (sex, race, attribute) panels at
+    epsilon 0.1 and ties at 0.4; depth half vs all ties; ``attribute_weights=sd_association``
+    beats uniform on every panel at both budgets (the default is still uniform: see docs/mechanisms.md).
+
+    Privacy argument
+    ----------------
+    Private: ``data.private`` (AD). Each person contributes at most ``C`` rows: ``C = 1`` for
+    record-level data; for user-level data each person's rows are clipped to ``C = max_contrib``
+    rows chosen at random (default: the dataset's ``max_records_per_individual``).
+
+    - The collapse maps, the tree structures, ``max_depth`` and the SD proportions are functions
+      of SD, the settings and a random generator drawn before AD is read. SD is public (the
+      public part) or the output of a differentially private base mechanism whose releases are
+      charged to the same ledger, so reading it is free (post-processing).
+    - The only access to AD is the label-count vector of each tree's leaves. Every AD row
+      reaches exactly one leaf of a tree, so adding or removing one person changes a tree's
+      whole leaf-count table by at most ``C`` in L1 (parallel composition across the leaves):
+      Laplace noise of scale ``C / eps_tree`` on every count makes one tree ``eps_tree``-DP.
+    - Budget, the report's reading (``epsilon_per_tree`` set): the report's Laplace parameter is
+      ``lambda = epsilon / Delta f`` for the leaf queries of one tree, whose leaves are disjoint
+      ("total accumulated epsilon should be epsilon" per tree), and it speaks of "adding trees ...
+      (with additional epsilon consumption)": each tree is ``epsilon_per_tree``-DP and the ``m``
+      trees of each of the ``|P|`` private attributes compose sequentially, so the run is
+      ``m x |P| x epsilon_per_tree``-DP (plus the base mechanism's charges). All ``m x |P|``
+      Laplace charges go to the ledger at that epsilon, the run's spend is their composition, and
+      the run is refused before any noise is drawn (:func:`per_tree_epsilon`) when the run's budget
+      cannot hold them: the guarantee is the total, never the per-tree figure. ``budget_split``
+      does not apply (every tree the same epsilon, as in the report).
+    - Budget, the total reading (``epsilon_per_tree=null``, an adaptation: the report never states
+      a total): the base mechanism (if any) runs with ``base_share`` of the budget. The trees get
+      ``eps_trees``: the largest total the ledger's accountant admits on top of what is already
+      charged (the whole epsilon with ``base=public``, otherwise what the base left), solved on
+      the accountant's own composition by :meth:`Ledger.remaining_pure_epsilon` (under ``gdp``
+      a mix of Gaussian and pure charges is bounded by the smaller of two bounds, so what is left
+      is not ``epsilon - spent``), a hair (``2e-13`` relative) below the budget, never above.
+      Private attribute ``j`` gets ``budget_split[j] * eps_trees`` (default equal shares) and each
+      of its ``m`` trees ``eps_tree = budget_split[j] * eps_trees / m`` (sequential composition);
+      the ``m * |P|`` Laplace charges sum to ``eps_trees``.
+    - ``chain=synthesized``: the value of ``P[j]`` substituted into each AD record is drawn from
+      the released (noisy) forest's proportions at that record's own node attributes, with
+      randomness independent per record. Given the earlier forests' release, each record's row
+      still reaches exactly one leaf of each later tree (its contribution is a randomized function
+      of its own row only), so the L1 bound ``C`` and the Laplace argument above hold unchanged
+      (the count vector's law is a product over records; removing a person removes only their
+      factors). The substituted values are never written anywhere.
+    - Everything after the noisy counts (aggregating them up the tree, clamping, normalising,
+      shrinking towards the parent or the SD proportions, averaging, sampling, decoding) reads only
+      noisy counts, SD and the targets' X, so it is post-processing: the raw counts are never used
+      again, in particular not by the fallback for empty leaves.
+    - ``leaf_min_count`` (leafFreqMin) is tested on the structure data's count of a node, as in
+      the report's pseudo-code ("count of SD observations subset using obsIndicesSD >=
+      leafFreqMin"). In this project SD is the public part or a DP base mechanism's output, so the
+      test reads no private data and spends nothing. Every leaf's counts are still released (the
+      number of Laplace draws depends on the shape only; a leaf below the minimum takes its
+      parent's proportions, which are sums of released noisy counts), so the rule changes no
+      sensitivity and no charge. (Were SD private, testing its counts would be a further query;
+      the project never lets SD be private: ``structure`` is ``base`` or ``public``.)
+    - Targets' X and ids come from the public part or the base mechanism's output (no cost).
+    """
 
     private_attributes: list[str] | None = None
     predictors: list[str] | None = None
