@@ -29,7 +29,9 @@ Which outputs are private
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -81,10 +83,14 @@ def split_outputs(tables: dict[str, pd.DataFrame], figures: dict[str, Any],
 @dataclass
 class Metric(ABC):
     name: ClassVar[str]
-    #: The score the leaderboard ranks by (a key of ``MetricResult.scores``; higher is better
-    #: unless ``lower_is_better``).
+    #: The score the leaderboard ranks by (a key of ``MetricResult.scores``).
     headline: ClassVar[str]
+    #: Whether a smaller value ranks better: for the headline and every other score but those
+    #: matching ``other_direction``. The board and tuning read the direction from here (the
+    #: run tags it, :meth:`lower_scores`), never from a score's name.
     lower_is_better: ClassVar[bool] = False
+    #: ``fnmatch`` patterns of score names that rank the other way from ``lower_is_better``.
+    other_direction: ClassVar[tuple[str, ...]] = ()
     #: Names of the tables/figures computed from the synthetic table and public settings only.
     #: Everything else the metric returns is private (see the module docstring).
     public_outputs: ClassVar[frozenset[str]] = frozenset()
@@ -95,6 +101,16 @@ class Metric(ABC):
 
     def __post_init__(self) -> None:
         check_parameters(self, f"metrics.{self.name}")
+
+    @classmethod
+    def ranks_lower(cls, score: str) -> bool:
+        """Whether a smaller value of this metric's ``score`` ranks better."""
+        return cls.lower_is_better != any(fnmatchcase(score, p) for p in cls.other_direction)
+
+    @classmethod
+    def lower_scores(cls, scores: Iterable[str]) -> list[str]:
+        """Of ``scores`` (names this metric returned), those where smaller ranks better."""
+        return sorted(s for s in scores if cls.ranks_lower(s))
 
     def applies_to(self, data: Dataset) -> bool:
         """Whether this metric can score data of this kind (e.g. challenge: taxi schema)."""

@@ -464,6 +464,7 @@ class DukeUtility(Metric):
     name: ClassVar[str] = "duke_utility"
     requires: ClassVar[str] = "its private attributes and binary target as columns"
     headline: ClassVar[str] = "logreg_coef_corr"
+    other_direction: ClassVar[tuple[str, ...]] = ("*_rmse",)  # distances: lower is better
     public_outputs: ClassVar[frozenset[str]] = frozenset()  # every table compares with real
 
     def applies_to(self, data: Dataset) -> bool:

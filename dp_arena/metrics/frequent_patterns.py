@@ -286,6 +286,7 @@ class FrequentPatterns(Metric):
     requires = "sequence data (taxi trips or site_<n> columns)"
     headline = "true_positives"
     lower_is_better = False
+    other_direction = ("false_positives", "false_drops")
 
     k: int = 100
     max_pattern_length: int | None = 5

@@ -33,6 +33,7 @@ class KMarginal(Metric):
     seed: int = 0
     name: ClassVar[str] = "kmarginal"
     headline: ClassVar[str] = "score"
+    other_direction: ClassVar[tuple[str, ...]] = ("*_tvd",)  # distances: lower is better
     public_outputs: ClassVar[frozenset[str]] = frozenset()  # the TVD table is private
 
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:

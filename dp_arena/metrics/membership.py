@@ -406,6 +406,8 @@ class Membership(SharedReference):
     name: ClassVar[str] = "membership"
     headline: ClassVar[str] = "auc"
     lower_is_better: ClassVar[bool] = True  # a stronger attack is more privacy risk
+    #: The held-out copy share is the baseline the training share is compared with.
+    other_direction: ClassVar[tuple[str, ...]] = ("copy_share_heldout",)
     public_outputs: ClassVar[frozenset[str]] = frozenset()  # every output uses private rows
     requires: ClassVar[str] = "a held-out split of persons (data.heldout)"
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {

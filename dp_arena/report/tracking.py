@@ -40,6 +40,12 @@ from dp_arena.resources import checkout_root, source_root
 INF_THRESHOLD = 1e300
 #: Tag ``metric_na/<metric>`` = why that metric did not apply to the run's data (public facts).
 METRIC_NA_TAG = "metric_na/"
+#: Tag ``lower_is_better/<metric>`` = the scores of that metric (comma-separated) where a smaller
+#: value ranks better, as the metric declares them (:meth:`dp_arena.metrics.base.Metric.ranks_lower`).
+LOWER_IS_BETTER_TAG = "lower_is_better/"
+#: The runner's own numbers (time, memory, spend): a smaller one is better.
+RUN_NUMBERS_LOWER = frozenset({"seconds", "score_seconds", "peak_memory_mb", "fit_memory_mb",
+                               "epsilon_spent", "delta_spent"})
 
 
 def resolve_tracking_uri(uri: str | None = None) -> str:

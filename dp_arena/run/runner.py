@@ -56,6 +56,7 @@ from dp_arena.privacy.secret import keyed_digest
 from dp_arena.redact import scrubbed_reason
 from dp_arena.report.record import RunRecord, setting_label
 from dp_arena.report.tracking import (
+    LOWER_IS_BETTER_TAG,
     METRIC_NA_TAG,
     client_for,
     json_safe,
@@ -317,6 +318,7 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
                    for name, metric in metrics.items()}
     eps_spent, delta_spent = spent_budget(mechanism, ledger)
     scores = {f"{name}/{key}": float(v) for name, r in results.items() for key, v in r.scores.items()}
+    extra_tags.update(direction_tags(results, metrics))
     numbers = {
         **scores,
         "seconds": fit.seconds, "score_seconds": scoring.seconds,
@@ -330,6 +332,12 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     write_artifacts(out, rc, mechanism, synthetic, public_results(results, metrics, rc),
                     ledger, numbers, log_synthetic=log_synthetic)
     return Computed(numbers, scores, fit.seconds, extra_tags)
+
+
+def direction_tags(results: dict[str, MetricResult], metrics: dict[str, Metric]) -> dict[str, str]:
+    """Per metric, the tag naming its scores where smaller ranks better (the board reads it)."""
+    return {f"{LOWER_IS_BETTER_TAG}{name}": ",".join(type(metrics[name]).lower_scores(r.scores))
+            for name, r in results.items()}
 
 
 def check_synthetic(synthetic: pd.DataFrame, data: Dataset, rc: RunConfig) -> pd.DataFrame:

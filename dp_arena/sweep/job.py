@@ -230,17 +230,27 @@ def fallback_label(source: Any) -> str:
         return "job"
 
 
+def ranks_lower(key: str) -> bool:
+    """Whether a smaller ``key`` (``<metric>/<score>`` or one of the runner's own numbers)
+    is better, as the metric (a registered one, plugins included) declares it."""
+    from dp_arena.metrics import metric_class
+    from dp_arena.report.tracking import RUN_NUMBERS_LOWER
+
+    if key in RUN_NUMBERS_LOWER:
+        return True
+    metric, _, score = key.partition("/")
+    return bool(score) and metric_class(metric).ranks_lower(score)
+
+
 def objective_value(scores: Mapping[str, float], rc: RunConfig) -> float | None:
     """The score tuning maximizes: ``tuning.objective`` (default: challenge/overall if
-    logged, else kmarginal/score), negated when lower is better."""
-    from dp_arena.report.leaderboard import lower_is_better
-
+    logged, else kmarginal/score), negated when the metric says lower is better."""
     wanted = rc.tuning.objective
     names = [wanted] if wanted else [k for k in RANKING_PREFERENCE if k in scores]
     if not names or names[0] not in scores:
         return None
     value = float(scores[names[0]])
-    return -value if lower_is_better(names[0]) else value
+    return -value if ranks_lower(names[0]) else value
 
 
 def report_job(outcome: Outcome, progress: tuple[str, str] = ("", ""),
