@@ -1,5 +1,6 @@
 """A board that does not mislead and fits its screen. On hand-made runs:
-no epsilon averaged over the board's epsilons is shown as a spend; ties sort with their rank;
+no epsilon averaged over the board's epsilons is shown as a spend; rows in order of their mean,
+ranks that follow it;
 the HTML page says what the terminal says (winner per epsilon, public data beating every DP
 row) and wraps every table in a box that scrolls sideways; every terminal line (the board,
 and the closing "written to ..." lines of dp-arena-board and of a sweep) fits the width the
@@ -108,32 +109,45 @@ def test_a_single_epsilon_terminal_board_shows_the_spend_of_that_epsilon():
     assert aim[header.index("eps spent"):].split()[0] == "1"
 
 
-# ----- 2. ties sorted with their rank ---------------------------------------------------------
+# ----- 2. rows in order of their mean, ranks that follow it ------------------------------------
 def rank_then_score() -> list[dict]:
     """n = 2: ``a`` (10, 10.1) beats ``c`` (9.5, 9.6) in every trial by the same 0.5, so
-    significantly (rank of c: 2); ``b`` (5, 13) has mean 9.0, below c's 9.55, but no paired
-    test separates it from a or c: rank 1, tied with a. Sorting by mean alone shows 1=, 2, 1=."""
+    significantly; ``b`` (5, 13) has mean 9.0, below c's 9.55, and no paired test separates
+    it from c (or a). By mean: a 1, c 2, then b, which no test separates from c: 2=."""
     scores = {"a": (10.0, 10.1), "b": (5.0, 13.0), "c": (9.5, 9.6)}
     return [tagged(m, 1.0, t, s[t]) for m, s in scores.items() for t in (0, 1)]
 
 
-def test_a_tie_never_sorts_below_a_worse_rank():
+def test_rows_are_in_order_of_their_mean_and_a_tie_joins_the_rank_above():
     board = board_of(rank_then_score())
     ranks = dict(zip(board["mechanism"], board["rank"]))
-    assert ranks == {"a": 1, "b": 1, "c": 2}  # the case itself
-    assert list(board["mechanism"]) == ["a", "b", "c"]
+    assert ranks == {"a": 1, "c": 2, "b": 2}
+    assert list(board["mechanism"]) == ["a", "c", "b"]
     md_starts = [r[0] for r in md_rows(render_markdown(board)) if r[0] != "rank"]
-    assert md_starts[:3] == ["1=", "1=", "2"]
+    assert md_starts[:3] == ["1", "2=", "2="]
     text = render_terminal(board, width=120)
-    assert re.search(r"^1= +a .*\n1= +b .*\n2 +c ", text, re.MULTILINE)
+    assert re.search(r"^1 +a .*\n2= +c .*\n2= +b ", text, re.MULTILINE)
+
+
+def test_a_wide_interval_never_ranks_a_lower_mean_above_a_higher_one():
+    """The issue's case: ``c`` (mean 673.4, trials 688.4, 653.4, 678.4) is so spread that no
+    paired test separates it from x, y or b, so "1 + rows significantly better" ranked it 1
+    while b (676.3 +- 0.5, separated from x and y: per-trial gaps 13.2-14.2 and 3.7-4.2) was
+    3. By mean: x 1; y 2 (9.5-10 below x in every trial); b 3 (below y); c ties with b: 3=."""
+    scores = {"x": (690.0, 691.0, 689.0), "y": (680.0, 681.0, 679.5),
+              "b": (676.3, 676.8, 675.8), "c": (688.4, 653.4, 678.4)}
+    board = board_of([tagged(m, 10.0, t, s[t]) for m, s in scores.items() for t in range(3)])
+    assert list(board["mechanism"]) == ["x", "y", "b", "c"]
+    assert list(board["rank"]) == [1, 2, 3, 3] and list(board["tied"]) == [False, False,
+                                                                          True, True]
 
 
 def test_a_reference_row_sits_where_its_mean_falls_among_the_ranked_rows():
     rows = rank_then_score() + [tagged("public_only", 1.0, t, 9.3, reference="public",
                                        private="false") for t in (0, 1)]
     board = board_of(rows)
-    # ranked order a (10.05), b (9.0), c (9.55); 9.3 is not above a, but is above b
-    assert list(board["mechanism"]) == ["a", "public_only", "b", "c"]
+    # by mean: a (10.05), c (9.55), public_only (9.3), b (9.0)
+    assert list(board["mechanism"]) == ["a", "c", "public_only", "b"]
 
 
 def test_ranks_never_decrease_down_a_pool_on_random_boards():
@@ -150,6 +164,8 @@ def test_ranks_never_decrease_down_a_pool_on_random_boards():
             for _eps, part in pools:
                 ranks = part["rank"].dropna().astype(int).tolist()
                 assert ranks == sorted(ranks)
+                means = part["mean"].dropna().tolist()  # every row, ranked or not
+                assert means == sorted(means, reverse=True)
 
 
 # ----- 3. the HTML page: the terminal's findings, tables that scroll --------------------------

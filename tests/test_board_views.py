@@ -84,6 +84,33 @@ def test_claimed_budget_is_the_rows_epsilon_and_delta_and_none_without_a_claim()
                            "epsilon_total": math.inf}) is None  # schema from private data
     assert claimed_budget({"kind": "non-private", "epsilon": 1.0, "delta": "1e-06"}) is None
     assert claimed_budget({"kind": "dp", "epsilon": 1.0, "delta": ""}) is None  # unknown
+    # rows that spend nothing claim nothing: public_only and uniform, and any zero spend
+    for ref in ("public", "floor"):
+        assert claimed_budget({"kind": "reference", "reference": ref, "epsilon": 1.0,
+                               "delta": "1e-06", "epsilon_spent": 0.0}) is None
+    assert claimed_budget({"kind": "dp", "epsilon": 1.0, "delta": "1e-06",
+                           "epsilon_spent": 0.0}) is None
+    # a schema spend is a spend
+    assert claimed_budget({"kind": "dp", "epsilon": 1.0, "delta": "1e-06", "epsilon_spent": 0.0,
+                           "epsilon_total": 0.5, "delta_total": 1e-6}) == (0.5, 1e-6)
+
+
+def test_the_default_boards_risk_view_shows_no_budget_for_rows_that_spend_nothing():
+    from tests.support.default_board import runs_frame, stored_runs, with_trials
+
+    board = build_leaderboard(runs_frame(with_trials(stored_runs(), 3)))
+    md = render_markdown(board).split("#### risk view: empirical risk, not a DP guarantee, "
+                                      "epsilon = 10")[1]
+    rows = {r[0].strip("*"): r for r in md_rows(md) if r[0] != "mechanism"}
+    header = next(r for r in md_rows(md) if r[0] == "mechanism")
+    claim = header.index("claimed (eps, delta)")
+    bounds = [i for i, h in enumerate(header) if h.startswith("bound")]
+    assert len(bounds) == 2
+    for ref in ("resample (non-private ceiling)", "public\\_only (public data only)",
+                "uniform (floor)"):
+        assert [rows[ref][i].strip("*") for i in (claim, *bounds)] == ["none"] * 3, ref
+    assert rows["independent"][claim] == "10, 2.5e-05"
+    assert [rows["independent"][i] for i in bounds] == ["1.000", "1.000"]
 
 
 def test_the_mark_needs_the_lower_ci_end_above_the_bound():

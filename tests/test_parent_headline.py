@@ -12,7 +12,7 @@ import pytest
 
 from dp_arena.report.headline import TABLE_FILE, eps_key, headline, log_headline
 from dp_arena.report.leaderboard import build_leaderboard
-from tests.support.board import frame
+from tests.support.board import NEW_TAGS, frame, run
 from tests.support.terminal_rows import rows
 
 
@@ -27,9 +27,17 @@ def test_headline_names_the_best_dp_row_per_epsilon_with_its_ci():
 
 
 def test_a_tie_is_named_in_the_tag():
-    board = build_leaderboard(frame(rows({"a": 700.0, "b": 300.0}, trials=1)))
+    # a - b per trial: 1, -1, 0.5, so no paired test separates them; a has the better mean
+    scores = {"a": (700.0, 701.0, 699.0), "b": (699.0, 702.0, 698.5)}
+    board = build_leaderboard(frame([run(m, 1.0, t, s[t], **NEW_TAGS)
+                                     for m, s in scores.items() for t in range(3)]))
     _, tags = headline(board)
     assert tags["winner/eps_1"] == "a; tied with b"
+
+
+def test_rows_of_one_trial_name_no_winner_and_no_tie():
+    _, tags = headline(build_leaderboard(frame(rows({"a": 700.0, "b": 300.0}, trials=1))))
+    assert tags["winner/eps_1"] == "no ranked DP row"
 
 
 def test_eps_keys_are_valid_mlflow_names():

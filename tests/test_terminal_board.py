@@ -6,6 +6,7 @@ other; the Markdown file is unchanged."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -66,13 +67,15 @@ def test_best_dp_row_below_the_uniform_floor_is_said():
     assert "uniform floor" not in calm
 
 
-def test_single_trial_rows_are_tied_and_the_board_says_why():
+def test_single_trial_rows_are_not_ranked_nor_tied_and_the_board_says_why():
     board = build_leaderboard(frame(rows({"a": 700.0, "b": 300.0}, trials=1)))
     text = render_terminal(board)
-    assert "rows with n = 1 have no confidence interval" in text
-    assert "winner at epsilon 1: a " in text and "= b " in text and "(tied)" in text
-    assert "n = 1" not in render_terminal(build_leaderboard(frame(rows({"a": 700.0,
-                                                                           "b": 300.0}))))
+    assert "rows with n = 1 have no confidence interval, so they are not ranked" in text
+    assert "winner at epsilon 1: none ranked (n = 1); best mean a 701.0" in text
+    assert "(tied)" not in text and "1=" not in text
+    assert re.search(r"^- +a +705\.5 ", text, re.MULTILINE)  # overall: mean of 701, 710
+    three = render_terminal(build_leaderboard(frame(rows({"a": 700.0, "b": 300.0}))))
+    assert "rows with n = 1" not in three and "winner at epsilon 1: a 701.0" in three
 
 
 def test_fit_columns_cuts_the_widest_text_first():

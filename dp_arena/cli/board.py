@@ -6,11 +6,29 @@ score-vs-runtime Pareto front), and says where, within the terminal's width."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from dp_arena.cli.exits import ExplainingParser
 from dp_arena.errors import DPArenaError
+
+
+def out_folder_problem(out: str | Path) -> str | None:
+    """Why the board cannot write into the folder ``out`` (None when it can): a file on the
+    way, or a first existing folder on the way this user may not write in (``os.access``;
+    root may write in any folder of a writable file system)."""
+    path = Path(out).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        return f"--out {str(out)!r}: {str(existing)!r} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == path else f" (the folder {str(existing)!r} on the way)"
+        return f"--out {str(out)!r}: this user cannot write there{where}"
+    return None
+
+
+OUT_FIX = "pass --out with a folder you can write to, e.g. --out ~/dp-arena-board"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.alpha < 1:
         parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
     try:
+        problem = out_folder_problem(args.out)  # before any run is read or drawn
+        if problem:
+            raise DPArenaError(problem, OUT_FIX)
         from dp_arena.report.audits import attach_audits, load_audits
         from dp_arena.report.experiments import latest_experiment
         from dp_arena.report.leaderboard import build_leaderboard, load_runs
@@ -56,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
                                "run dp-arena first, or check --experiment / --sweep")
         board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),
                               load_audits(experiment, args.tracking_uri))
-        paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
+        try:
+            paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
+        except OSError as exc:  # what the check cannot see: a read-only disk, a full one
+            raise DPArenaError(f"--out {args.out!r}: cannot write the board there "
+                               f"({exc.strerror or exc})", OUT_FIX) from None
         if board_format() == "text":  # a terminal: plain text within its width
             print(render_terminal(board, f"Leaderboard: {experiment}",
                                   files=str(Path(args.out) / "leaderboard.md")))

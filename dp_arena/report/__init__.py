@@ -3,7 +3,8 @@
 - :mod:`~dp_arena.report.tracking`: MLflow plumbing (stores, retries, experiments, source
   fingerprints);
 - :mod:`~dp_arena.report.leaderboard`: runs -> the board's statistics (grouping by everything
-  that changes the guarantee, de-duplication, means, intervals, significance ranks);
+  that changes the guarantee, de-duplication, means, intervals); :mod:`~dp_arena.report.ranks`:
+  rows in order of their mean, ranks shared only by rows no test tells apart;
 - :mod:`~dp_arena.report.scores`: the held-out utility and risk score names, which scores carry a
   CI column, and reading a row's value of one;
 - :mod:`~dp_arena.report.risk`: the bound a row's claimed budget implies on a membership

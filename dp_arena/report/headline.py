@@ -79,19 +79,28 @@ def score_text(row: pd.Series, decimals: int) -> str:
     return f"{fmt_number(mean, decimals)}{ci_text}"
 
 
-def winner_text(part: pd.DataFrame, label_width: int = 40) -> str:
+def named_score(r: pd.Series, decimals: int, label_width: int = 40) -> str:
+    """``mechanism mean ± ci (settings)``, the settings cut to ``label_width``."""
+    hyper = str(r.get("hyperparameters", "") or "")
+    label = hyper if len(hyper) <= label_width else hyper[:label_width - 1] + "…"
+    return (f"{row_label(r)} {score_text(r, decimals)}"
+            + ("" if hyper in ("-", "") else f" ({label})"))
+
+
+def winner_text(part: pd.DataFrame, label_width: int = 40, higher: bool = True) -> str:
     """The DP rows ranked first in ``part`` (one epsilon) with their score and settings (cut
-    to ``label_width``), ties joined by `` = `` and marked; "no ranked DP row" when none."""
+    to ``label_width``), ties joined by `` = `` and marked; when no DP row is ranked, "no
+    ranked DP row", with the best DP mean (``higher``: bigger is better) when its rows have a
+    single trial (no tie is claimed between rows without an interval)."""
+    decimals = column_decimals(part["mean"])
     top = part[(part["kind"] == "dp") & part["rank"].notna() & (part["rank"] == 1)]
     if top.empty:
-        return "no ranked DP row"
-    decimals = column_decimals(part["mean"])
-    names = []
-    for _, r in top.iterrows():
-        hyper = str(r.get("hyperparameters", "") or "")
-        label = hyper if len(hyper) <= label_width else hyper[:label_width - 1] + "…"
-        names.append(f"{row_label(r)} {score_text(r, decimals)}"
-                     + ("" if hyper in ("-", "") else f" ({label})"))
+        single = part[(part["kind"] == "dp") & (part["n"] == 1) & part["mean"].notna()]
+        if single.empty:
+            return "no ranked DP row"
+        best = single.sort_values("mean", ascending=not higher, kind="stable").iloc[0]
+        return f"none ranked (n = 1); best mean {named_score(best, decimals, label_width)}"
+    names = [named_score(r, decimals, label_width) for _, r in top.iterrows()]
     return (" = ".join(names) + " (tied)") if len(names) > 1 else names[0]
 
 
@@ -123,22 +132,22 @@ def reference_lines(part: pd.DataFrame, eps: float, higher: bool) -> list[str]:
 
 
 SINGLE_TRIAL_NOTE = ("rows with n = 1 have no confidence interval, so they are not ranked "
-                     "against each other (shown tied): run trial=0,1,2 for a ranking")
+                     "(rank -), against each other or any row: run trial=0,1,2 for a ranking")
 
 
 def headline_lines(board: pd.DataFrame, label_width: int = 40) -> list[str]:
     """The board's findings as sentences (unwrapped): ``winner at epsilon <e>: ...`` per
-    epsilon, then the reference lines per epsilon, then the single-trial note when more than
-    one DP row has n = 1."""
+    epsilon, then the reference lines per epsilon, then the single-trial note when a DP row
+    has n = 1."""
     key = board.attrs.get("metric", "score")
     higher = not lower_is_better(key)
     scored = board[~is_not_applicable(board)]
-    lines = [f"winner at epsilon {eps:g}: {winner_text(part, label_width)}"
+    lines = [f"winner at epsilon {eps:g}: {winner_text(part, label_width, higher)}"
              for eps, part in scored.groupby("epsilon", sort=True)]
     for eps, part in scored.groupby("epsilon", sort=True):
         lines += reference_lines(part, eps, higher)
     single = scored[(scored["kind"] == "dp") & (scored["n"] == 1)]
-    if len(single) > 1:
+    if len(single):
         lines.append(SINGLE_TRIAL_NOTE)
     return lines
 

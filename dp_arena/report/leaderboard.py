@@ -21,12 +21,13 @@ dataset_id, ranking-metric settings) -- a *pool* (different accountants are comp
 purpose). Only differentially private, untuned-or-honestly-tuned rows are ranked; reference
 rows (``resample``, ``public_only``, ``uniform``), ``oracle``-tuned rows, ``noise=replayable``
 rows (not a DP release to holders of the local key) and ``large_delta`` rows are shown, marked,
-set apart and never ranked; ``private_tables`` rows are ranked but marked. A row's rank is 1 +
-the number of rows of its pool *significantly* better than it: a two-sided paired t-test over
+set apart and never ranked; ``private_tables`` rows are ranked but marked. Ranks follow the
+means (:mod:`dp_arena.report.ranks`): in order of their mean, a row shares the rank of the rows
+above it (``2=``) when no test separates it from any of them -- a two-sided paired t-test over
 the trials both rows share (Welch's t-test when they share fewer than two) at level ``alpha``
-(0.05; no multiple-comparison correction). A row with a single trial has no confidence interval,
-so no test separates it from another row: it shares its rank. Rows that no test separates share
-a rank and are marked tied (``2=``).
+(0.05; no multiple-comparison correction) -- else it starts a new rank (its place: 1, 1, 3).
+A worse mean never ranks above a better one. A row with a single trial has no confidence
+interval, so it is not ranked (and never called tied).
 
 **Overall.** As the challenge ranked: per setting, the mean over its pool's epsilons (every
 epsilon on the board with the same dataset, unit, delta and metric settings) of the score; its
@@ -35,9 +36,8 @@ significance rule ranks it within the pool. A setting missing an epsilon is inco
 unranked. The overall table carries no epsilon spent (a mean over epsilons is no spend; each
 epsilon's table has its own).
 
-**Order.** Within a pool, ranked rows in rank order (best mean first within a rank, so a
-``1=`` row never sorts below a ``2`` row) and each unranked row before the first ranked row
-it scores better than (:func:`rank_order`).
+**Order.** Within a pool, every row by its mean, best first, ranked or not
+(:func:`rank_order`); so ranks never decrease down a pool.
 
 **Schemas, utility and risk.** A row carries its runs' distinct keyed schema digests
 (``schema_digests``, from tag ``schema_digest``) and their ``schema_quality``, from which
@@ -81,6 +81,7 @@ from dp_arena.report.marks import (  # noqa: F401 - the marks' names are read fr
     MARK_SCHEMA_PRIVATE,
     group_marks,
 )
+from dp_arena.report.ranks import ALPHA, compare, mean_order_ranks  # noqa: F401 - read from here too
 from dp_arena.report.record import TAG_FIELDS, RunRecord
 from dp_arena.report.risk import with_risk_bounds
 from dp_arena.report.scores import CI_METRICS, CI_PREFIX
@@ -126,7 +127,6 @@ INFINITE_TAGS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "schema_del
                  "delta_total")
 SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "peak_memory_mb",
                 "n_synthetic_rows")
-ALPHA = 0.05
 REFERENCE_NOTES = {"ceiling": " (non-private ceiling)", "public": " (public data only)",
                    "floor": " (floor)"}
 
@@ -320,42 +320,6 @@ def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
     return mean, std, float(stats.t.ppf(0.975, n - 1) * std / math.sqrt(n))
 
 
-def compare(a: dict[int, float], b: dict[int, float], higher_better: bool,
-            alpha: float = ALPHA) -> int:
-    """+1 if ``a`` is significantly better than ``b``, -1 if worse, 0 if no test separates
-    them (see the module docstring for the tests)."""
-    sign = 1.0 if higher_better else -1.0
-    common = sorted(set(a) & set(b))
-    if len(common) >= 2:
-        d = sign * np.array([a[t] - b[t] for t in common])
-        if np.allclose(d, d[0], rtol=0, atol=1e-12):
-            return int(np.sign(d[0])) if abs(d[0]) > 1e-12 else 0
-        p = float(stats.ttest_rel(sign * np.array([a[t] for t in common]),
-                                  sign * np.array([b[t] for t in common])).pvalue)
-        return int(np.sign(d.mean())) if p < alpha else 0
-    va, vb = np.array(list(a.values())), np.array(list(b.values()))
-    diff = sign * (va.mean() - vb.mean())
-    if len(va) >= 2 and len(vb) >= 2:
-        if va.std() == 0 and vb.std() == 0:
-            return int(np.sign(diff)) if abs(diff) > 1e-12 else 0
-        p = float(stats.ttest_ind(va, vb, equal_var=False).pvalue)
-        return int(np.sign(diff)) if p < alpha else 0
-    return 0  # a single trial has no confidence interval: no test separates it
-
-
-def significance_ranks(values: list[dict[int, float] | None], higher_better: bool,
-                       alpha: float = ALPHA) -> tuple[list[float], list[bool]]:
-    """Rank = 1 + number of rows significantly better (NaN for rows without values), and
-    whether each row shares its rank with another."""
-    idx = [i for i, v in enumerate(values) if v]
-    ranks = [math.nan] * len(values)
-    for i in idx:
-        ranks[i] = 1 + sum(compare(values[j], values[i],  # type: ignore[arg-type]
-                                   higher_better, alpha) > 0 for j in idx if j != i)
-    tied = [bool(not math.isnan(r) and sum(ranks[j] == r for j in idx) > 1) for r in ranks]
-    return ranks, tied
-
-
 def rankable(kind: str, noise: str, large_delta: str) -> bool:
     """Only DP rows with secret noise and an ordinary delta are ranked."""
     return kind == "dp" and noise != "replayable" and large_delta != "true"
@@ -393,7 +357,8 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
     board["rank"], board["tied"] = math.nan, False
     for _pool, part in board.groupby(["epsilon", *POOL], sort=False, dropna=False):
         at = part.index[part["ranked"]].tolist()
-        ranks, tied = significance_ranks([values[i] for i in at], higher, alpha)
+        ranks, tied = mean_order_ranks([values[i] for i in at], higher, alpha,
+                                       board.loc[at, "mean"].tolist())
         board.loc[at, "rank"], board.loc[at, "tied"] = ranks, tied
     board["rank"] = board["rank"].astype("Int64")
     board["_values"] = values
@@ -422,28 +387,11 @@ def sort_pools(frame: pd.DataFrame, first: list[str], higher: bool) -> pd.DataFr
 
 
 def rank_order(part: pd.DataFrame, higher: bool) -> list[Any]:
-    """The index of one pool's rows in display order: the ranked rows by (rank, best mean);
-    each unranked row with a mean goes before the first ranked row it scores better than
-    (a merge, so the ranked rows keep their rank order); rows without a mean last."""
-    has_rank = part["rank"].notna() if "rank" in part else pd.Series(False, index=part.index)
-    ranked = part[has_rank].sort_values(["rank", "mean"], ascending=[True, not higher],
-                                        na_position="last", kind="stable")
-    others = part[~has_rank].sort_values("mean", ascending=not higher, na_position="last",
-                                         kind="stable")
-    loose = others[others["mean"].notna()]
-    order: list[Any] = []
-    r, o = list(ranked.index), list(loose.index)
-    while r or o:
-        take_other = bool(o) and (not r or pd.isna(part.at[r[0], "mean"])
-                                  or better_than(part.at[o[0], "mean"], part.at[r[0], "mean"],
-                                                 higher))
-        order.append(o.pop(0) if take_other else r.pop(0))
-    return order + list(others.index[others["mean"].isna()])
-
-
-def better_than(a: float, b: float, higher: bool) -> bool:
-    """Whether the score ``a`` is strictly better than ``b``."""
-    return a > b if higher else a < b
+    """The index of one pool's rows in display order: by mean, best first (ranked and
+    unranked rows alike; rows of one mean by rank); rows without a mean last."""
+    by = ["mean", "rank"] if "rank" in part else ["mean"]
+    return list(part.sort_values(by, ascending=[not higher, True][:len(by)],
+                                 na_position="last", kind="stable").index)
 
 
 def failure_summary(reasons: Iterable[str]) -> str:
@@ -556,8 +504,9 @@ def overall_board(board: pd.DataFrame) -> pd.DataFrame:
     out["rank"], out["tied"] = math.nan, False
     for _pool, part in out.groupby(POOL, sort=False, dropna=False):
         ranked = part.index[part["ranked"]].tolist()
-        ranks, tied = significance_ranks([per_row_values[i] for i in ranked], higher,
-                                         board.attrs.get("alpha", ALPHA))
+        ranks, tied = mean_order_ranks([per_row_values[i] for i in ranked], higher,
+                                       board.attrs.get("alpha", ALPHA),
+                                       out.loc[ranked, "mean"].tolist())
         out.loc[ranked, "rank"], out.loc[ranked, "tied"] = ranks, tied
     out["rank"] = out["rank"].astype("Int64")
     out = sort_pools(out, [], higher)

@@ -77,6 +77,7 @@ from dp_arena.report.plots import (
     plot_score_vs_epsilon,
     plot_utility_vs_epsilon,
 )
+from dp_arena.report.ranks import rank_meaning
 from dp_arena.report.schema_notes import schema_notes
 from dp_arena.report.scores import ML_SCORE, has_any
 from dp_arena.report.views import render_views_markdown, view_legends, view_tables
@@ -247,11 +248,10 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     direction = "lower is better" if lower_is_better(key) else "higher is better"
     scored = board[~is_not_applicable(board)]
     lines = [f"## {md_escape(title)}",
-             (f"ranked by {md_escape(key)} ({direction}); mean ± 95% CI over n trials. "
-              "Rank = 1 + "
-              "rows of the same dataset, unit, delta and metric settings significantly better "
-              f"(paired t-test across trials, alpha {board.attrs.get('alpha', ALPHA)}); `2=` "
-              "marks a statistical tie. *Italic* rows are reference points (`ref`), "
+             (f"ranked by {md_escape(key)} ({direction}) among rows of the same dataset, "
+              "unit, delta and metric settings; mean ± 95% CI over n trials; "
+              f"{md_escape(rank_meaning(board.attrs.get('alpha', ALPHA)))}. *Italic* rows are "
+              "reference points (`ref`), "
               "non-private (`n/p`, e.g. oracle tuning), not applicable (`n/a`) or marked "
               "unranked: shown, never ranked."), ""]
     findings = board_findings(board)
@@ -414,10 +414,9 @@ document.querySelectorAll('div.scroll').forEach(function(box){
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css }}</style></head>
 <body><h1>{{ title }}</h1>
-<p>ranked by <code>{{ key }}</code>; mean ± 95% CI (Student t) over n trials; rank = 1 + rows
-of the same dataset, unit, delta and metric settings significantly better (paired t-test);
-<b style="color:#06c">2=</b> marks a tie; grey italic rows are references, orange rows
-non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
+<p>ranked by <code>{{ key }}</code> among rows of the same dataset, unit, delta and metric
+settings; mean ± 95% CI (Student t) over n trials; {{ ranks }}; grey italic rows are
+references, orange rows non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
 apply); click a header to sort.</p>
 {% if findings %}<ul class="findings">
 {% for text in findings %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
@@ -518,6 +517,7 @@ def render_html(board: pd.DataFrame, title: str, plots: list[Path] | None = None
     page = Environment(autoescape=True).from_string(_PAGE)
     return page.render(
         title=title, key=board.attrs.get("metric", ""), css=Markup(_CSS), js=Markup(_JS),
+        ranks=rank_meaning(board.attrs.get("alpha", ALPHA)),
         findings=board_findings(board),
         marks=[(m, text) for m, text in MARK_LEGEND if m in marks],
         audit=audit_legend(board) if has_audit(board) else "",

@@ -3,8 +3,9 @@
 When runs logged a membership attack (:mod:`dp_arena.metrics.membership`), each row gets
 
 - :func:`claimed_budget`: the (epsilon, delta) the row claims for its whole release: its
-  epsilon and delta, or schema + mechanism totals (basic composition); none for non-private
-  rows, n/a rows and infinite spends;
+  epsilon and delta, or schema + mechanism totals (basic composition); none for reference
+  rows (``resample``, ``public_only``, ``uniform``), non-private rows, n/a rows, rows that
+  spend nothing and infinite spends;
 - :func:`dp_tpr_bound`: the bound that budget implies on the attack's true-positive rate at
   each FPR, ``min(1, e^epsilon * FPR + delta)`` (the hypothesis-testing view of
   (epsilon, delta)-DP, Kairouz, Oh and Viswanath 2015);
@@ -52,13 +53,15 @@ def dp_tpr_bound(epsilon: float, delta: float, fpr: float) -> float:
 
 def claimed_budget(row: pd.Series | Mapping[str, Any]) -> tuple[float, float] | None:
     """The (epsilon, delta) a row claims for its whole release, or None when it claims none:
-    non-private rows (oracle tuning), rows with an infinite epsilon, spend or total
-    (``resample``, a schema read from the private file) and rows without a delta. The claim is
+    reference rows (``resample``, ``public_only``, ``uniform``: they are no DP release),
+    non-private rows (oracle tuning), rows that spend nothing (epsilon spent 0, and no schema
+    spend), rows with an infinite epsilon, spend or total (a schema read from the private
+    file) and rows without a delta. The claim is
     the row's epsilon and delta (an external contestant's declared budget is its row's
     epsilon), or, when the run also spent budget on its schema, ``epsilon_total`` and
     ``delta_total`` (schema plus mechanism, basic composition): the synthetic table depends
     on both."""
-    if row.get("kind") == "non-private" or row.get("status") == "n/a":
+    if row.get("kind") in ("reference", "non-private") or row.get("status") == "n/a":
         return None
     numbers = {}
     for col in ("epsilon", "epsilon_spent", "epsilon_total", "delta_total"):
@@ -68,6 +71,9 @@ def claimed_budget(row: pd.Series | Mapping[str, Any]) -> tuple[float, float] | 
             numbers[col] = math.nan
     if any(math.isinf(numbers[c]) or numbers[c] > INF_THRESHOLD
            for c in ("epsilon", "epsilon_spent", "epsilon_total")):
+        return None
+    spend = numbers["epsilon_spent" if math.isnan(numbers["epsilon_total"]) else "epsilon_total"]
+    if spend == 0:
         return None
     try:
         delta = float(row.get("delta", ""))

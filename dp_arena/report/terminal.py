@@ -15,7 +15,9 @@ table).
   epsilon (:func:`view_lines`).
 - :func:`fit_table`: fixed-width text columns within a width: the ``shrinkable`` columns are
   cut with ``…`` (down to a readable width), then the ``droppable`` columns are left out in
-  order (the table says which), then the shrinkable ones are cut further;
+  order (the table says which), then the shrinkable ones are cut further; columns are
+  handled by position, so any headers work, repeated ones included (the risk view has two
+  ``bound`` columns);
   :func:`fit_columns` returns its lines.
 - :func:`terminal_width` (``shutil.get_terminal_size``: ``$COLUMNS``, else the terminal,
   else 120), :func:`wrap_lines` (prose wrapped, a word longer than the width broken) and
@@ -46,6 +48,7 @@ from dp_arena.report.cells import (
 )
 from dp_arena.report.headline import headline_lines, not_applied_line, score_text
 from dp_arena.report.leaderboard import is_not_applicable, lower_is_better, row_label
+from dp_arena.report.ranks import ALPHA, rank_meaning
 from dp_arena.report.render import overall_table
 from dp_arena.report.schema_notes import schema_notes
 from dp_arena.report.views import view_legends, view_tables
@@ -99,19 +102,31 @@ def _total(widths: Sequence[int], gap: int) -> int:
 
 def _shrink(headers: Sequence[str], widths: list[int], shrinkable: Sequence[str], width: int,
             gap: int, floor: dict[str, int]) -> list[int]:
-    """``widths`` with the ``shrinkable`` columns cut, in order, each down to its ``floor``
-    (never below its header or 8), until the total fits ``width``."""
+    """``widths`` with the ``shrinkable`` columns (every column of each such header, left to
+    right) cut, in order, each down to its ``floor`` (never below its header or 8), until the
+    total fits ``width``."""
     widths = list(widths)
     for name in shrinkable:
-        if name not in headers:
-            continue
-        i = list(headers).index(name)
-        excess = _total(widths, gap) - width
-        if excess <= 0:
-            break
-        least = max(len(headers[i]), 8, floor.get(name, 0))
-        widths[i] = max(min(widths[i], least), widths[i] - excess)
+        for i in (i for i, head in enumerate(headers) if head == name):
+            excess = _total(widths, gap) - width
+            if excess <= 0:
+                return widths
+            least = max(len(headers[i]), 8, floor.get(name, 0))
+            widths[i] = max(min(widths[i], least), widths[i] - excess)
     return widths
+
+
+def drop_order(headers: Sequence[str], droppable: Sequence[str]) -> list[int]:
+    """The positions of the ``droppable`` columns in the order they are left out: each name
+    in turn takes the rightmost column of that header not taken yet (so a table with two
+    columns headed ``bound`` can leave out both, right to left); a name no column has is
+    skipped."""
+    order: list[int] = []
+    for name in droppable:
+        left = [i for i, head in enumerate(headers) if head == name and i not in order]
+        if left:
+            order.append(left[-1])
+    return order
 
 
 def fit_table(headers: Sequence[str], rows: list[list[str]], width: int = WIDTH,
@@ -120,15 +135,18 @@ def fit_table(headers: Sequence[str], rows: list[list[str]], width: int = WIDTH,
     """Header, rule and rows as fixed-width lines of at most ``width`` characters. When too
     wide: the ``shrinkable`` columns are cut down to ``soft_min``; if that is not enough, the
     ``droppable`` columns are left out in order until it is; then the shrinkable columns are
-    cut down to their header's width (8 at least); a line still too wide is cut."""
+    cut down to their header's width (8 at least); a line still too wide is cut. Any headers
+    work (repeated ones included); a row with fewer cells than headers is padded with ""."""
     soft = SOFT_MIN if soft_min is None else soft_min
+    headers = [str(h) for h in headers]
+    rows = [[str(c) for c in r] + [""] * (len(headers) - len(r)) for r in rows]
     keep = list(range(len(headers)))
     natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     dropped: list[str] = []
-    for name in [None, *droppable]:
-        if name is not None and name in headers:
-            keep.remove(list(headers).index(name))
-            dropped.append(name)
+    for i in [None, *drop_order(headers, droppable)]:
+        if i is not None:
+            keep.remove(i)
+            dropped.append(headers[i])
         heads = [headers[i] for i in keep]
         widths = _shrink(heads, [natural[i] for i in keep], shrinkable, width, gap, soft)
         if _total(widths, gap) <= width:
@@ -141,7 +159,7 @@ def fit_table(headers: Sequence[str], rows: list[list[str]], width: int = WIDTH,
 
     out = [line(heads), line(["-" * w for w in widths]),
            *[line([r[i] for i in keep]) for r in rows]]
-    return FittedTable([cut(text, width) for text in out], tuple(dropped))
+    return FittedTable([cut(text, width) for text in out], tuple(dict.fromkeys(dropped)))
 
 
 def fit_columns(headers: Sequence[str], rows: list[list[str]], width: int = WIDTH,
@@ -189,7 +207,8 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     higher = not lower_is_better(key)
     scored = board[~is_not_applicable(board)]
     ranked_by = (f"ranked by {key} ({'higher' if higher else 'lower'} is better; --metric "
-                 "changes it); mean ± 95% CI over n trials; 2= is a tie")
+                 "changes it); mean ± 95% CI over n trials; "
+                 + rank_meaning(board.attrs.get("alpha", ALPHA)))
     lines = wrap_lines([title, ranked_by], width)
     findings = headline_lines(board, label_width=40)
     lines += [cut(text, width) if text.startswith("winner at") else text

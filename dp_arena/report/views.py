@@ -85,7 +85,8 @@ RISK_LEGEND = (
     "AUC 0.5 = no signal; TPR at FPR with its 95% CI [lo, hi] (means over trials); copy "
     "share: share of synthetic rows that copy a training row / a held-out row. bound @ FPR: "
     "min(1, e^epsilon * FPR + delta) for the row's claimed "
-    "(epsilon, delta) (none: no claim, e.g. resample or non-private rows); "
+    "(epsilon, delta) (none: no claim: reference rows such as resample, public_only and "
+    "uniform, rows that spend no budget, non-private rows); "
     f"{BEATS} after a TPR: the attack beats the bound significantly (lo > bound): staying "
     "under the bound proves nothing; beating it is evidence against the claimed budget.")
 

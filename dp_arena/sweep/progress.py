@@ -373,6 +373,12 @@ class Console:
         except (AttributeError, OSError, ValueError):
             return 80
 
+    def terminal_width(self, error: bool = False) -> int | None:
+        """The terminal's width when stdout (stderr when ``error``) is the terminal, so a
+        line for it must fit; None for a pipe or a file, whose lines are whole."""
+        stream = self.err if error else self.out
+        return self.width() if self.terminal is not None and is_terminal(stream) else None
+
     def line(self, text: str, error: bool = False) -> None:
         """One line (or several) for stdout, or stderr when ``error``."""
         stream = self.err if error else self.out
@@ -492,6 +498,10 @@ class ProgressMonitor:
                 continue
             self._reported.add(folder)
             k = min(len(self._reported), c.total)
-            text, to_stderr = job_line(outcome, (f"[{k}/{c.total}]", (
-                f"ETA {duration(eta)}{flight}" if eta is not None and k < c.total else "")))
+            progress = (f"[{k}/{c.total}]", (
+                f"ETA {duration(eta)}{flight}" if eta is not None and k < c.total else ""))
+            text, to_stderr = job_line(outcome, progress)
+            width = self.console.terminal_width(error=to_stderr)
+            if width:  # its stream is the terminal: the line fits it
+                text, to_stderr = job_line(outcome, progress, width=width)
             self.console.line(text, error=to_stderr)
