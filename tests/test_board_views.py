@@ -21,7 +21,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dp_arena.report.leaderboard import MARK_DECLARED, build_leaderboard, lower_is_better
+from dp_arena.report.direction import ranks_lower
+from dp_arena.report.leaderboard import MARK_DECLARED, build_leaderboard
 from dp_arena.report.plots import utility_vs_epsilon_figure
 from dp_arena.report.render import (
     render_html,
@@ -230,13 +231,33 @@ def test_the_utility_plot_has_one_line_per_setting_and_the_reference_line():
     ("membership/copy_share_heldout", False), ("propensity/pmse_ratio", True),
     ("propensity/auc", True), ("range_query/mean_rel_error", True),
     ("ml_efficacy/score", False), ("ml_efficacy/real_score", False),
-    ("ml_efficacy/gap", True),
+    ("ml_efficacy/gap", False),  # synthetic minus real: higher (closer to 0) is better
     # unchanged
     ("kmarginal/score", False), ("challenge/overall", False),
     ("count_query/mean_relative_error", True), ("frequent_patterns/true_positives", False),
     ("count_query/mre_size_2", True)])
-def test_lower_is_better_knows_the_new_metrics(metric, lower):
-    assert lower_is_better(metric) is lower
+def test_runs_without_direction_tags_rank_as_the_registered_metric_declares(metric, lower):
+    assert ranks_lower(metric) is lower
+
+
+def test_a_plugin_score_named_score_that_is_lower_is_better_ranks_lowest_first():
+    """The board reads each score's direction from the runs' ``lower_is_better/<metric>``
+    tags (the metric's declaration): a plugin's ``distance_score/plugin_score`` is a
+    distance, so the smallest mean is first, whatever its name says; without the tag (the
+    metric not declaring it lower), the same runs rank the other way."""
+    key = "distance_score/plugin_score"
+    values = {"far": 0.9, "near": 0.1, "middle": 0.5}
+    declared = {"lower_is_better": key, "direction_metrics": "distance_score"}
+    rows = [{**run(m, 1.0, t, None, **declared), key: v + NOISE[t] / 100}
+            for t in range(3) for m, v in values.items()]
+    board = build_leaderboard(frame(rows), metric=key)
+    assert board["mechanism"].tolist() == ["near", "middle", "far"]
+    assert board["rank"].tolist() == [1, 2, 3] and board.attrs["lower_is_better"]
+    assert f"ranked by {key} (lower is better" in render_terminal(board, width=100)
+    undeclared = [{**r, "lower_is_better": "", "direction_metrics": "distance_score"}
+                  for r in rows]
+    flipped = build_leaderboard(frame(undeclared), metric=key)
+    assert flipped["mechanism"].tolist() == ["far", "middle", "near"]
 
 
 def dp_rows(metric: str, values: dict[str, float]) -> list[dict]:

@@ -27,9 +27,9 @@ import pandas as pd
 
 from dp_arena.report.cells import column_decimals, fmt_number
 from dp_arena.report.leaderboard import (
+    board_ranks_lower,
     inapplicable_everywhere,
     is_not_applicable,
-    lower_is_better,
     row_label,
 )
 
@@ -51,7 +51,7 @@ def headline(board: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]:
     """Metrics and tags naming the winner per epsilon (see the module docstring)."""
     key = board.attrs.get("metric", "score")
     metrics: dict[str, float] = {}
-    tags = {"ranked_by": f"{key} ({'lower' if lower_is_better(key) else 'higher'} is better)"}
+    tags = {"ranked_by": f"{key} ({'lower' if board_ranks_lower(board) else 'higher'} is better)"}
     scored = board[~is_not_applicable(board)]
     for eps, part in scored.groupby("epsilon", sort=True):
         top = part[(part["kind"] == "dp") & part["rank"].notna() & (part["rank"] == 1)]
@@ -139,8 +139,7 @@ def headline_lines(board: pd.DataFrame, label_width: int = 40) -> list[str]:
     """The board's findings as sentences (unwrapped): ``winner at epsilon <e>: ...`` per
     epsilon, then the reference lines per epsilon, then the single-trial note when a DP row
     has n = 1."""
-    key = board.attrs.get("metric", "score")
-    higher = not lower_is_better(key)
+    higher = not board_ranks_lower(board)
     scored = board[~is_not_applicable(board)]
     lines = [f"winner at epsilon {eps:g}: {winner_text(part, label_width, higher)}"
              for eps, part in scored.groupby("epsilon", sort=True)]

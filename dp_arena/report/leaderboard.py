@@ -71,6 +71,7 @@ import pandas as pd
 from scipy import stats
 
 from dp_arena.errors import DPArenaError
+from dp_arena.report.direction import DIRECTION_COLUMN, ranks_lower, tagged_lower_keys, tagged_metrics
 from dp_arena.report.marks import (  # noqa: F401 - the marks' names are read from here too
     CLAIM_READS_TAG,
     MARK_DECLARED,
@@ -110,17 +111,6 @@ METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<nam
 VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("privacy_unit", "unit"),
            ("delta", "delta"), ("metric_setting", "metric settings"), ("sampler", "sampler"))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
-#: A metric whose name contains one of these ranks lower-is-better: errors (``rel_error``,
-#: ``relative_error``, ``rmse``, ``count_query/mre_size_<k>``), distances, resources; ``ml_efficacy/gap`` (real minus
-#: synthetic); ``pmse`` and ``propensity/auc`` (1 and 0.5 mean indistinguishable: an AUC below
-#: 0.5 carries no more signal, so lower is treated as better); every ``membership/`` score
-#: (attack success and copying are risk) except ``HIGHER_IS_BETTER_NAMES``.
-LOWER_IS_BETTER_HINTS = ("relative_error", "tvd", "false_", "seconds", "memory", "rmse",
-                         "rel_error", "/mre_", "ml_efficacy/gap", "pmse", "propensity/auc",
-                         "membership/")
-#: Exceptions to the hints: the held-out copy share is the baseline that the training copy
-#: share is compared with, not a risk.
-HIGHER_IS_BETTER_NAMES = ("membership/copy_share_heldout",)
 #: Numbers a run logs as a tag when infinite (``resample``'s spend; a schema proposed from the
 #: private data, whose spend and total are infinite).
 INFINITE_TAGS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "schema_delta",
@@ -170,6 +160,7 @@ def run_row(r) -> dict[str, Any]:
         "run_key": record.run_key or r.info.run_id,
         "failure_reason": tags.get("failure_reason", ""),
         "claim_reads": tags.get(CLAIM_READS_TAG, ""),
+        DIRECTION_COLUMN: tagged_lower_keys(tags), "direction_metrics": tagged_metrics(tags),
         **{METRIC_KEY_PREFIX + name: key for name, key in record.metric_keys},
         **{METRIC_SETTINGS_PREFIX + name: text for name, text in record.metric_settings},
         **{METRIC_NA_PREFIX + k[len(METRIC_NA_TAG):]: v for k, v in tags.items()
@@ -239,12 +230,9 @@ def ranking_metric(runs: pd.DataFrame, metric: str | None = None) -> str:
     return cols[0]
 
 
-def lower_is_better(metric: str) -> bool:
-    """Whether a smaller value of ``metric`` ranks better (``LOWER_IS_BETTER_HINTS``, except
-    ``HIGHER_IS_BETTER_NAMES``)."""
-    if metric in HIGHER_IS_BETTER_NAMES:
-        return False
-    return any(hint in metric for hint in LOWER_IS_BETTER_HINTS)
+def board_ranks_lower(board: pd.DataFrame) -> bool:
+    """Whether the board's ranking score ranks lower-is-better (set when it was built)."""
+    return bool(board.attrs.get("lower_is_better", False))
 
 
 def delta_text(value: object) -> str:
@@ -344,7 +332,8 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
     runs = with_defaults(runs)
     done = runs[runs["status"] == "FINISHED"]
     key = ranking_metric(done if not done.empty else runs, metric)
-    higher = not lower_is_better(key)
+    lower = ranks_lower(key, runs)
+    higher = not lower
     # (group, trial) is finer than run_key (same content key => same group and trial), and
     # never merges runs whose tags differ even if an older runner gave them one key
     keyed = resolve_trials(with_metric_setting(runs, key))
@@ -368,7 +357,7 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
     rest = [c for c in board.columns if c not in lead and c != "_values"]
     out = board[lead + rest].copy()
     out = with_risk_bounds(out)
-    out.attrs.update(metric=key, alpha=alpha,
+    out.attrs.update(metric=key, alpha=alpha, lower_is_better=lower,
                      values={tuple(r[c] for c in GROUP): v
                              for r, v in zip(board.to_dict("records"), board["_values"])})
     return out
@@ -462,7 +451,7 @@ def overall_board(board: pd.DataFrame) -> pd.DataFrame:
     within the pool (same dataset, unit, delta and metric settings)."""
     key = board.attrs.get("metric", "score")
     values: dict = board.attrs.get("values", {})
-    higher = not lower_is_better(key)
+    higher = not board_ranks_lower(board)
     pool_eps = {pool: sorted(part["epsilon"].unique())
                 for pool, part in board.groupby(POOL, sort=True, dropna=False)}
     rows, per_row_values = [], []
@@ -513,7 +502,8 @@ def overall_board(board: pd.DataFrame) -> pd.DataFrame:
     lead = ["rank", "tied", "mechanism", "hyperparameters", "tuning", "kind", "marks", "mean",
             "ci95", "std", "n", "epsilons", "complete", "failed"]
     out = out[lead + [c for c in out.columns if c not in lead]]
-    out.attrs.update(metric=key, epsilons=sorted(board["epsilon"].unique()))
+    out.attrs.update(metric=key, epsilons=sorted(board["epsilon"].unique()),
+                     lower_is_better=not higher)
     return out
 
 

@@ -29,8 +29,8 @@ import pandas as pd
 from dp_arena.report.leaderboard import (
     MARK_DECLARED,
     SETTING,
+    board_ranks_lower,
     is_not_applicable,
-    lower_is_better,
     row_label,
     varying_columns,
 )
@@ -247,7 +247,7 @@ def pareto_figure(board: pd.DataFrame):
     settings = settings_table(board)
     colours = mechanism_colours(plotted_mechanisms(board))
     number = {s.key: s for s in settings.itertuples()}
-    higher = not lower_is_better(board.attrs.get("metric", "score"))
+    higher = not board_ranks_lower(board)
     front_drawn, panels = False, []
     for ax, eps in zip(axes, epsilons):
         part = data[data["epsilon"] == eps].copy()

@@ -63,9 +63,9 @@ from dp_arena.report.leaderboard import (
     ALPHA,
     MARK_LEGEND,
     METRIC_NA_PREFIX,
+    board_ranks_lower,
     inapplicable_everywhere,
     is_not_applicable,
-    lower_is_better,
     metrics_not_applicable,
     overall_board,
     row_label,
@@ -245,7 +245,7 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     """Overall section (when there are several epsilons), one section per epsilon, and the
     tuning-mode comparison when tuned rows exist."""
     key = board.attrs.get("metric", "score")
-    direction = "lower is better" if lower_is_better(key) else "higher is better"
+    direction = "lower is better" if board_ranks_lower(board) else "higher is better"
     scored = board[~is_not_applicable(board)]
     lines = [f"## {md_escape(title)}",
              (f"ranked by {md_escape(key)} ({direction}) among rows of the same dataset, "

@@ -47,7 +47,7 @@ from dp_arena.report.cells import (
     status_text,
 )
 from dp_arena.report.headline import headline_lines, not_applied_line, score_text
-from dp_arena.report.leaderboard import is_not_applicable, lower_is_better, row_label
+from dp_arena.report.leaderboard import board_ranks_lower, is_not_applicable, row_label
 from dp_arena.report.ranks import ALPHA, rank_meaning
 from dp_arena.report.render import overall_table
 from dp_arena.report.schema_notes import schema_notes
@@ -204,7 +204,7 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     see the module docstring); ``files``: where the full tables are, said at the end."""
     width = width or terminal_width()
     key = board.attrs.get("metric", "score")
-    higher = not lower_is_better(key)
+    higher = not board_ranks_lower(board)
     scored = board[~is_not_applicable(board)]
     ranked_by = (f"ranked by {key} ({'higher' if higher else 'lower'} is better; --metric "
                  "changes it); mean ± 95% CI over n trials; "
