@@ -156,6 +156,15 @@ def csv_dir(tmp_path: Path, small_schema: Schema, empty_mlflow_store: Path) -> P
 
 
 @pytest.fixture
+def contestant_sandbox() -> None:
+    """For a test that runs a contestant: skipped (with the reason) where no sandbox can run,
+    failed instead on CI (tests.support.external.sandbox_or_skip)."""
+    from tests.support.external import sandbox_or_skip
+
+    sandbox_or_skip()
+
+
+@pytest.fixture
 def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every private folder a test makes goes under one fresh TMPDIR (checked empty after by
     the tests that use it: contestants write the private table there)."""

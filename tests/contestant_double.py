@@ -3,12 +3,15 @@ numpy): noisy 1-way histograms (Laplace, epsilon split evenly over the columns),
 sampled independently. ``options.mode`` makes it misbehave on purpose:
 
 - ``ok`` (default); ``fail``: exit 3 with a one-line reason; ``crash``: raise without one;
+  ``signal``: kill itself with SIGKILL;
 - ``sleep``: sleep ``options.seconds`` first (time limits, SIGTERM);
 - ``too_many_rows``: one row over the task's cap; ``out_of_domain``: a code past the domain;
-- ``options.probe``: a file to write the folder's path, its mode and its files' modes into;
-- ``options.env_probe``: a file to write what the double found in its environment into (every
-  variable's name; the values of ``DP_ARENA_SECRET_FILE`` and ``MLFLOW_TRACKING_URI`` and of
-  the thread limits; whether it could read the secret file through the variable);
+- ``options.probe``: print ``PROBE {json}`` on its standard output (shown on stderr with
+  ``DP_ARENA_DEBUG=1``: a sandboxed contestant can write nowhere else): the folder's path,
+  its mode and its files' modes;
+- ``options.env_probe``: print ``ENV_PROBE {json}``: what the double found in its environment
+  (every variable's name; the values of ``DP_ARENA_SECRET_FILE`` and ``MLFLOW_TRACKING_URI``
+  and of the thread limits; whether it could read the secret file through the variable);
 - ``leak``: exit 1 with a failure line that quotes the first private record (what a careless
   library message does), raised as a *public* error so the protocol writes it whole;
 - ``options.report``: extra ``report.json`` tags written beside ``rows_written``.
@@ -43,20 +46,21 @@ def run(task: dict) -> None:
     folder = Path(task["folder"])
     if options.get("env_probe"):
         secret = os.environ.get("DP_ARENA_SECRET_FILE")
-        Path(options["env_probe"]).write_text(json.dumps({
+        print("ENV_PROBE " + json.dumps({
             "names": sorted(os.environ), "secret_file": secret,
             "secret_readable": bool(secret) and os.access(secret, os.R_OK),
             "tracking_uri": os.environ.get("MLFLOW_TRACKING_URI"),
             "pythonpath": os.environ.get("PYTHONPATH"),
-            "threads": {k: v for k, v in os.environ.items() if k.endswith("_THREADS")}}))
+            "threads": {k: v for k, v in os.environ.items() if k.endswith("_THREADS")}}),
+            flush=True)
     if options.get("probe"):
         modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in folder.iterdir()}
-        Path(options["probe"]).write_text(json.dumps({
+        print("PROBE " + json.dumps({
             "folder": str(folder), "mode": oct(stat.S_IMODE(folder.stat().st_mode)),
             "pid": os.getpid(),
             "files": modes, "tmpdir": os.environ.get("TMPDIR"), "cwd": os.getcwd(),
             "task": {k: v for k, v in task.items() if k != "folder"},
-            "schema": json.loads((folder / "schema.json").read_text())}))
+            "schema": json.loads((folder / "schema.json").read_text())}), flush=True)
     if mode == "sleep":
         time.sleep(float(options.get("seconds", 60)))
     if mode == "fail":
@@ -68,6 +72,8 @@ def run(task: dict) -> None:
                          f"(\"{fields[1]}\")")
     if mode == "crash":
         os._exit(5)
+    if mode == "signal":
+        os.kill(os.getpid(), 9)
     columns, domain = task["columns"], task["domain"]
     if task["encoding"] == "values":
         return write_values(task, mode, folder)

@@ -40,7 +40,8 @@ def test_a_config_dict_becomes_typed_dataclasses():
      "unknown setting privacy.epsiln (did you mean privacy.epsilon?)",
      "valid settings of privacy are accountant, allow_large_delta, delta, epsilon, noise"),
     (RunSettings, {"dataset": {}, "mechanism": {}, "sead": 1}, "",
-     "unknown setting sead (did you mean seed?)", "valid settings are competition, dataset"),
+     "unknown setting sead (did you mean seed?)",
+     "valid settings are competition, contestant, dataset"),
     (Limits, {"threads": "many"}, "limits", "limits.threads must be an integer (got 'many')",
      "e.g. limits.threads=1"),  # the example is the schema's default
     (AuditSettings, {"confidence": "high"}, "audit",

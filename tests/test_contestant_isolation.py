@@ -1,8 +1,10 @@
-"""Contestants isolated, and each row says what it claims: the test
-double (tests/contestant_double.py) looks for the harness's secret file and tracking URI in its
-environment and reports what it saw; a failure line quoting a private record is scrubbed before
-it reaches MLflow; report tags under undeclared names are dropped; the claims of the shipped
-adapters tag every run and show in ``dp-arena-contestants list``."""
+"""Contestants isolated, and each row says what it claims: the test double
+(tests/contestant_double.py) looks for the harness's secret file and tracking URI in its
+environment and reports what it saw; a failure line quoting a private record reaches MLflow as
+a category only (the owner's file has it); report tags under undeclared names are dropped
+without a count; the claims of the shipped adapters tag every run and show in
+``dp-arena-contestants list``, with the isolation contestants run under. The sandbox itself
+is tests/test_contestant_sandbox.py."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ import pytest
 from dp_arena.data.datasets import Dataset
 from dp_arena.data.schema import Column, RunSpec, Schema
 from dp_arena.errors import ConfigError, DPArenaError
-from dp_arena.redact import HIDDEN
 from dp_arena.run.isolation import call_isolated
 from dp_arena.run.settings import Limits
 from dp_arena.mechanisms import make_mechanism
@@ -28,10 +29,11 @@ from dp_arena.mechanisms.contestants.claims import (
     Claim,
     claim_from_config,
 )
-from dp_arena.mechanisms.external import PROTOCOL_DIR, report_tags, scrubbed_line
-from tests.support.external import DOUBLE, fit, leftovers, record_data
+from dp_arena.mechanisms.external import FAILURES, OWNER_LOG, PROTOCOL_DIR, report_tags
+from tests.support.external import DOUBLE, fit, leftovers, probe, record_data
 
-PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND", "PYTHONPATH"}
+#: the protocol's own, and PWD (the private folder: bubblewrap's --chdir sets it)
+PROTOCOL_VARIABLES = {"TMPDIR", "PYTHONNOUSERSITE", "MPLBACKEND", "PYTHONPATH", "PWD"}
 
 
 #: every private folder of a test here goes under its own fresh TMPDIR (conftest.private_tmp)
@@ -55,8 +57,9 @@ def test_allowed_environment_keeps_only_the_allow_list_then_the_protocol():
                    "TMPDIR": "/f/tmp", "PYTHONNOUSERSITE": "1"}
 
 
+@pytest.mark.usefixtures("contestant_sandbox")
 def test_a_contestant_cannot_read_the_secret_file_or_tracking_uri_from_its_environment(
-        tmp_path, monkeypatch, private_tmp):
+        tmp_path, monkeypatch, private_tmp, capfd):
     """The harness's environment holds the path of an existing secret file, a tracking URI
     with a password, a data path, a cloud key and an unknown DP_ARENA_ setting; the double,
     started in the run's isolated child (threads=1), reports that it saw none of them, and did
@@ -70,11 +73,11 @@ def test_a_contestant_cannot_read_the_secret_file_or_tracking_uri_from_its_envir
     monkeypatch.setenv("DP_ARENA_SOMETHING_NEW", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "harness-path"))
-    probe = tmp_path / "env.json"
-    mech, data = double(env_probe=str(probe)), record_data()
+    monkeypatch.setenv("DP_ARENA_DEBUG", "1")  # the double prints what it saw
+    mech, data = double(env_probe=True), record_data()
     limits = Limits(time_limit_s=120, memory_limit_mb=None, threads=1, isolate=True)
     call_isolated(lambda: fit(mech, data), limits)
-    seen = json.loads(probe.read_text())
+    seen = probe(capfd.readouterr().err, "ENV_PROBE")
     assert seen["secret_file"] is None and seen["secret_readable"] is False
     assert seen["tracking_uri"] is None
     assert not [n for n in seen["names"] if n.startswith(("DP_ARENA", "MLFLOW", "AWS"))]
@@ -86,13 +89,6 @@ def test_a_contestant_cannot_read_the_secret_file_or_tracking_uri_from_its_envir
 
 
 # ----- the failure line ----------------------------------------------------------------------
-def test_scrubbed_line_hides_numbers_quotes_and_category_words_by_hand():
-    line = "ValueError: row 17 of 'age' is Zanzibar-7 and \"q\" (value 48213.5) in age"
-    got = scrubbed_line(line, public=["age"], hidden=["Zanzibar-7", "age", "x"])
-    assert got == ("ValueError: row <value> of 'age' is <value> and <value> (value <value>) "
-                   "in age")
-
-
 def planted_data(n: int = 1500) -> tuple[Dataset, dict[str, str]]:
     """A record-level table whose first record holds distinctive values (the plant)."""
     rng = np.random.default_rng(8)  # test data, not a mechanism's noise
@@ -106,11 +102,13 @@ def planted_data(n: int = 1500) -> tuple[Dataset, dict[str, str]]:
         {"town": "Quixotic-Town", "income": "48213"}
 
 
+@pytest.mark.usefixtures("contestant_sandbox")
 def test_a_failure_line_holding_a_private_value_does_not_reach_mlflow(tmp_path, tracking_uri,
-                                                                      private_tmp):
+                                                                      private_tmp,
+                                                                      throwaway_state_dir):
     """The double fails with a line quoting the first private record (values table) as a
-    public error: the run's failure_reason tag, every other tag and the raised error keep the
-    error's type and words, not the record."""
+    public error: the run's failure_reason tag is the category "non-zero exit", no tag or
+    param and not the raised error holds the record; the owner's file does."""
     from mlflow import MlflowClient
 
     from dp_arena.run.runner import run_one
@@ -129,7 +127,9 @@ def test_a_failure_line_holding_a_private_value_does_not_reach_mlflow(tmp_path, 
     client = MlflowClient(tracking_uri)
     [run] = client.search_runs([client.get_experiment_by_name("leak").experiment_id])
     reason = run.data.tags["failure_reason"]
-    assert "ToldToFail: cannot fit record" in reason and HIDDEN in reason
+    assert reason.startswith(f"contestant 'external' {FAILURES['nonzero_exit']}")
+    assert run.data.tags["contestant.failure"] == "nonzero_exit"
+    assert "Quixotic-Town" in (throwaway_state_dir / OWNER_LOG).read_text()
     planted = [re.compile(rf"(?<![\w-]){re.escape(v)}(?![\w-])") for v in plant.values()]
     for text in (reason, str(err.value), *run.data.tags.values(), *run.data.params.values()):
         assert not [p.pattern for p in planted if p.search(text)], text
@@ -137,27 +137,28 @@ def test_a_failure_line_holding_a_private_value_does_not_reach_mlflow(tmp_path, 
 
 
 # ----- report tags ---------------------------------------------------------------------------
-def test_report_tags_keep_declared_names_only_and_count_the_rest(tmp_path):
+def test_report_tags_keep_declared_names_only_and_drop_the_rest_without_a_count(tmp_path):
     (tmp_path / "report.json").write_text(json.dumps({"tags": {
         "rows_written": 1200, "rows_dropped": 2.5, "age_is_48213": 1, "inf_rows": 1,
         "flag": True}}))
     got = report_tags(tmp_path, ["rows_written", "rows_dropped", "flag", "inf_rows", "9bad"])
     assert got == {"contestant/rows_written": "1200", "contestant/rows_dropped": "2.5",
-                   "contestant/inf_rows": "1",
-                   "contestant.dropped_tags": "2 report.json tag(s) dropped: not a declared "
-                                              "name with a finite number"}
-    assert report_tags(tmp_path, [], limit=10)["contestant.dropped_tags"].startswith("5 ")
-    assert "contestant/rows_written" in report_tags(tmp_path, ["rows_written"], limit=1)
-    assert len(report_tags(tmp_path, ["rows_written", "rows_dropped"], limit=1)) == 2
+                   "contestant/inf_rows": "1"}
+    assert report_tags(tmp_path, [], limit=10) == {}
+    assert report_tags(tmp_path, ["rows_written"], limit=1) == {"contestant/rows_written":
+                                                                "1200"}
+    assert len(report_tags(tmp_path, ["rows_written", "rows_dropped"], limit=1)) == 1
+    (tmp_path / "report.json").write_text("not json")
+    assert report_tags(tmp_path, ["rows_written"]) == {}
 
 
+@pytest.mark.usefixtures("contestant_sandbox")
 def test_undeclared_report_tags_from_a_contestant_are_dropped(private_tmp):
     data = record_data()
     mech = double(report_tags=["rows_written"], report={"secret_48213": 48213})
     fit(mech, data)
     tags = mech.output_tags()
-    assert set(tags) == {*Claim().tags(), "contestant/rows_written", "contestant.dropped_tags"}
-    assert tags["contestant.dropped_tags"].startswith("1 report.json tag(s) dropped")
+    assert set(tags) == {*Claim().tags(), "contestant/rows_written"}
     assert not [v for v in tags.values() if "48213" in v]
     silent = double(report={"secret_48213": 48213})  # nothing declared: nothing kept
     fit(silent, data)

@@ -33,7 +33,6 @@ from dp_arena.errors import (
     ConfigError,
     DPArenaError,
     NotApplicable,
-    SchemaError,
 )
 from dp_arena.privacy.accounting import Budget, Ledger, zcdp_rho
 from dp_arena.privacy.release import Releaser
@@ -43,7 +42,17 @@ from dp_arena.run.settings import Limits
 from dp_arena.mechanisms import make_mechanism
 from dp_arena.mechanisms.contestants import ADAPTER_DIR, manifest
 from dp_arena.mechanisms.contestants.claims import Claim
-from tests.support.external import BUDGET, DOUBLE, double, fit, leftovers, record_data
+from dp_arena.mechanisms.external import FAILURES, OWNER_LOG, ContestantFailed
+from tests.support.external import (
+    BUDGET,
+    DOUBLE,
+    double,
+    fit,
+    leftovers,
+    probe,
+    record_data,
+    sandbox_or_skip,
+)
 
 
 #: every private folder of a test here goes under its own fresh TMPDIR (conftest.private_tmp)
@@ -59,6 +68,7 @@ def binary_data(columns: int = 9, n: int = 1500) -> Dataset:
     return Dataset("bin", schema, frame, None, unit="record")
 
 
+@pytest.mark.usefixtures("contestant_sandbox")
 def test_readmes_command_needs_no_args_the_protocol_helper_is_on_the_path():
     """README's example passes only the script: the child finds ``protocol`` by PYTHONPATH."""
     mech = make_mechanism("external", {"script": DOUBLE})
@@ -94,16 +104,18 @@ def test_releaser_declared_records_one_charge_and_draws_nothing():
 
 
 # ----- the protocol --------------------------------------------------------------------------
-def test_the_double_gets_the_domain_budget_and_a_private_folder(tmp_path, private_tmp):
-    probe = tmp_path / "probe.json"
+@pytest.mark.usefixtures("contestant_sandbox")
+def test_the_double_gets_the_domain_budget_and_a_private_folder(private_tmp, capfd,
+                                                                monkeypatch):
+    """The double prints what it sees (``DP_ARENA_DEBUG=1``: no log file then)."""
+    monkeypatch.setenv("DP_ARENA_DEBUG", "1")
     data = record_data(public=True)
-    out, ledger = fit(double(probe=str(probe)), data, "zcdp")
+    out, ledger = fit(double(probe=True), data, "zcdp")
     assert data.schema.problems(out) == [] and 1000 <= len(out) <= 5000
-    seen = json.loads(probe.read_text())
+    seen = probe(capfd.readouterr().err)
     assert seen["mode"] == "0o700"
     assert {f: m for f, m in seen["files"].items() if f != "tmp"} == \
-        {f: "0o600" for f in ("task.json", "schema.json", "private.csv", "public.csv",
-                              "log.txt")}
+        {f: "0o600" for f in ("task.json", "schema.json", "private.csv", "public.csv")}
     assert seen["tmpdir"].startswith(seen["folder"]) and seen["cwd"] == seen["folder"]
     task = seen["task"]
     assert task["domain"] == {"a": 3, "b": 2, "c": 3}  # from the schema (c: 2 cuts, 3 bins)
@@ -116,9 +128,9 @@ def test_the_double_gets_the_domain_budget_and_a_private_folder(tmp_path, privat
     assert leftovers(private_tmp) == []
 
 
-def test_codes_written_for_the_contestant_are_the_schema_encoding(tmp_path):
+def test_codes_written_for_the_contestant_are_the_schema_encoding():
     data = record_data()
-    mech = double(probe=str(tmp_path / "p.json"))
+    mech = double(probe=True)
     from dp_arena.mechanisms.external import table_text
 
     text = table_text(data.private, data, "codes")
@@ -127,7 +139,9 @@ def test_codes_written_for_the_contestant_are_the_schema_encoding(tmp_path):
     assert mech.output_tags() == Claim().tags()  # before a fit: the (undeclared) claim only
 
 
-def test_values_are_parsed_with_the_schema_types_and_checked_like_any_output(private_tmp):
+@pytest.mark.usefixtures("contestant_sandbox")
+def test_values_are_parsed_with_the_schema_types_and_checked_like_any_output(
+        private_tmp, throwaway_state_dir):
     data = record_data()
 
     def values(mode: str):
@@ -135,34 +149,43 @@ def test_values_are_parsed_with_the_schema_types_and_checked_like_any_output(pri
                                            "table": "values", "options": {"mode": mode}})
     out, _ = fit(values("ok"), data)
     assert data.schema.problems(out) == [] and set(out["b"]) <= {"x", "y"}
-    with pytest.raises(SchemaError) as err:
+    with pytest.raises(ContestantFailed) as err:  # the category; the owner gets the count
         fit(values("out_of_domain"), data)
-    assert "a: 1 value(s) not in the domain" in str(err.value) and "99" not in str(err.value)
+    assert err.value.kind == "bad_output" and "99" not in str(err.value)
+    assert "a: 1 value(s) not in the domain" in (throwaway_state_dir / OWNER_LOG).read_text()
     assert leftovers(private_tmp) == []
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("fail", "failed (exit code 1): ToldToFail: the double was told to fail"),
-    ("crash", "failed (exit code 5)"),
-    ("too_many_rows", "more than 5000 rows"),
-    ("out_of_domain", "a: 1 value(s) not an integer code in 0..2"),
+@pytest.mark.parametrize("mode,kind,detail", [
+    ("fail", "nonzero_exit", "exit code 1; failure.txt: 'ToldToFail: the double was told to"),
+    ("crash", "nonzero_exit", "exit code 5; failure.txt: ''"),
+    ("signal", "signal", "exit code 137"),  # bubblewrap's exit: 128 + SIGKILL
+    ("too_many_rows", "bad_output", "more than 5000 rows"),
+    ("out_of_domain", "bad_output", "a: 1 value(s) not an integer code in 0..2"),
 ])
-def test_a_misbehaving_contestant_is_one_clear_error_and_leaves_nothing(mode, expected,
-                                                                        private_tmp):
-    with pytest.raises(DPArenaError) as err:
+@pytest.mark.usefixtures("contestant_sandbox")
+def test_a_misbehaving_contestant_is_one_category_and_leaves_nothing(mode, kind, detail,
+                                                                     private_tmp,
+                                                                     throwaway_state_dir):
+    """The error says the category only; the owner's file has the details."""
+    with pytest.raises(ContestantFailed) as err:
         fit(double(mode), record_data())
-    assert expected in str(err.value)
+    assert err.value.kind == kind and str(err.value).startswith(
+        f"contestant 'external' {FAILURES[kind]}\n")
+    assert detail in (throwaway_state_dir / OWNER_LOG).read_text()
     assert leftovers(private_tmp) == []
 
 
-def test_a_contestant_past_the_time_limit_is_killed_and_its_folder_removed(tmp_path,
-                                                                          private_tmp):
-    probe = tmp_path / "probe.json"
-    data, mech = record_data(), double("sleep", seconds=60, probe=str(probe))
+@pytest.mark.usefixtures("contestant_sandbox")
+def test_a_contestant_past_the_time_limit_is_killed_and_its_folder_removed(private_tmp, capfd,
+                                                                          monkeypatch):
+    monkeypatch.setenv("DP_ARENA_DEBUG", "1")
+    data, mech = record_data(), double("sleep", seconds=60, probe=True)
     limits = Limits(time_limit_s=3, memory_limit_mb=None, threads=1, isolate=True)
-    with pytest.raises(RunLimitExceeded, match="time limit of 3 s exceeded"):
+    with pytest.raises(RunLimitExceeded, match="time limit of 3 s exceeded") as err:
         call_isolated(lambda: fit(mech, data), limits)
-    assert probe.is_file()  # it did start
+    assert err.value.kind == "time"
+    assert probe(capfd.readouterr().err)["folder"]  # it did start
     assert leftovers(private_tmp) == []
 
 
@@ -173,42 +196,55 @@ from tests.support.external import record_data, double, fit
 from dp_arena.run.isolation import call_isolated
 from dp_arena.run.settings import Limits
 isolate = sys.argv[1] == "isolated"
-call_isolated(lambda: fit(double("sleep", seconds=60, probe={probe!r}), record_data()),
+call_isolated(lambda: fit(double("sleep", seconds=60, probe=True), record_data()),
               Limits(time_limit_s=None, memory_limit_mb=None, threads=1, isolate=isolate))
 """
 
 
 @pytest.mark.parametrize("how,sig", [("isolated", signal.SIGTERM), ("in-process", signal.SIGTERM),
                                      ("in-process", signal.SIGKILL)])
+@pytest.mark.usefixtures("contestant_sandbox")
 def test_no_private_file_is_left_after_a_stop_signal(how, sig, tmp_path, private_tmp):
-    probe = tmp_path / "probe.json"
-    script = STOPPABLE.format(root=str(PROJECT_ROOT), probe=str(probe))
-    env = {**os.environ, "TMPDIR": str(private_tmp), "PYTHONPATH": str(PROJECT_ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", script, how], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """The contestant's probe line (stderr, ``DP_ARENA_DEBUG=1``) says it started and where;
+    inside its sandbox its own pid means nothing here, so it is found by its folder."""
+    script = STOPPABLE.format(root=str(PROJECT_ROOT))
+    env = {**os.environ, "TMPDIR": str(private_tmp), "PYTHONPATH": str(PROJECT_ROOT),
+           "DP_ARENA_DEBUG": "1"}
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-c", script, how], env=env,
+                                stdout=subprocess.DEVNULL, stderr=sink)
     deadline = time.monotonic() + 60
-    while not probe.is_file() and time.monotonic() < deadline and proc.poll() is None:
+    while "PROBE " not in err.read_text() and time.monotonic() < deadline and \
+            proc.poll() is None:
         time.sleep(0.1)
-    assert probe.is_file(), "the contestant never started"
-    folder = Path(json.loads(probe.read_text())["folder"])
+    assert "PROBE " in err.read_text(), "the contestant never started"
+    folder = Path(probe(err.read_text())["folder"])
     assert folder.is_dir() and (folder / "private.csv").is_file()
-    contestant = json.loads(probe.read_text())["pid"]
+    assert processes_in(folder)
     proc.send_signal(sig)
     proc.wait(timeout=30)
     assert leftovers(private_tmp, wait=10) == []
-    assert not process_alive(contestant, wait=10)  # SIGKILL included: it died with its parent
+    assert not processes_in(folder, wait=10)  # SIGKILL included: it died with its parent
 
 
-def process_alive(pid: int, wait: float = 0.0) -> bool:
-    """Whether ``pid`` still runs (not a zombie) after up to ``wait`` seconds."""
+def processes_in(folder: Path, wait: float = 0.0) -> list[int]:
+    """Live processes (not zombies) whose command line names ``folder``, after up to ``wait``
+    seconds for there to be none."""
+    import psutil
+
     deadline = time.monotonic() + wait
     while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        except FileNotFoundError:
-            return False
-        if state == "Z" or time.monotonic() >= deadline:
-            return state != "Z"
+        found = []
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if str(folder) in (proc.info["cmdline"] or []) and \
+                        proc.info["status"] != psutil.STATUS_ZOMBIE:
+                    found.append(proc.pid)
+            except psutil.Error:
+                continue
+        if not found or time.monotonic() >= deadline:
+            return found
         time.sleep(0.1)
 
 
@@ -282,6 +318,7 @@ def test_contestants_list_says_what_is_missing_and_how_to_install(tmp_path, monk
 
 
 # ----- a whole run and the board --------------------------------------------------------------
+@pytest.mark.usefixtures("contestant_sandbox")
 def test_a_run_is_tagged_declared_and_a_failing_contestant_is_a_failed_row(tmp_path,
                                                                            tracking_uri,
                                                                            private_tmp):
@@ -314,7 +351,7 @@ def test_a_run_is_tagged_declared_and_a_failing_contestant_is_a_failed_row(tmp_p
     board = build_leaderboard(load_runs("t", tracking_uri))
     assert (board["failed"] == 1).sum() == 1
     failed = board[board["failed"] == 1].iloc[0]
-    assert "ToldToFail: the double was told to fail" in failed["failure_reason"]
+    assert failed["failure_reason"].startswith("contestant 'external' ended with a non-zero")
     assert all(MARK_DECLARED in m for m in board["marks"])
     assert "budget declared by the contestant" in render_markdown(board)
     assert leftovers(private_tmp) == []
@@ -346,6 +383,7 @@ def test_only_declared_rows_carry_the_mark():
 
 # ----- the real contestants (their environments are optional) ----------------------------------
 def real(name: str, env: str):
+    sandbox_or_skip()
     if manifest(env) is None:
         pytest.skip(f"contestant environment {env!r} not installed "
                     f"(dp-arena-contestants install {env})")
@@ -445,9 +483,10 @@ def test_smartnoise_adapter_splits_rho_and_draws_a_noisy_row_count():
 
 
 @pytest.mark.slow
-def test_opendp_mst_fails_its_budget_check_in_one_line_and_the_shipped_settings_fit(private_tmp):
+def test_opendp_mst_fails_its_budget_check_in_one_line_and_the_shipped_settings_fit(
+        private_tmp, throwaway_state_dir):
     """OpenDP's MST at its default split fails its own budget check on nine binary columns
-    (opendp#2789): one line. The shipped settings (split 0.5 and the dry run on public fake
+    (opendp#2789): one category line; the owner's file has OpenDP's message. The shipped settings (split 0.5 and the dry run on public fake
     data, which shaves rho by a few per mille where the check would fail) fit the same table:
     schema-valid, the whole budget declared, and its independent columns kept independent by
     the i.i.d. draw (``sampling: sample``); the library's own ``round`` draw correlates them.
@@ -457,8 +496,10 @@ def test_opendp_mst_fails_its_budget_check_in_one_line_and_the_shipped_settings_
     mech.options = {"measure_split": 0.9, "dry_run": False}  # OpenDP's default split
     with pytest.raises(DPArenaError) as err:
         fit(mech, data, budget=budget)
-    assert "OpenDPException: insufficient budget for query" in str(err.value)
+    assert err.value.kind == "nonzero_exit"  # type: ignore[attr-defined]
     assert "\n" not in str(err.value).split("  fix:")[0].strip()
+    assert "OpenDPException: insufficient budget for query" in \
+        (throwaway_state_dir / OWNER_LOG).read_text()
     shipped = real("opendp_mst", "opendp")  # measure_split 0.5, dry run, sampling: sample
     private, iid = check_iid_fit(shipped, data, budget)
     assert 0 < float(shipped.output_tags()["contestant/rho_shaved_permille"]) < 20
@@ -486,7 +527,8 @@ def test_a_real_environment_builds_and_runs_one_fit(tmp_path, monkeypatch, priva
 
 
 @pytest.mark.slow
-def test_dp_arena_audit_runs_on_an_external_contestant(tmp_path, private_tmp):
+def test_dp_arena_audit_runs_on_an_external_contestant(tmp_path, private_tmp,
+                                                      contestant_sandbox):
     """The black-box audit (fit_sample on both worlds, the runner's output check, the ledger
     check) treats a contestant like any mechanism; the double is honest, so the verdict is ok."""
     data = record_data(1500)

@@ -146,9 +146,9 @@ CHECKS: dict[str, list[Run | Covered]] = {
         helped("dp-arena-contestants", "install"),
         Covered(("tests/test_external.py",),
                 "an environment built from its pins in a throw-away folder, one fit")],
-    "dp-arena-contestants install|list": [
-        Run(("dp-arena-contestants", "list"), ("opendp", "smartnoise")),
-        helped("dp-arena-contestants", "install", "list")],
+    "dp-arena-contestants install|list|doctor": [
+        Run(("dp-arena-contestants", "list"), ("opendp", "smartnoise", "isolation")),
+        helped("dp-arena-contestants", "install", "list", "doctor")],
     "mlflow ui --backend-store-uri sqlite:///mlflow.db": [
         Run(("mlflow", "ui", "--help"), ("--backend-store-uri",))],
     "dp-arena --help": [helped("dp-arena", "default sweep")],

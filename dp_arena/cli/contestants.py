@@ -5,7 +5,8 @@
     dp-arena-contestants install opendp        # OpenDP 0.16.0 with its mbi extra (opendp_aim, opendp_mst)
     dp-arena-contestants install smartnoise    # smartnoise-synth 1.0.8 (smartnoise_mst, smartnoise_aim)
     dp-arena-contestants list                  # what is installed, where, with which versions,
-                                               # and what each contestant claims
+                                               # what each contestant claims and its isolation
+    dp-arena-contestants doctor                # which isolation contestants run under here
 
 Each environment is a virtual environment (``venv`` of this interpreter) under
 :func:`dp_arena.mechanisms.contestants.cache_root` (``$DP_ARENA_CONTESTANTS``, else
@@ -19,7 +20,10 @@ next ``install`` starts it afresh).
 (:data:`dp_arena.mechanisms.contestants.claims.SHIPPED`): its guarantee and accountant, what it reads
 from the private data outside its budget (``domain``, ``bins``, ``row_count``, or ``none``), and
 whether its budget is checked by dp-arena's ledger or declared (passed by the adapter, or the
-library's own accounting). The same facts tag every run (``claim.*``).
+library's own accounting). The same facts tag every run (``claim.*``). ``list`` and ``doctor``
+say which isolation contestants run under on this machine (:mod:`dp_arena.sandbox`); every
+contestant run is tagged with it (``contestant.isolation``). ``doctor`` exits non-zero when
+there is no sandbox (contestants are then refused unless ``contestant.isolation=none``).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from dp_arena.mechanisms.contestants import (
     manifest,
     platform_problem,
 )
+from dp_arena.sandbox import find_sandbox
 from dp_arena.mechanisms.contestants.claims import SHIPPED
 
 #: The versions of interest shown by ``list`` (the rest of ``pip freeze`` is in the manifest).
@@ -95,7 +100,17 @@ def listing() -> list[str]:
         shown = ", ".join(f"{k} {versions[k]}" for k in KEY_PACKAGES if k in versions)
         lines.append(f"  {name:<11} installed {info.get('installed', '?')}  python "
                      f"{info.get('python', '?')}  {shown}  ({env_dir(name)})")
-    return lines + [""] + claim_listing()
+    return lines + [""] + claim_listing() + ["", *isolation_lines()]
+
+
+def isolation_lines() -> list[str]:
+    """Which isolation every contestant (shipped or ``external``) runs under here."""
+    found = find_sandbox()
+    lines = [f"isolation of every contestant on this machine: {found.description}"]
+    if not found.available:
+        lines.append("  contestants are refused; fix: apt-get install bubblewrap (or run one "
+                     "unsandboxed knowingly: contestant.isolation=none, tagged on its runs)")
+    return lines
 
 
 def claim_listing() -> list[str]:
@@ -119,9 +134,15 @@ def main(argv: list[str] | None = None) -> None:
     install.add_argument("names", nargs="+", choices=sorted(ENVS))
     install.add_argument("--force", action="store_true", help="rebuild if installed")
     sub.add_parser("list", help="show the installed environments and each contestant's claim")
+    sub.add_parser("doctor", help="say which isolation contestants run under on this machine")
     args = parser.parse_args(argv)
     if args.command == "list":
         print("\n".join(listing()))
+        return
+    if args.command == "doctor":
+        print("\n".join(isolation_lines()))
+        if not find_sandbox().available:
+            sys.exit(EXIT_INVALID)
         return
     for name in args.names:
         try:

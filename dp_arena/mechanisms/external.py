@@ -8,29 +8,38 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from dp_arena.data.datasets import Dataset
-from dp_arena.data.schema import Schema
 from dp_arena.errors import ConfigError, DPArenaError, SchemaError
 from dp_arena.params import Constraint, Interval, OneOf
 from dp_arena.privacy.accounting import Budget, zcdp_rho
 from dp_arena.privacy.release import Releaser
+from dp_arena.data.provenance import STATE_ENV
+from dp_arena.privacy.secret import secret_path
 from dp_arena.processes import die_with_parent
-from dp_arena.redact import HIDDEN, scrubbed
+from dp_arena.sandbox import (
+    NO_ISOLATION,
+    Sandbox,
+    find_sandbox,
+    interpreter_roots,
+    owned_by_nobody,
+    sandboxed,
+)
 
 from .base import Mechanism, assign_ids, finish, require_delta
 from .contestants import ENVS, adapter_path, allowed_environment, env_python, manifest
@@ -58,6 +67,27 @@ GUARDIAN = (
 FOLDER_PREFIX = "dp-arena-contestant-"
 #: At most this many ``report.json`` tags are kept (each a declared name and a finite number).
 MAX_REPORT_TAGS = 10
+#: What a contestant's failure may say (the ``contestant.failure`` tag -> its words).
+FAILURES = {"nonzero_exit": "ended with a non-zero exit code",
+            "signal": "was killed by a signal",
+            "no_output": "wrote no synthetic.csv",
+            "bad_output": "wrote a synthetic.csv that failed the checks",
+            "time_limit": "passed the run's time limit",
+            "memory_limit": "passed the run's memory limit",
+            "refused": "was refused before it ran",
+            "harness": "failed in the harness after it ran"}
+#: The owner's file of contestant failures (in the state folder; mode 0600).
+OWNER_LOG = "contestant-failures.log"
+
+
+class ContestantFailed(DPArenaError):
+    """A contestant's failure as one category of :data:`FAILURES` (``kind``)."""
+
+    def __init__(self, name: str, kind: str) -> None:
+        super().__init__(f"contestant {name!r} {FAILURES[kind]}",
+                         f"the details are in {OWNER_LOG} in the state folder "
+                         "(DP_ARENA_STATE_DIR; readable by its owner only)")
+        self.kind = kind
 
 
 @dataclass
@@ -85,30 +115,34 @@ class External(Mechanism):
     3. **Command.** ``PYTHON SCRIPT FOLDER [ARGS...]`` runs in the run's isolated child (so under
        ``limits.*``: a contestant past the time or memory limit is killed with the child and the
        run fails with that reason), in its own session, working directory and ``TMPDIR`` inside
-       the folder. Its environment is an allow-list
+       the folder, inside an operating-system sandbox (:mod:`dp_arena.sandbox`, bubblewrap: its own
+       PID and network namespaces, so whatever it forks dies with it; as ``nobody`` when the
+       harness is root; a read-only view of the system, its interpreter, its script and the
+       protocol helper; the private folder its only writable place; no view of the harness's
+       processes, home, key file, state folder, tracking store or checkout). Without a working
+       sandbox the run is refused unless ``contestant.isolation=none`` says otherwise; every run
+       of a contestant is tagged ``contestant.isolation`` with what it ran under. Its environment is an allow-list
        (:func:`dp_arena.mechanisms.contestants.allowed_environment`: ``PATH``, ``HOME``, locale, time zone,
        thread limits) plus the protocol's own (``TMPDIR``, ``PYTHONNOUSERSITE=1``,
        ``MPLBACKEND=Agg``, and ``PYTHONPATH`` = the folder of the protocol helper, so a script can
        ``from protocol import ...`` with no argument): no ``DP_ARENA_SECRET_FILE``, ``DP_ARENA_DATA`` or other ``DP_ARENA_*``,
-       no ``MLFLOW_*`` (tracking URI, credentials), no cloud keys. (It runs as the same user: the
-       environment no longer points at the secret file or the store, but files the user can read
-       stay readable; see ``docs/contestants.md``.) Its output goes to a file in the folder, shown
-       on stderr only with ``DP_ARENA_DEBUG=1`` (it may quote data).
+       no ``MLFLOW_*`` (tracking URI, credentials), no cloud keys. Its output goes to a file in
+       the folder, shown on stderr only with ``DP_ARENA_DEBUG=1`` (it may quote data).
     4. **Output.** ``synthetic.csv`` is validated before anything else reads it: exactly the
        columns, at most the public row cap (:func:`dp_arena.mechanisms.row_count.max_rows`), every code an
        integer in ``0..size-1`` (or, for values, the schema check every mechanism's output gets);
        each problem names the column and the count, never a value. Codes are decoded to schema
        values (numeric values drawn inside their bin from public values when there are any) and
-       person ids come from public data only (:func:`dp_arena.mechanisms.base.finish`). A non-zero exit is
-       one error with the contestant's one-line reason (``failure.txt``, first line, 200
-       characters), if it gave one, *scrubbed* (:func:`scrubbed_line`) as the harness scrubs a
-       foreign error (:func:`dp_arena.redact.scrubbed`: numbers, quoted strings, byte escapes) and
-       with every categorical value of the schema hidden as a word, so a reason that quotes a
-       record reaches neither the run's ``failure_reason`` tag nor the log. ``report.json`` tags
-       are kept only under the names the contestant declares (the shipped adapters' manifest
+       person ids come from public data only (:func:`dp_arena.mechanisms.base.finish`). A failure is one
+       of the fixed categories of :data:`FAILURES` (:class:`ContestantFailed`: non-zero exit,
+       killed by a signal, no output, bad output; the run's time and memory limits are two more),
+       never the contestant's words or numbers: its exit code, its one-line reason
+       (``failure.txt``) and the output checks' findings go to the owner's file only
+       (:func:`owner_log`, mode 0600, in the state folder). ``report.json`` tags are kept only
+       under the names the contestant declares (the shipped adapters' manifest
        :data:`dp_arena.mechanisms.contestants.claims.SHIPPED`, or ``mechanism.report_tags``), at most 10
-       finite numbers, tagged ``contestant/<name>``; the number of others dropped is the tag
-       ``contestant.dropped_tags`` (their names are not logged: a name could carry a value).
+       finite numbers, tagged ``contestant/<name>``; any other entry is dropped without a trace
+       (not even a count, which the contestant would choose).
     5. **Clean-up.** The folder is removed when the command ends, fails or is stopped. So that a
        kill the harness cannot catch (the time limit's SIGKILL of the child, a crash) leaves
        nothing behind either, a *guardian* is started first: a detached process (own session,
@@ -125,9 +159,9 @@ class External(Mechanism):
     Declared, not proven: the contestant receives the private table and the budget, and dp-arena
     records the budget as spent. What dp-arena guarantees is the rest: the inputs never leave the
     private folder, the folder is removed, the output is validated and decoded with public
-    information only, the contestant's messages are not logged (its one failure line is scrubbed,
-    its report tags are limited to declared names), its process does not see the harness's
-    settings. What the contestant itself claims (pure or approximate, its accountant, what it reads
+    information only, the contestant's process runs sandboxed (it cannot read the key, the store
+    or the state folder, write outside its folder, or outlive the run), and nothing it chooses
+    reaches MLflow but the declared report tags and a fixed failure category. What the contestant itself claims (pure or approximate, its accountant, what it reads
     from the data outside its budget) tags every run (step 6) so a board can mark the row.
     ``dp-arena-audit`` (black-box view: it runs ``fit_sample``) measures an empirical lower bound
     on the contestant's epsilon as for any mechanism. Record-level only: an adapter that bounds contributions per person does not
@@ -152,6 +186,8 @@ class External(Mechanism):
     options: dict[str, Any] = field(default_factory=dict)
     claim: dict[str, Any] = field(default_factory=dict)
     report_tags: list[str] = field(default_factory=list)
+    #: ``contestant.isolation`` of the run (set by the run's config, not a setting of its own).
+    isolation: ClassVar[str] = "sandbox"
 
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "table": [OneOf(*ENCODINGS)]}
@@ -213,20 +249,62 @@ class External(Mechanism):
         path = Path(self.script).expanduser()
         return str(path.resolve() if path.exists() else adapter_path(self.script))
 
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox this contestant runs in (``None``: ``contestant.isolation=none``);
+        refuses (:class:`ConfigError`) when there is none, or when its view would show the
+        key file, the state folder or the working folder (where a local store is)."""
+        if self.isolation == "none":
+            return None
+        found = find_sandbox()
+        if not found.available:
+            raise ConfigError(f"contestant {self.name!r} needs an operating-system sandbox: "
+                              f"{found.problem}", "install bubblewrap (apt-get install "
+                              "bubblewrap), or run it unsandboxed knowingly with "
+                              "contestant.isolation=none (tagged on the run)")
+        shown = exposed(self.read_only(), (secret_path(), state_folder(), Path.cwd()))
+        if shown:
+            raise ConfigError(f"contestant {self.name!r}: its sandbox would show {shown}",
+                              "keep the key file, the state folder and the working folder "
+                              "(a local tracking store's) outside the contestant's "
+                              "environment, script and arguments")
+        return found
+
+    def isolation_tag(self) -> dict[str, str]:
+        """``contestant.isolation``: what this contestant runs under (run tag)."""
+        if self.isolation == "none":
+            return {"contestant.isolation": NO_ISOLATION}
+        return {"contestant.isolation": find_sandbox().label}
+
+    def read_only(self) -> list[Path]:
+        """What the sandbox shows read-only: the interpreter's folders, the script, the
+        protocol helper and the arguments that are existing absolute paths."""
+        args = [Path(str(a)) for a in self.args if Path(str(a)).is_absolute()]
+        return [*interpreter_roots(self.interpreter), Path(self.script_path), PROTOCOL_DIR,
+                *(a for a in args if a.exists() and len(a.parts) > 1)]
+
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         if self.needs_delta:
             require_delta(self.name, budget, "1e-6", why="converts its budget to zCDP")
+        sandbox = self.sandbox()
         release.declared(f"contestant {self.name}", budget.epsilon, budget.delta,
                          note="declared by the contestant; not checked by the ledger")
         self._tags: dict[str, str] = {}
         with private_folder() as folder:
             write_inputs(folder, self, data, budget, release.accountant)
-            schema = data.schema.drop_id()
-            run_command(self.command(folder), folder, self.name, public=schema.names,
-                        hidden=schema_words(schema))
+            command = self.command(folder)
+            if sandbox is not None:
+                command = sandboxed(command, folder, self.read_only(), sandbox)
+                if sandbox.uid is not None:
+                    owned_by_nobody(folder)
+            run_command(command, folder, self.name)
             release.done()
-            frame = read_output(folder, self, data, budget.epsilon)
+            try:
+                frame = read_output(folder, self, data, budget.epsilon)
+            except DPArenaError as exc:
+                kind = "no_output" if "wrote no synthetic.csv" in str(exc) else "bad_output"
+                owner_note(self.name, kind, str(exc))
+                raise ContestantFailed(self.name, kind) from None
             self._tags = report_tags(folder, self.declared_report_tags)
         if self.table == "codes":
             return finish(data, frame, rng)
@@ -329,11 +407,9 @@ def contestant_env(folder: Path) -> dict[str, str]:
                                             "PYTHONPATH": str(PROTOCOL_DIR)})
 
 
-def run_command(command: list[str], folder: Path, name: str, public: Iterable[str] = (),
-                hidden: Iterable[str] = ()) -> None:
-    """Run the contestant; a non-zero exit is one :class:`DPArenaError` with its reason,
-    scrubbed (:func:`scrubbed_line`; ``public``: words that may stay, e.g. column names;
-    ``hidden``: words always hidden, e.g. the schema's categories)."""
+def run_command(command: list[str], folder: Path, name: str) -> None:
+    """Run the contestant; a non-zero exit is one :class:`ContestantFailed` (non-zero exit
+    or signal), its exit code and one-line reason written to the owner's file only."""
     debug = bool(os.environ.get("DP_ARENA_DEBUG"))
     log_path = folder / "log.txt"
     log = None if debug else os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -354,11 +430,9 @@ def run_command(command: list[str], folder: Path, name: str, public: Iterable[st
             proc.wait()
     if code != 0:
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        reason = scrubbed_line(failure_reason(folder), public, hidden)
-        raise DPArenaError(f"contestant {name!r} failed ({how})"
-                           + (f": {reason}" if reason else ""),
-                           "DP_ARENA_DEBUG=1 shows the contestant's own output (it may quote "
-                           "private data)")
+        kind = "signal" if code < 0 or code > 128 else "nonzero_exit"  # bwrap: 128 + signal
+        owner_note(name, kind, f"{how}; failure.txt: {failure_reason(folder)!r}")
+        raise ContestantFailed(name, kind)
 
 
 def kill_session(pid: int) -> None:
@@ -368,35 +442,72 @@ def kill_session(pid: int) -> None:
         pass
 
 
+def own_file(path: Path) -> BinaryIO | None:
+    """``path`` opened for reading if it is a regular file the contestant wrote, else ``None``:
+    never through a symbolic link (the contestant's ``synthetic.csv -> /any/file`` would make
+    the harness read that file as its output), never a FIFO or device."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
 def failure_reason(folder: Path, limit: int = 200) -> str:
-    """The first line of ``failure.txt`` (the contestant's public one-line reason)."""
-    path = folder / "failure.txt"
-    if not path.is_file():
+    """The first line of ``failure.txt`` (the contestant's one-line reason, for the owner)."""
+    fh = own_file(folder / "failure.txt")
+    if fh is None:
         return ""
-    lines = path.read_text(errors="replace").strip().splitlines()
+    with fh:
+        lines = fh.read(4096).decode(errors="replace").strip().splitlines()
     text = "".join(ch for ch in (lines[0] if lines else "") if ch.isprintable())
     return text[:limit]
 
 
-def scrubbed_line(text: str, public: Iterable[str] = (), hidden: Iterable[str] = ()) -> str:
-    """``text`` with each word in ``hidden`` (and not in ``public``) replaced by ``<value>``,
-    longest first, then scrubbed as a foreign error is (:func:`dp_arena.redact.scrubbed`:
-    numbers, quoted strings, escapes)."""
-    keep = set(map(str, public))
-    for word in sorted({str(w) for w in hidden} - keep - {""}, key=len, reverse=True):
-        text = re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", HIDDEN, text)
-    return scrubbed(text, keep)
+def state_folder() -> Path:
+    """``$DP_ARENA_STATE_DIR``, else ``~/.local/state/dp-arena``."""
+    raw = os.environ.get(STATE_ENV)
+    return Path(raw).expanduser() if raw else Path.home() / ".local" / "state" / "dp-arena"
 
 
-def schema_words(schema: Schema) -> list[str]:
-    """The schema's categorical values and value names as text (public: the domain), hidden
-    in a contestant's failure line because a line that quotes them quotes a record."""
-    words = set()
-    for col in schema.columns:
-        for value in (*(col.values or ()), *(col.names or ())):
-            if isinstance(value, str):
-                words.add(value)
-    return sorted(words)
+def owner_log() -> Path:
+    """The owner's file of contestant failures (:data:`OWNER_LOG` in the state folder)."""
+    return state_folder() / OWNER_LOG
+
+
+def owner_note(name: str, kind: str, detail: str) -> None:
+    """Append one failure's details (free text, may quote data) to :func:`owner_log`, a
+    file of mode 0600 that nothing logs or uploads. A state folder that cannot be written
+    loses the details, never the failure's category."""
+    path = owner_log()
+    line = " ".join(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {name} {kind}: {detail}".split())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            fh.write(line[:2000] + "\n")
+    except OSError:
+        pass
+
+
+def exposed(shown: Iterable[Path], hidden: Iterable[Path]) -> list[str]:
+    """The ``hidden`` paths that a read-only view of ``shown`` would contain."""
+    roots = [Path(os.path.abspath(p)) for p in shown]
+    return sorted(str(h) for h in map(lambda p: Path(os.path.abspath(p)), hidden)
+                  if any(h == r or r in h.parents for r in roots))
+
+
+def failure_category(exc: BaseException) -> str:
+    """The :data:`FAILURES` category of an exception that ended a contestant's run."""
+    kind = getattr(exc, "kind", "")
+    if isinstance(exc, ContestantFailed) or kind in FAILURES:
+        return kind
+    if kind in ("time", "memory"):  # dp_arena.run.isolation.RunLimitExceeded
+        return f"{kind}_limit"
+    return "refused" if isinstance(exc, ConfigError) else "harness"
 
 
 # ----- output -------------------------------------------------------------------------------
@@ -405,13 +516,15 @@ def read_output(folder: Path, mech: External, data: Dataset, epsilon: float) -> 
     int64 frame, values as a schema-valid frame."""
     schema = data.schema.drop_id()
     where = f"synthetic data from contestant {mech.name!r}"
-    path = folder / "synthetic.csv"
-    if not path.is_file():
-        raise DPArenaError(f"contestant {mech.name!r} exited 0 but wrote no synthetic.csv",
-                           "the script must write synthetic.csv in the folder it is given")
+    fh = own_file(folder / "synthetic.csv")
+    if fh is None:
+        raise DPArenaError(f"contestant {mech.name!r} exited 0 but wrote no synthetic.csv "
+                           "(a regular file)", "the script must write synthetic.csv in the "
+                           "folder it is given")
     cap = row_bounds(data, epsilon)[1]
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=True, nrows=cap + 1)
+        with fh:
+            frame = pd.read_csv(fh, dtype=str, keep_default_na=True, nrows=cap + 1)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         raise SchemaError(["not a CSV file with a header row"], where=where,
                           fix="write a header row, then one row per record") from None
@@ -476,14 +589,16 @@ def report_tag_name_ok(name: Any) -> bool:
 def report_tags(folder: Path, declared: Iterable[str],
                 limit: int = MAX_REPORT_TAGS) -> dict[str, str]:
     """``report.json``'s tags (:class:`External`, step 4): those under a ``declared`` name with
-    a finite number, at most ``limit``, tagged ``contestant/<name>``; the count of every other
-    entry is ``contestant.dropped_tags`` (never their names or values). Anything else in the
-    file is ignored."""
-    path = folder / "report.json"
+    a finite number, at most ``limit``, tagged ``contestant/<name>``. Every other entry and
+    anything else in the file is dropped without a trace (not even a count)."""
+    fh = own_file(folder / "report.json")
+    if fh is None:
+        return {}
     try:
-        tags = json.loads(path.read_text()).get("tags", {}) if path.is_file() else {}
+        with fh:
+            tags = json.loads(fh.read(65536)).get("tags", {})
     except (OSError, ValueError, AttributeError):
-        return {"contestant.dropped_tags": "report.json unreadable"} if path.is_file() else {}
+        return {}
     entries = list(tags.items()) if isinstance(tags, dict) else []
     allowed = {name for name in declared if report_tag_name_ok(name)}
     out = {}
@@ -491,10 +606,6 @@ def report_tags(folder: Path, declared: Iterable[str],
         if key in allowed and len(out) < limit and isinstance(value, (int, float)) and \
                 not isinstance(value, bool) and np.isfinite(value):
             out[f"contestant/{key}"] = f"{value:g}"
-    dropped = len(entries) - len(out)
-    if dropped:
-        out["contestant.dropped_tags"] = (f"{dropped} report.json tag(s) dropped: not a "
-                                          "declared name with a finite number")
     return out
 
 

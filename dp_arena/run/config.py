@@ -112,6 +112,7 @@ def check_settings(settings: RunSettings) -> None:
         raise ConfigError(f"trial and seed must be non-negative integers (got {settings.trial!r}"
                           f", {settings.seed!r})", "e.g. trial=0 seed=0")
     settings.limits.check()
+    settings.contestant.check()
     settings.tuning.check()
 
 
@@ -162,6 +163,7 @@ class RunConfig:
     sampler = setting("privacy.sampler")
     allow_large_delta = setting("privacy.allow_large_delta")
     limits = setting("limits")
+    isolation = setting("contestant.isolation")
     tuning = setting("tuning")
     resume = setting("resume")
     tracking_uri = setting("tracking.uri")
@@ -275,6 +277,8 @@ def build_components(rc: RunConfig) -> tuple[Mechanism, dict[str, Metric]]:
     mechanism = DPSelect.around(rc.mechanism, rc.mechanism_params, rc.tuning) \
         if rc.tuning.selects else make_mechanism(rc.mechanism, rc.mechanism_params)
     metrics = {name: make_metric(name, settings) for name, settings in rc.metrics.items()}
+    if hasattr(mechanism, "isolation"):  # an external contestant: the run's sandbox policy
+        mechanism.isolation = rc.isolation  # type: ignore[attr-defined]
     return mechanism, metrics
 
 

@@ -3,7 +3,8 @@
 - :func:`mechanism_content`: what the mechanism's output depends on: the mechanism and its
   settings, the budget, the accountant, the noise sampler and the dataset config;
 - :func:`run_content`: that, plus what the run adds: seed, trial, noise mode, metrics and the
-  tuning (:meth:`dp_arena.run.settings.Tuning.content`);
+  tuning (:meth:`dp_arena.run.settings.Tuning.content`), and ``contestant.isolation`` when it
+  is not the default;
 - :func:`run_key`: the resume key (the ``run_key`` tag; the leaderboard counts each once): the
   run content, the keyed data fingerprint and the source fingerprint of the code, hashed;
 - :func:`job_key`: two jobs of one sweep with the same key are one computation (run once):
@@ -32,8 +33,11 @@ def mechanism_content(rc: RunConfig) -> dict[str, Any]:
 
 def run_content(rc: RunConfig) -> dict[str, Any]:
     """What a run computes: :func:`mechanism_content` and what the run adds."""
-    return {**mechanism_content(rc), "seed": rc.seed, "trial": rc.trial, "metrics": rc.metrics,
-            "noise": rc.noise, "tuning": rc.tuning.content()}
+    content = {**mechanism_content(rc), "seed": rc.seed, "trial": rc.trial,
+               "metrics": rc.metrics, "noise": rc.noise, "tuning": rc.tuning.content()}
+    if rc.isolation != "sandbox":  # an unsandboxed contestant's run is another run
+        content["isolation"] = rc.isolation
+    return content
 
 
 def content_hash(content: dict[str, Any], digits: int = 20) -> str:

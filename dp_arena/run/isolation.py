@@ -54,7 +54,16 @@ class RunError(DPArenaError):
 
 
 class RunLimitExceeded(DPArenaError):
-    """The run passed its time or memory limit and was stopped."""
+    """The run passed its time or memory limit and was stopped (``kind``: ``time`` or
+    ``memory``)."""
+
+    kind = "time"
+
+    @classmethod
+    def of(cls, kind: str, problem: str, fix: str) -> RunLimitExceeded:
+        exc = cls(problem, fix)
+        exc.kind = kind
+        return exc
 
 
 @dataclass
@@ -229,13 +238,13 @@ def _watch(pid: int, limits: Limits, report: ChildReport) -> int:
 
 def _collect(result_path: Path, status: int, limits: Limits, report: ChildReport) -> Any:
     if status == -1:
-        raise RunLimitExceeded(f"time limit of {limits.time_limit_s:g} s exceeded "
-                               f"(stopped after {report.seconds:.1f} s)",
-                               "raise limits.time_limit_s, or make the run cheaper")
+        raise RunLimitExceeded.of("time", f"time limit of {limits.time_limit_s:g} s exceeded "
+                                  f"(stopped after {report.seconds:.1f} s)",
+                                  "raise limits.time_limit_s, or make the run cheaper")
     if status == -2:
-        raise RunLimitExceeded(f"memory limit of {limits.memory_limit_mb:g} MB exceeded "
-                               f"(resident memory reached {report.peak_rss_mb:.0f} MB)",
-                               "raise limits.memory_limit_mb, or make the run smaller")
+        raise RunLimitExceeded.of("memory", f"memory limit of {limits.memory_limit_mb:g} MB "
+                                  f"exceeded (resident memory reached {report.peak_rss_mb:.0f} "
+                                  "MB)", "raise limits.memory_limit_mb, or make the run smaller")
     if not result_path.is_file():
         how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exit code {os.WEXITSTATUS(status)}")
@@ -248,8 +257,9 @@ def _collect(result_path: Path, status: int, limits: Limits, report: ChildReport
         return value
     if kind == "memory":
         limit = f"{limits.memory_limit_mb:g} MB" if limits.memory_limit_mb else "memory"
-        raise RunLimitExceeded(f"memory limit of {limit} exceeded (allocation failed: {value})",
-                               "raise limits.memory_limit_mb, or make the run smaller")
+        raise RunLimitExceeded.of("memory", f"memory limit of {limit} exceeded (allocation "
+                                  f"failed: {value})",
+                                  "raise limits.memory_limit_mb, or make the run smaller")
     raise unpack_exception(value)
 
 

@@ -277,6 +277,9 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
         if rc.tuning.view == "public" else data
     mechanism.check_applicable(view.training_view())  # held-out persons: scores only
     check_memory_caps(rc, mechanism, view.training_view())
+    sandbox = getattr(mechanism, "sandbox", None)
+    if callable(sandbox):  # an external contestant: refused without its sandbox
+        sandbox()
     settings_check = getattr(mechanism, "check_settings", None)
     if callable(settings_check):  # settings against the schema (rdt's), else at run time
         settings_check(view.training_view())

@@ -86,6 +86,7 @@ from dp_arena.run.references import metric_references
 from dp_arena.run.resources import ResourceMonitor
 from dp_arena.mechanisms import Mechanism
 from dp_arena.mechanisms.base import output_facts
+from dp_arena.mechanisms.external import ContestantFailed, failure_category, owner_note
 from dp_arena.metrics import Metric, MetricResult
 from dp_arena.metrics.base import drawn
 
@@ -156,7 +157,8 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
         if interrupted is not None:
             redo = f"run {interrupted.info.run_id[:8]} was interrupted ({interrupted.info.status})"
     record = run_record(rc, mechanism, data, fingerprint, key, code)
-    tags = {**record.to_tags(), **lineage_tags(rc, experiment, checked.metrics_na)}
+    tags = {**record.to_tags(), **lineage_tags(rc, experiment, checked.metrics_na),
+            **contestant_tags(mechanism)}
     run_id = client.create_run(exp_id, run_name=record.name, tags=tags).info.run_id
     if on_start is not None:
         on_start(RunStarted(run_id, experiment, client.tracking_uri))
@@ -166,9 +168,15 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
             log_dataset_input(client, run_id, data, fingerprint, rc)
             computed = execute(rc, mechanism, checked.metrics, checked.view, client, run_id, key)
     except Exception as exc:  # every failure is recorded, then re-raised
-        message = failure_message(rc.mechanism, exc, tuple(data.schema.names))
+        failed = contestant_failure(mechanism, exc)
+        message = str(failed) if failed is not None else \
+            failure_message(rc.mechanism, exc, tuple(data.schema.names))
         client.set_tag(run_id, "failure_reason", message[:5000])
+        if failed is not None:
+            client.set_tag(run_id, "contestant.failure", failed.kind)
         client.set_terminated(run_id, STATUS_FAILED)
+        if failed is not None and failed is not exc:
+            raise failed from None  # a contestant's failure says its category only
         raise
     except BaseException as exc:  # a stop signal or Ctrl-C: the run ends KILLED, with why
         mark_killed(client, run_id, f"stopped: {type(exc).__name__}")
@@ -178,6 +186,24 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
                       computed.scores, seconds=computed.seconds,
                       tracking_uri=client.tracking_uri, redone=redo,
                       metrics_na=checked.metrics_na)
+
+
+def contestant_tags(mechanism: Mechanism) -> dict[str, str]:
+    """``contestant.isolation`` for an external contestant (what it runs under), else none."""
+    tag = getattr(mechanism, "isolation_tag", None)
+    return tag() if callable(tag) else {}
+
+
+def contestant_failure(mechanism: Mechanism, exc: BaseException) -> ContestantFailed | None:
+    """An external contestant's failure as its category (:data:`dp_arena.mechanisms.external.FAILURES`;
+    the exception's own words go to the owner's file), else ``None``."""
+    if not callable(getattr(mechanism, "isolation_tag", None)):
+        return None
+    if isinstance(exc, ContestantFailed):
+        return exc
+    kind = failure_category(exc)
+    owner_note(mechanism.name, kind, f"{type(exc).__name__}: {exc}")
+    return ContestantFailed(mechanism.name, kind)
 
 
 def lineage_tags(rc: RunConfig, experiment: str, metrics_na: dict[str, str]) -> dict[str, str]:

@@ -4,6 +4,7 @@
 - :class:`PrivacySettings` (``privacy``: budget, accountant, noise source),
   :class:`TrackingSettings` (``tracking``: MLflow and the labelled private opt-ins),
   :class:`Limits` (``limits``: per-run time, memory, threads, isolation),
+  :class:`ContestantSettings` (``contestant``: the sandbox external contestants run in),
   :class:`Tuning` (``tuning``: the tuning mode, :mod:`dp_arena.run.tuning`),
   :class:`CompetitionSettings` (``competition``: a named competition's facts).
 
@@ -27,6 +28,7 @@ from omegaconf import MISSING
 
 from dp_arena.errors import ConfigError
 from dp_arena.privacy.accounting import DEFAULT_ACCOUNTANT
+from dp_arena.sandbox import ISOLATIONS
 
 #: Tuning modes and stages (dp_arena/run/tuning.py).
 MODES = ("none", "public", "oracle", "dp_select")
@@ -59,6 +61,19 @@ class Limits:
                  f"memory {self.memory_limit_mb:g} MB" if self.memory_limit_mb else
                  "no memory limit"]
         return ", ".join(parts)
+
+
+@dataclass  # not frozen: Hydra merges config files and overrides into it
+class ContestantSettings:
+    """The ``contestant`` group: ``isolation`` of external contestants (``sandbox``: refused
+    without one, :mod:`dp_arena.sandbox`; ``none``: knowingly unsandboxed, tagged on the run)."""
+
+    isolation: str = "sandbox"
+
+    def check(self) -> None:
+        if self.isolation not in ISOLATIONS:
+            raise ConfigError(f"contestant.isolation must be one of {list(ISOLATIONS)} (got "
+                              f"{self.isolation!r})", "use contestant.isolation=sandbox")
 
 
 @dataclass  # not frozen: Hydra merges config files and overrides into it
@@ -199,6 +214,7 @@ class RunSettings:
     seed: int = 0
     resume: bool = True
     limits: Limits = field(default_factory=Limits)
+    contestant: ContestantSettings = field(default_factory=ContestantSettings)
     plugins: list[str] = field(default_factory=list)
     tracking: TrackingSettings = field(default_factory=TrackingSettings)
     competition: CompetitionSettings | None = None

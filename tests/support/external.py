@@ -1,7 +1,11 @@
-"""The external contestant double (tests/contestant_double.py), a small record-level table and a fit."""
+"""The external contestant double (tests/contestant_double.py), a small record-level table, a
+fit, the double's probes (printed on its output: ``DP_ARENA_DEBUG=1`` shows it on stderr) and
+the skip where no contestant sandbox can run."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +16,7 @@ from dp_arena.data.datasets import PROJECT_ROOT, Dataset
 from dp_arena.data.schema import Column, RunSpec, Schema
 from dp_arena.privacy.accounting import Budget, Ledger
 from dp_arena.privacy.release import Releaser
+from dp_arena.sandbox import find_sandbox
 from dp_arena.mechanisms import make_mechanism
 from dp_arena.mechanisms.contestants import ADAPTER_DIR
 from dp_arena.mechanisms.external import FOLDER_PREFIX
@@ -54,3 +59,23 @@ def fit(mech, data: Dataset, accountant: str = "gdp",
     release = Releaser.for_budget(budget, accountant)
     out = mech.fit_sample(data, budget, release, np.random.default_rng())
     return out, release.ledger
+
+
+def probe(text: str, kind: str = "PROBE") -> dict:
+    """The double's one ``PROBE``/``ENV_PROBE`` line in ``text`` (captured stderr), parsed."""
+    [line] = [ln for ln in text.splitlines() if ln.startswith(kind + " ")]
+    return json.loads(line.removeprefix(kind + " "))
+
+
+def sandbox_or_skip() -> None:
+    """Skip a test that runs a contestant where no sandbox can run (the reason said); on CI
+    (``CI=true``, where ``.ci/run`` installs bubblewrap) fail instead."""
+    import pytest
+
+    found = find_sandbox()
+    if found.available:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run contestants sandboxed: {found.problem}")
+    pytest.skip(f"no contestant sandbox on this machine: {found.problem} (apt-get install "
+                "bubblewrap)")

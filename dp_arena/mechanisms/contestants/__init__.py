@@ -18,8 +18,9 @@ mbi < 2; dp-arena needs mbi >= 2), so each gets its own.
 A contestant's process sees only :func:`allowed_environment`: an allow-list
 (:data:`KEPT_VARIABLES`: search path, home, locale, time zone, the thread limits of
 :data:`THREAD_VARIABLES`) plus what the protocol sets, never the harness's own settings
-(``DP_ARENA_*``, ``MLFLOW_*``, the secret file's path, cloud credentials). What each contestant
-claims (guarantee, what it reads from the data, whose accounting) is :mod:`.claims`.
+(``DP_ARENA_*``, ``MLFLOW_*``, the secret file's path, cloud credentials), inside the
+operating-system sandbox of :mod:`dp_arena.sandbox`. What each contestant claims (guarantee,
+what it reads from the data, whose accounting) is :mod:`.claims`.
 """
 
 from __future__ import annotations

@@ -20,11 +20,15 @@ the standard library and numpy only, so it runs in any contestant environment. T
 The script writes ``synthetic.csv`` (same header and encoding) and exits 0; optionally
 ``report.json`` ``{"tags": {"name": number}}`` (public counts about its own output, e.g. rows
 it dropped; only names the contestant declares are kept: its manifest in ``claims.py``, or
-``mechanism.report_tags``); on failure it exits non-zero and may write one public line to
-``failure.txt`` (the board shows it after the harness scrubs numbers, quoted strings and the
-schema's categories from it; never write a data value). The environment holds only ``PATH``,
-``HOME``, locale, time zone, thread limits and the protocol's ``TMPDIR``,
-``PYTHONNOUSERSITE`` and ``MPLBACKEND``: none of the harness's settings.
+``mechanism.report_tags``; every other entry is dropped without a trace); on failure it exits
+non-zero and may write one line to ``failure.txt``, which reaches the run's owner only (the
+state folder's ``contestant-failures.log``): the board and MLflow get a fixed category (non-zero
+exit, signal, no output, bad output, time or memory limit). The three files must be regular
+files (a symbolic link is not read). The environment holds only ``PATH``, ``HOME`` (inside the
+folder when sandboxed), locale, time zone, thread limits and the protocol's ``TMPDIR``,
+``PYTHONNOUSERSITE`` and ``MPLBACKEND``: none of the harness's settings. The script runs in
+an operating-system sandbox (:mod:`dp_arena.sandbox`): no network, a read-only system and
+environment, the folder its only writable place, its processes ended with the run.
 
 For adapters that close a library's read of the exact row count: :func:`split_epsilon` (a
 share of epsilon for the count, basic composition) and :func:`laplace_row_count` (OpenDP's
