@@ -243,6 +243,35 @@ def test_a_dataset_too_small_for_a_canary_is_refused(csv_dir):
     assert "too small to audit" in proc.stderr and "Traceback" not in proc.stderr
 
 
+# ----- the run cache: off by default --------------------------------------------------------
+def test_the_run_cache_is_off_by_default_in_the_settings_and_the_config():
+    """A canary audit's cached statistics average to the private data's exact counts over
+    many runs, so nothing keeps them unless asked."""
+    assert AuditSettings().keep_cache is False
+    assert AuditSettings.from_config({}).keep_cache is False
+    conf = (PROJECT_ROOT / "dp_arena" / "conf" / "audit" / "default.yaml").read_text()
+    assert "keep_cache: false" in conf
+
+
+def cached_files(cwd: Path) -> list[Path]:
+    return sorted((cwd / "audits" / "cache").glob("*/*.jsonl"))
+
+
+def test_a_default_canary_audit_leaves_no_cache_and_the_opt_in_keeps_it(csv_dir):
+    """End to end with the configured private data and a canary (the pair whose cache is
+    private): by default nothing is left on disk; with audit.keep_cache=true the cache is
+    there (so the first check can fail: it looks where the cache is written)."""
+    base = ("dataset=csv", "dataset.path=private.csv", "dataset.schema=parameters.json",
+            "mechanism=independent", "privacy=pure", "privacy.delta=0", "privacy.epsilon=1",
+            "audit.runs=10", "audit.jobs=1")
+    proc = audit_cli(csv_dir, *base)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert cached_files(csv_dir) == []
+    kept = audit_cli(csv_dir, *base, "audit.keep_cache=true")
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert len(cached_files(csv_dir)) == 2  # one file per world
+
+
 # ----- the board ---------------------------------------------------------------------------
 def test_attach_audits_matches_rows_on_the_audit_key():
     board = pd.DataFrame({"mechanism": ["independent", "mst", "independent"],

@@ -334,7 +334,8 @@ def test_the_planted_leak_run_end_to_end_is_marked_and_uniform_is_not(tmp_path, 
             "metrics": {"membership": {}}, "trial": 0, "seed": 0,
             "plugins": ["tests.doubles"],
             "tracking": {"uri": tracking_uri, "experiment": "test",
-                         "log_private_synthetic": False}})
+                         "log_private_synthetic": False,
+                         "log_heldout_scores": True}})  # the owner's own store: opted in
         assert out.status == "FINISHED"
     board = build_leaderboard(load_runs("test", tracking_uri), "membership/auc")
     by = by_mechanism(board)

@@ -29,7 +29,7 @@ from dp_arena.data.datasets import Dataset
 from dp_arena.data.schema import Column, Schema
 from dp_arena.errors import NotApplicable
 from dp_arena.metrics import make_metric
-from dp_arena.metrics.membership import (Membership, auroc, bootstrap_draws, score_counts,
+from dp_arena.metrics.membership import (TOO_FEW, Membership, auroc, bootstrap_draws, score_counts,
                                 tpr_at_fpr)
 from tests.conftest import make_small_frame, make_small_schema
 
@@ -281,13 +281,17 @@ def test_not_applicable_without_a_heldout_part():
         metric.score(data, population(500, 2))
 
 
-def test_not_applicable_with_too_few_heldout_persons():
-    data = dataset(500, 49)
+def test_too_few_heldout_persons_is_said_by_the_owner_side_score_not_by_applicability():
+    """Applicability is written (plan file, ``metrics_na`` tags), so it depends on public
+    facts only: a held-out part of 49 persons applies like one of 50, and the run's one score
+    (kept on the owner's side) says it was too small to attack."""
+    small, enough = dataset(500, 49), dataset(500, 50)
     metric = Membership()
-    assert not metric.applies_to(data)
-    assert "at least 50 held-out persons" in metric.not_applicable_reason(data)
-    assert "49" not in metric.not_applicable_reason(data)  # the count is private
-    assert Membership(min_heldout=40).applies_to(data)
+    assert metric.applies_to(small) and metric.applies_to(enough)
+    assert metric.not_applicable_reason(small) is None
+    assert metric.score(small, population(200, 3)).scores == {TOO_FEW: 1.0}
+    assert TOO_FEW not in metric.score(enough, population(200, 3)).scores
+    assert Membership(min_heldout=40).score(small, population(200, 3)).scores != {TOO_FEW: 1.0}
 
 
 def persons(result) -> tuple[int, int]:

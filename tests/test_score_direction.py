@@ -65,7 +65,10 @@ def test_tuning_maximises_the_negated_distance(plugin):
     assert objective_value({"distance_score/similarity_top": 0.9}, rc) == 0.9
 
 
-def test_the_run_tags_each_metrics_lower_scores(plugin):
-    results = {"distance_score": MetricResult(scores={"plugin_score": 1.0, "similarity_a": 2.0})}
-    tags = direction_tags(results, {"distance_score": DistanceScore()})
+def test_the_run_tags_each_metrics_lower_scores_of_the_stored_scores_only(plugin):
+    """The tag lists the stored scores' names where smaller is better; a name that is not
+    stored (an owner-side score, present only on some data) never reaches it."""
+    stored = {"distance_score/plugin_score": 1.0, "distance_score/similarity_a": 2.0}
+    tags = direction_tags(stored, {"distance_score": DistanceScore()})
     assert tags == {"lower_is_better/distance_score": "plugin_score"}
+    assert direction_tags({}, {"distance_score": DistanceScore()}) == {}

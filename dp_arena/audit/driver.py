@@ -12,7 +12,9 @@ Steps (``run_audit``):
 2. **the pair**: D = the configured private data, D' = D + a constructed canary
    (:mod:`dp_arena.audit.canary`);
 3. **runs**: ``audit.runs`` runs per world with fresh noise, isolated, in parallel, cached in
-   ``<audit.cache_dir>/<audit key>/`` so a re-run resumes (:mod:`dp_arena.audit.runs`). The key
+   ``<audit.cache_dir>/<audit key>/`` while the audit lasts, deleted when it ends (also on a
+   failure or a stop) unless ``audit.keep_cache=true`` keeps it so a re-run resumes
+   (:mod:`dp_arena.audit.runs`; a canary audit's cache is private data). The key
    hashes the mechanism and settings, budget, accountant, dataset config and keyed data
    fingerprint, canary, statistic and the source of the code the runs execute;
 4. **test and bound**: :mod:`dp_arena.audit.decision` (chosen on one half, counted on the other)
@@ -246,11 +248,13 @@ def run_audit(cfg: dict[str, Any], out_dir: Path | None = None,
          f"view {settings.view}, neighbours {settings.neighbours}"
          + (f" ({settings.canary})" if settings.neighbours == "canary" else "")
          + f", statistic {statistic_name(settings)}")
-    x = collect(mechanism, worlds, rc, canary.codes, settings.statistic, settings.runs, folder,
-                jobs=settings.jobs, batch_seconds=settings.batch_seconds, echo=echo,
-                view=settings.view)
-    if not settings.keep_cache:
-        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        x = collect(mechanism, worlds, rc, canary.codes, settings.statistic, settings.runs,
+                    folder, jobs=settings.jobs, batch_seconds=settings.batch_seconds,
+                    echo=echo, view=settings.view)
+    finally:  # also when the audit fails or is stopped: kept only when asked for
+        if not settings.keep_cache:
+            shutil.rmtree(folder, ignore_errors=True)
     x, dropped = followed_runs(x, settings.view)
     mu_estimate = likelihood_ratio_mu(x[WORLDS[0]][:, 1], x[WORLDS[1]][:, 1]) \
         if settings.view == "releases" and mu_claimed > 0 else math.nan

@@ -45,8 +45,10 @@ class AuditSettings:
     jobs: int = 2
     batch_seconds: float = 20.0
     cache_dir: str = "audits/cache"
-    #: keep the cached runs after the audit (a re-run resumes); ``false`` deletes them
-    keep_cache: bool = True
+    #: keep the cached runs after the audit (a re-run resumes). Off by default: averaged
+    #: over many runs, a canary audit's cached statistics estimate the private data's exact
+    #: counts; without it the cache is deleted when the audit ends, fails or is stopped
+    keep_cache: bool = False
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> AuditSettings:

@@ -30,14 +30,15 @@ statistics of the private table. They are shown only to the operator, who runs t
 the data owner's side and may see the private table anyway, as :meth:`Schema.validate`'s errors
 already count bad values to the operator; they are labelled as such in every message ("exact
 counts of the private table, shown to you only; not logged"). They are never written to the
-sweep's plan file (``plan.json``: its notes come from :attr:`LoadReport.notes`), MLflow, an
-artifact or the board: a refusal is raised while the sweep is planned, and an invalid job's
-message is printed, never stored (:func:`dp_arena.sweep.plan.plan_for` exits before the plan is
-written). DP counts were the alternative; they would spend budget on every load and still
-need the exact count to decide a refusal, and the operator is the one person the exact count is
-not a secret from. What reaches the plan file and MLflow is :attr:`LoadReport.notes`: one bit
-per column (changed or not, rows dropped because of it or not), as the other pre-sweep
-warnings (:mod:`dp_arena.data.guards`).
+sweep's plan file (``plan.json``), MLflow, an artifact or the board: a refusal is raised while
+the sweep is planned, and an invalid job's message is printed, never stored
+(:func:`dp_arena.sweep.plan.plan_for` exits before the plan is written). DP counts were the
+alternative; they would spend budget on every load and still need the exact count to decide a
+refusal, and the operator is the one person the exact count is not a secret from. Not even one
+bit per column is written: which columns changed (:attr:`LoadReport.notes`) is set by a single
+outlier or rare-category row, so it is said on the console with the private warnings
+(:mod:`dp_arena.data.guards`), and the ``schema_quality`` tag (:func:`schema_quality`) says only
+what the schema file holds (public or DP).
 
 **Schema identity**: :func:`schema_digest` is a keyed digest (HMAC under the local secret,
 :func:`dp_arena.privacy.secret.keyed_digest`) of the schema's canonical JSON, the run tag
@@ -115,12 +116,14 @@ WEAK_KEEP = 0.95
 WEAK_LARGEST = 0.9
 
 
-def schema_quality(source: SchemaSource | None, report: "LoadReport | None") -> str:
+def schema_quality(source: SchemaSource | None) -> str:
     """One line on what a proposed schema keeps, for the board (tag ``schema_quality``): its
-    source and spend, the columns that keep little (from ``proposal.columns``: public-sample
+    source and spend and the columns that keep little (from ``proposal.columns``: public-sample
     facts or post-processing of the DP proposal's releases; a from-private schema's shares are
-    not written) and the columns whose values loading changed (one bit each, as the plan's
-    notes). "" for a hand-written schema."""
+    not written). Never what loading changed: which columns held values outside the schema is
+    a fact of the private table that no charged release covers (one outlier row sets it), so
+    it stays on the owner's console (:func:`loss_report_lines`). "" for a hand-written
+    schema."""
     if source is None:
         return ""
     head = {"dp": f"DP proposal (eps {source.epsilon:.3g})", "public": "public sample",
@@ -136,9 +139,6 @@ def schema_quality(source: SchemaSource | None, report: "LoadReport | None") -> 
     parts = [f"{len(source.columns)} column(s) from a {head}" if source.columns else head]
     if weak:
         parts.append("weak: " + ", ".join(weak))
-    changed = [c.name for c in report.columns if c.lost] if report is not None else []
-    if changed:
-        parts.append("values outside it changed on loading in: " + ", ".join(changed))
     return "; ".join(parts)
 
 
@@ -196,8 +196,9 @@ class LoadReport:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """One bit per column, loggable: which columns changed, which dropped rows; never a
-        count or a value."""
+        """One bit per column: which columns changed, which dropped rows; never a count or a
+        value. Still facts of the private table (one outlier row sets a bit): for the owner's
+        console only, never written (module docstring)."""
         notes = [f"{c.name}: values outside the proposed schema "
                  + ("set missing" if c.kind != "numeric" else "clipped or set missing")
                  for c in self.columns if c.lost]

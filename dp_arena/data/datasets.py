@@ -89,8 +89,9 @@ class Dataset:
     max_records_per_individual: int | None = None
     #: where the schema came from (a proposal's ``proposal`` block; None: hand-written)
     schema_source: SchemaSource | None = None
-    #: what loading changed to fit the data to a proposed schema: one bit per column,
-    #: loggable (:attr:`dp_arena.data.conform.LoadReport.notes`)
+    #: what loading changed to fit the data to a proposed schema: one bit per column
+    #: (:attr:`dp_arena.data.conform.LoadReport.notes`), facts of the private table for the
+    #: owner's console only (never written: :func:`dp_arena.data.guards.private_warnings`)
     notes: tuple[str, ...] = ()
     #: what fitting the private file to a proposed schema cost, counted: exact counts of the
     #: private table, for the operator's console only (never logged; None: no fitting)

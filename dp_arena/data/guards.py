@@ -21,7 +21,11 @@ range or categories, a public sample, a larger proposal epsilon, more categories
 
 The size, one-bin and one-code checks read the private data and tell the operator's console
 one bit each (as ``check_delta`` does); the messages name the column and the fix, never a count
-of private rows or a value. The domain check uses the schema only (public).
+of private rows or a value. A bit is still a fact of the private table (one person can set it),
+so these warnings and what loading changed (``Dataset.notes``) are :func:`private_warnings`:
+printed on the operator's console, labelled :data:`PRIVATE_VIEW` (the data owner's private
+view), and never written to the sweep's plan file, MLflow or the board. The domain check uses
+the schema only (public, or a DP proposal's release): :func:`public_warnings` may be written.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from dp_arena.data.schema import encode_column
 MIN_PERSONS = 100
 MAX_PAIR_CELLS = 10_000
 ONE_BIN_SHARE = 0.9
+#: Said with every warning computed on the private table (module docstring).
+PRIVATE_VIEW = ("computed on the private table: the data owner's private view, shown on this "
+                "console only, never written")
 
 
 def few_persons(data: Dataset) -> list[str]:
@@ -104,5 +111,15 @@ def one_code_columns(data: Dataset) -> list[str]:
 
 def dataset_warnings(data: Dataset) -> list[str]:
     """Every warning for ``data`` (module docstring), then what loading changed."""
-    return [*few_persons(data), *huge_domains(data), *one_bin_columns(data),
-            *one_code_columns(data), *data.notes]
+    return [*public_warnings(data), *private_warnings(data)]
+
+
+def public_warnings(data: Dataset) -> list[str]:
+    """The warnings from the schema alone: they may be written (the plan's notes)."""
+    return huge_domains(data)
+
+
+def private_warnings(data: Dataset) -> list[str]:
+    """The warnings that read the private table, and what loading changed: for the owner's
+    console only (:data:`PRIVATE_VIEW`)."""
+    return [*few_persons(data), *one_bin_columns(data), *one_code_columns(data), *data.notes]

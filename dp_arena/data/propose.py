@@ -453,8 +453,8 @@ def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
     counted = text_of(values).value_counts()
     tau = threshold(epsilon, delta, bound)
     report = ColumnReport(name, "dp", "text", epsilon, delta)
-    if not len(counted):
-        return None, tau, replace_note(report, "no values; left out (fix: a hint)")
+    # an empty column is released like any other (no key, the same charge and note): its
+    # emptiness is a fact of the private table, which only a charged release may tell
     noisy = releaser.laplace(f"{name}: values", counted.to_numpy(dtype=float),
                              sensitivity=bound, scale=bound / epsilon,
                              note=f"thresholded at {tau:.6g}")

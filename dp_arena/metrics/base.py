@@ -15,7 +15,9 @@ figures PNG artifacts.
 Which outputs are private
 -------------------------
 - **Scores** are computed on the private data (as the challenge's published scores were); they
-  are logged as they are.
+  are logged as they are, except the scores of a metric that reads the held-out persons
+  (``reads_heldout``): those stay on the data owner's side (:mod:`dp_arena.run.heldout`), since
+  a submission chooses the table they compare against held-out people.
 - **Tables and figures** are private by declaration: only the names a metric lists in its
   ``public_outputs`` are public, i.e. computed from the synthetic table and public settings
   (schema, seeds, the public part of the dataset) only, so they are identical for any two
@@ -98,6 +100,10 @@ class Metric(ABC):
     requires: ClassVar[str] = "another kind of data"
     #: What each setting may be (:mod:`dp_arena.params`), checked when the metric is built.
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
+    #: Whether the metric reads the held-out persons (``data.heldout``). Only such a metric is
+    #: given them (the others score the training view), and its scores stay on the data
+    #: owner's side (:mod:`dp_arena.run.heldout`), never in the tracking store by default.
+    reads_heldout: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         check_parameters(self, f"metrics.{self.name}")

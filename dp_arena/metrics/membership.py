@@ -24,6 +24,13 @@ FPRS = (0.01, 0.1)
 ATTACKS = ("dcr", "density")
 #: Largest number of float32 cells (32 MB) of one chunk of the target x synthetic match matrix.
 CHUNK_CELLS = 8_000_000
+#: The one score of a run whose held-out part has fewer than ``min_heldout`` persons.
+TOO_FEW = "too_few_heldout"
+
+
+@dataclass(frozen=True)
+class TooFewHeldout:
+    """The reference when the held-out part is too small to attack (:class:`Membership`)."""
 
 
 # ----- targets ----------------------------------------------------------------------------
@@ -388,12 +395,18 @@ class Membership(SharedReference):
     ----------------------
     Nothing here is public (``public_outputs`` is empty): every score and the table are computed on
     private rows (training and held-out) without noise, like every other metric's scores; no
-    ``Releaser`` is involved, and nothing is charged to a ledger: the outputs are scores, logged as
-    scores are. The numbers of members and non-members are counts of private persons (they equal
-    ``max_targets`` unless the held-out part is smaller, so they would tell the size of the
-    held-out part, hence of the table): they are in the private table only, never a score. The
-    metric does not apply when the dataset has no held-out part or it has fewer than
-    ``min_heldout`` persons; the reason reveals that one bit and no count.
+    ``Releaser`` is involved, and nothing is charged to a ledger. Because they read held-out
+    persons (``reads_heldout``), the scores stay on the data owner's side
+    (:mod:`dp_arena.run.heldout`: an owner-only file, not the tracking store, unless
+    ``tracking.log_heldout_scores=true``): against a submitted table they are an oracle on
+    held-out people. The numbers of members and non-members are counts of private persons (they
+    equal ``max_targets`` unless the held-out part is smaller, so they would tell the size of
+    the held-out part, hence of the table): they are in the private table only, never a score.
+    The metric does not apply when the dataset has no held-out part (a public fact: the
+    config). A held-out part of fewer than ``min_heldout`` persons is a fact of the private
+    table, so it does not decide applicability (which the plan file and the ``metrics_na`` tags
+    would show): the metric applies, and its one score, ``too_few_heldout`` = 1, replaces the
+    attacks' on the owner's side.
     """
 
     max_targets: int = 2000
@@ -409,6 +422,7 @@ class Membership(SharedReference):
     #: The held-out copy share is the baseline the training share is compared with.
     other_direction: ClassVar[tuple[str, ...]] = ("copy_share_heldout",)
     public_outputs: ClassVar[frozenset[str]] = frozenset()  # every output uses private rows
+    reads_heldout: ClassVar[bool] = True  # scores kept on the owner's side (dp_arena.run.heldout)
     requires: ClassVar[str] = "a held-out split of persons (data.heldout)"
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "max_targets": [Interval(int, 10)], "rows_per_person": [Interval(int, 1)],
@@ -418,26 +432,26 @@ class Membership(SharedReference):
         "min_heldout": [Interval(int, 2)], "seed": [Interval(int, 0)]}
 
     def applies_to(self, data: Dataset) -> bool:
-        return data.heldout is not None and \
-            person_count(data.heldout, person_id_column(data)) >= self.min_heldout
+        return data.heldout is not None  # public: the config holds persons out
 
     def not_applicable_reason(self, data: Dataset) -> str | None:
         if data.heldout is None:
             return (f"membership needs {self.requires}; dataset {data.name!r} holds out no "
                     "persons")
-        if not self.applies_to(data):
-            return (f"membership needs at least {self.min_heldout} held-out persons "
-                    f"(metrics.membership.min_heldout); dataset {data.name!r} holds out fewer")
         return None
 
-    def reference(self, data: Dataset) -> AttackSetup:
+    def reference(self, data: Dataset) -> AttackSetup | TooFewHeldout:
         """The targets, the reference density at their rows and the bootstrap draws: all
         that does not depend on the synthetic table. Three seeded streams (targets,
-        synthetic subsample, bootstrap) so that splitting the work changes no draw."""
+        synthetic subsample, bootstrap) so that splitting the work changes no draw.
+        :class:`TooFewHeldout` when the held-out part has fewer than ``min_heldout``
+        persons."""
         reason = self.not_applicable_reason(data)
         if reason is not None:
             raise NotApplicable(reason, "hold out persons of the dataset (its held-out split) "
                                 "or drop the metric with ~metrics.membership")
+        if person_count(data.heldout, person_id_column(data)) < self.min_heldout:
+            return TooFewHeldout()
         target_rng, _, bootstrap_rng = np.random.default_rng(self.seed).spawn(3)
         schema = data.schema
         sizes = np.array([schema.domain()[a] for a in schema.attributes])
@@ -450,8 +464,10 @@ class Membership(SharedReference):
             bootstrap_draws(targets.members.count, self.n_bootstrap, bootstrap_rng),
             bootstrap_draws(targets.nonmembers.count, self.n_bootstrap, bootstrap_rng))
 
-    def score_with(self, reference: AttackSetup, data: Dataset,
+    def score_with(self, reference: AttackSetup | TooFewHeldout, data: Dataset,
                    synthetic: pd.DataFrame) -> MetricResult:
+        if isinstance(reference, TooFewHeldout):
+            return MetricResult(scores={TOO_FEW: 1.0})
         setup, targets = reference, reference.targets
         synthetic_rng = np.random.default_rng(self.seed).spawn(3)[1]
         all_synthetic = data.schema.encode(synthetic).to_numpy(np.int64)

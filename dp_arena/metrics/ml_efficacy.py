@@ -54,8 +54,9 @@ Algorithms
   regression), hence AUROC 0.5; a held-out set with one class only has no AUROC (NaN).
 
 Privacy: the scores are computed on the private training part and the private held-out rows
-without noise, like every score of the harness; they are logged as scores, not released by a
-mechanism. The train-on-real reference sees the private table and is **not** a private
+without noise, like every score of the harness. Because they read held-out persons
+(``reads_heldout``), they stay on the data owner's side (:mod:`dp_arena.run.heldout`: an
+owner-only file, not the tracking store, unless ``tracking.log_heldout_scores=true``). The train-on-real reference sees the private table and is **not** a private
 result. No table or figure is returned, so nothing is declared public; messages name
 settings and columns, never a value or a count.
 """
@@ -305,6 +306,7 @@ class MLEfficacy(SharedReference):
     lower_is_better: ClassVar[bool] = False
     requires: ClassVar[str] = "held-out rows and a target column"
     public_outputs: ClassVar[frozenset[str]] = frozenset()
+    reads_heldout: ClassVar[bool] = True  # scores kept on the owner's side (dp_arena.run.heldout)
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "models": [Satisfies(_known_models, f"a non-empty list of distinct models from "
                                             f"{list(MODELS)}")],

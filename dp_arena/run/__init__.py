@@ -10,6 +10,8 @@
   from it (resume, identical jobs, audits);
 - :mod:`~dp_arena.run.preflight`: a run checked against its data before it starts;
 - :mod:`~dp_arena.run.runner`: ``run_one`` (validate, load, fit, validate output, score, log);
+- :mod:`~dp_arena.run.heldout`: scores computed on held-out persons, kept on the owner's side
+  (an owner-only file, not the tracking store);
 - :mod:`~dp_arena.run.isolation`: the run's computation in a child process under time and memory
   limits;
 - :mod:`~dp_arena.run.resources`: wall time and peak memory of a block;

@@ -169,6 +169,7 @@ class RunConfig:
     tracking_uri = setting("tracking.uri")
     log_private_synthetic = setting("tracking.log_private_synthetic")
     log_private_tables = setting("tracking.log_private_tables")
+    log_heldout_scores = setting("tracking.log_heldout_scores")
     system_metrics = setting("tracking.system_metrics")
 
     @property

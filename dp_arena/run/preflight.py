@@ -291,4 +291,18 @@ def check_run(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric],
                           f" ({'; '.join(r for r in reasons.values() if r)})",
                           "add a generic metric, e.g. metrics=kmarginal")
     check_delta(rc, data.training_view())
+    check_objective(rc, metrics)
     return CheckedRun(view, applicable, {n: r for n, r in reasons.items() if r})
+
+
+def check_objective(rc: RunConfig, metrics: dict[str, Metric]) -> None:
+    """A tuning objective must be a score the store gets: a held-out score stays on the
+    owner's side (:mod:`dp_arena.run.heldout`), and a setting chosen by it would carry it to the
+    store, unless ``tracking.log_heldout_scores=true`` logs it anyway."""
+    wanted = rc.tuning.objective
+    metric = metrics.get(wanted.split("/", 1)[0]) if wanted else None
+    if metric is not None and type(metric).reads_heldout and not rc.log_heldout_scores:
+        raise ConfigError(f"tuning.objective={wanted} is a score of held-out persons, kept on "
+                          "the data owner's side: a setting chosen by it would tell them",
+                          "tune by a training-side score (e.g. kmarginal/score), or, for a "
+                          "store only the owner reads, tracking.log_heldout_scores=true")

@@ -59,7 +59,7 @@ def build_record(rc: RunConfig, mechanism: Mechanism | None, data: Dataset, *,
         metric_settings=tuple((n, settings_text(s))
                               for n, s in sorted(rc.metrics.items())),
         schema_digest=schema_digest(data.schema),  # a board notices mixed schemas
-        schema_quality=schema_quality(data.schema_source, data.load_report)[:TAG_LIMIT],
+        schema_quality=schema_quality(data.schema_source)[:TAG_LIMIT],
         schema=tuple(schema_tags(data.schema_source).items()),
         claim=tuple(sorted(claim.tags().items())) if claim is not None else ())
 

@@ -80,5 +80,13 @@ def metric_references(metrics: dict[str, Metric], data: Dataset,
                       memo: ReferenceMemo = WORKER_MEMO) -> dict[str, Any]:
     """Every metric's reference for ``data`` (None for metrics without one), from ``memo``.
     A metric that keeps the default :meth:`~dp_arena.metrics.base.Metric.reference` costs nothing."""
-    return {name: (memo.get(metric, data) if type(metric).reference is not Metric.reference
-                   else None) for name, metric in metrics.items()}
+    return {name: (memo.get(metric, scoring_view(metric, data))
+                   if type(metric).reference is not Metric.reference else None)
+            for name, metric in metrics.items()}
+
+
+def scoring_view(metric: Metric, data: Dataset) -> Dataset:
+    """What a metric scores against: the whole dataset for a metric that declares it reads the
+    held-out persons (``reads_heldout``), the training view (no held-out part) for any other,
+    so an undeclared read of ``data.heldout`` finds nothing."""
+    return data if type(metric).reads_heldout else data.training_view()

@@ -25,7 +25,9 @@ What a run writes is a DP release, public, or an opt-in that is labelled:
   metric tables/figures each metric declares public. Metric outputs computed on the private data
   are logged only with ``tracking.log_private_tables=true``, which tags the run
   ``private_tables=true``. Score scalars are computed on the private data (as the challenge
-  published its scores) and logged as metrics;
+  published its scores) and logged as metrics, except those of metrics that read the held-out
+  persons: they go to an owner-only file (:mod:`dp_arena.run.heldout`) unless
+  ``tracking.log_heldout_scores=true`` (tagged ``heldout_scores``);
 - **delta**: a delta at or above 1/(number of persons) is refused unless
   ``privacy.allow_large_delta=true`` (tagged ``large_delta=true``).
 """
@@ -79,10 +81,11 @@ from dp_arena.run.config import (
     parse_run_config,
 )
 from dp_arena.run.content import run_key
+from dp_arena.run.heldout import OPT_IN_TAG, OPT_IN_VALUE, split_scores, write_heldout_scores
 from dp_arena.run.isolation import call_isolated
 from dp_arena.run.preflight import check_data_size, check_run
 from dp_arena.run.record import build_record, private_output_reason
-from dp_arena.run.references import metric_references
+from dp_arena.run.references import metric_references, scoring_view
 from dp_arena.run.resources import ResourceMonitor
 from dp_arena.mechanisms import Mechanism
 from dp_arena.mechanisms.base import output_facts
@@ -291,6 +294,8 @@ class Computed:
     scores: dict[str, float]
     seconds: float
     tags: dict[str, str] = field(default_factory=dict)
+    #: the scores of metrics that read held-out persons: for the owner's side only
+    heldout: dict[str, float] = field(default_factory=dict)
 
 
 def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], data: Dataset,
@@ -309,6 +314,8 @@ def execute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
             client.log_batch(run_id, tags=[run_tag(k, v) for k, v in computed.tags.items()])
         log_metrics(client, run_id, numbers)
         log_folder(client, run_id, out)
+        if computed.heldout:  # the owner's side, never the store (dp_arena.run.heldout)
+            write_heldout_scores(run_id, computed.heldout)
         reason = private_output_reason(mechanism, data)
         if reason and not rc.log_private_synthetic:
             client.set_tag(run_id, "synthetic_logged",
@@ -339,12 +346,16 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         (out / path).write_text(json.dumps(json_safe(record), indent=1))
     synthetic = check_synthetic(synthetic, data, rc)
     with ResourceMonitor() as scoring:
-        results = {name: metric.score_with(references[name], data, synthetic)
-                   if references.get(name) is not None else metric.score(data, synthetic)
+        results = {name: metric.score_with(references[name], scoring_view(metric, data),
+                                           synthetic)
+                   if references.get(name) is not None
+                   else metric.score(scoring_view(metric, data), synthetic)
                    for name, metric in metrics.items()}
     eps_spent, delta_spent = spent_budget(mechanism, ledger)
-    scores = {f"{name}/{key}": float(v) for name, r in results.items() for key, v in r.scores.items()}
-    extra_tags.update(direction_tags(results, metrics))
+    scores, heldout = stored_scores(rc, metrics, results)
+    if heldout and rc.log_heldout_scores:
+        extra_tags[OPT_IN_TAG] = OPT_IN_VALUE
+    extra_tags.update(direction_tags(scores, metrics))
     numbers = {
         **scores,
         "seconds": fit.seconds, "score_seconds": scoring.seconds,
@@ -357,13 +368,33 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
         numbers["n_synthetic_rows"] = float(len(synthetic))
     write_artifacts(out, rc, mechanism, synthetic, public_results(results, metrics, rc),
                     ledger, numbers, log_synthetic=log_synthetic)
-    return Computed(numbers, scores, fit.seconds, extra_tags)
+    return Computed(numbers, scores, fit.seconds, extra_tags, heldout)
 
 
-def direction_tags(results: dict[str, MetricResult], metrics: dict[str, Metric]) -> dict[str, str]:
-    """Per metric, the tag naming its scores where smaller ranks better (the board reads it)."""
-    return {f"{LOWER_IS_BETTER_TAG}{name}": ",".join(type(metrics[name]).lower_scores(r.scores))
-            for name, r in results.items()}
+def stored_scores(rc: RunConfig, metrics: dict[str, Metric],
+                  results: dict[str, MetricResult]) -> tuple[dict[str, float], dict[str, float]]:
+    """``(store, held-out)``: the scores the tracking store gets, and those of metrics that
+    read held-out persons, kept on the owner's side (:mod:`dp_arena.run.heldout`); with
+    ``tracking.log_heldout_scores=true`` the store gets both (a labelled opt-in)."""
+    scores = {f"{name}/{key}": float(v) for name, r in results.items()
+              for key, v in r.scores.items()}
+    store, heldout = split_scores(
+        scores, frozenset(n for n, m in metrics.items() if type(m).reads_heldout))
+    return (scores if rc.log_heldout_scores else store), heldout
+
+
+def direction_tags(scores: dict[str, float], metrics: dict[str, Metric]) -> dict[str, str]:
+    """Per metric with stored scores, the tag naming those where smaller ranks better (the
+    board reads it). Only the names of ``scores``, the ones the store gets: a name the metric
+    returns only on some data (an owner-side score) never reaches a tag."""
+    lower: dict[str, list[str]] = {}
+    for key in scores:
+        name, _, score = key.partition("/")
+        lower.setdefault(name, [])
+        if type(metrics[name]).ranks_lower(score):
+            lower[name].append(score)
+    return {f"{LOWER_IS_BETTER_TAG}{name}": ",".join(sorted(found))
+            for name, found in lower.items()}
 
 
 def check_synthetic(synthetic: pd.DataFrame, data: Dataset, rc: RunConfig) -> pd.DataFrame:

@@ -183,6 +183,7 @@ class TrackingSettings:
     experiment: str | None = None
     log_private_synthetic: bool = False
     log_private_tables: bool = False
+    log_heldout_scores: bool = False
     system_metrics: bool = False
 
 

@@ -15,8 +15,10 @@
 - :func:`report_load`: a dataset fitted to a proposed schema that lost more than
   ``dataset.max_loss`` of a column's values or of its rows makes its jobs invalid (one
   problem, with the counts and the fix); otherwise what loading cost is printed once per
-  dataset on stderr. Those counts are the one private fact said here: exact, on the operator's
-  console only, never in the plan file (:mod:`dp_arena.data.conform`);
+  dataset on stderr. Those counts, and the warnings computed on the private table
+  (:func:`say_private_warnings`), are the private facts said here: on the operator's console
+  only, labelled, never in the plan file (:mod:`dp_arena.data.conform`,
+  :mod:`dp_arena.data.guards`);
 - :func:`plan_jobs`: :func:`plan_sweep` with the default delta rule for jobs whose overrides
   set no delta: the one entry of the command line and the Python API;
 - :func:`plan_for`: the whole plan of a Hydra sweep (:class:`~dp_arena.sweep.records.SweepPlan`).
@@ -46,7 +48,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from dp_arena.data.conform import loss_refusal, loss_report_lines
 from dp_arena.data.datasets import Dataset, load_dataset
-from dp_arena.data.guards import dataset_warnings
+from dp_arena.data.guards import PRIVATE_VIEW, private_warnings, public_warnings
 from dp_arena.errors import ConfigError, DPArenaError, NotApplicable
 from dp_arena.params import config_problem
 from dp_arena.redact import scrubbed_reason
@@ -171,6 +173,7 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
     all did); a job that did not gets :func:`with_default_delta` (its entry carries it)."""
     datasets: dict[str, Dataset | DPArenaError] = {}
     reported: set[int] = set()  # datasets whose load report was printed (by id)
+    warned: set[int] = set()  # datasets whose private warnings were said (by id)
     seen: dict[str, int] = {}
     jobs: list[JobPlan] = []
     metrics_na: dict[str, str] = {}
@@ -206,8 +209,9 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
             jobs.append(JobPlan(index, "invalid", label, scrubbed_reason(exc)))
             continue
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
-        for warning in dataset_warnings(data):  # once per sweep (a dict key), not per job
+        for warning in public_warnings(data):  # once per sweep (a dict key), not per job
             notes[f"warning: {warning}"] = 1
+        say_private_warnings(data, warned)  # once per dataset, on the console only
         preset = label_preset(rc.preset, rc.accountant)
         who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"
         # once per job here, never in the run; on the data the mechanism will see
@@ -253,6 +257,21 @@ def report_load(data: Dataset, reported: set[int], stream: Any = None) -> None:
         reported.add(id(data))
         for line in loss_report_lines(data.load_report, data.name):
             print(line, file=stream or sys.stderr, flush=True)
+
+
+def say_private_warnings(data: Dataset, warned: set[int], stream: Any = None) -> None:
+    """The warnings computed on the private table (:func:`~dp_arena.data.guards.private_warnings`:
+    too few persons, one bin, one code, what loading changed), once per dataset of a job that
+    will run, on stderr, labelled as the owner's private view: never in the plan's notes
+    (``plan.json``), MLflow or the board."""
+    if id(data) in warned:
+        return
+    warned.add(id(data))
+    warnings = private_warnings(data)
+    if warnings:
+        lines = [f"dataset {data.name!r}: warnings ({PRIVATE_VIEW}):",
+                 *[f"  warning: {w}" for w in warnings]]
+        print("\n".join(lines), file=stream or sys.stderr, flush=True)
 
 
 def na_row(rc: RunConfig | None, mechanism: Mechanism | None,
