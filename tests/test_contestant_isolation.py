@@ -21,6 +21,7 @@ from dp_arena.errors import ConfigError, DPArenaError
 from dp_arena.run.isolation import call_isolated
 from dp_arena.run.settings import Limits
 from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.base import output_facts
 from dp_arena.mechanisms.contestants import ADAPTER_DIR, KEPT_VARIABLES, allowed_environment
 from dp_arena.mechanisms.contestants.claims import (
     CLAIM_TAGS,
@@ -156,13 +157,13 @@ def test_report_tags_keep_declared_names_only_and_drop_the_rest_without_a_count(
 def test_undeclared_report_tags_from_a_contestant_are_dropped(private_tmp):
     data = record_data()
     mech = double(report_tags=["rows_written"], report={"secret_48213": 48213})
-    fit(mech, data)
-    tags = mech.output_tags()
+    out, _ = fit(mech, data)
+    tags = {**mech.setting_tags(), **output_facts(out)[0]}
     assert set(tags) == {*Claim().tags(), "contestant/rows_written"}
     assert not [v for v in tags.values() if "48213" in v]
     silent = double(report={"secret_48213": 48213})  # nothing declared: nothing kept
-    fit(silent, data)
-    assert not [k for k in silent.output_tags() if k.startswith("contestant/")]
+    out, _ = fit(silent, data)
+    assert not [k for k in output_facts(out)[0] if k.startswith("contestant/")]
     assert leftovers(private_tmp) == []
 
 
@@ -202,7 +203,7 @@ def test_shipped_claims_from_reading_the_adapters():
         assert adapter.claim.budget_path == "adapter"
         assert set(adapter.claim.reads_from_data or ()) <= set(READS)
         mech = make_mechanism(name, {"python": __import__("sys").executable})
-        assert mech.output_tags() == adapter.claim.tags()
+        assert mech.setting_tags() == adapter.claim.tags()
         with pytest.raises(ConfigError, match="shipped adapter"):
             make_mechanism(name, {"python": __import__("sys").executable,
                                   "claim": {"guarantee": "pure"}})

@@ -26,6 +26,7 @@ from dp_arena.errors import ConfigError
 from dp_arena.privacy.accounting import Budget, Ledger
 from dp_arena.privacy.release import Releaser
 from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.base import output_facts
 from dp_arena.mechanisms.contestants import ADAPTER_DIR, env_python, manifest, platform_problem
 from dp_arena.mechanisms.contestants.claims import SHIPPED
 
@@ -110,7 +111,7 @@ def test_claims_say_what_each_reads_and_its_guarantee():
     assert all(t["claim.budget_checked"] == "false" for t in tags.values())
     assert [SHIPPED[n].env for n in NEW] == ["datasynthesizer", "dpmm", "dpmm", "dpmm"]
     mech = make_mechanism("dpmm_privbayes", {"python": sys.executable})
-    assert mech.output_tags() == tags["dpmm_privbayes"]
+    assert mech.setting_tags() == tags["dpmm_privbayes"]
 
 
 def test_contestants_list_shows_the_new_adapters_and_environments(tmp_path, monkeypatch):
@@ -293,6 +294,6 @@ def test_one_fit_on_adult_at_epsilon_1(name, shared_data):
     low, high = row_bounds(data, budget.epsilon)
     assert data.schema.problems(out) == [] and low <= len(out) <= high
     assert release.ledger.spent() == (1.0, 1e-10)
-    tags = mech.output_tags()
+    tags = {**mech.setting_tags(), **output_facts(out)[0]}
     assert tags["claim.reads_from_data"] == SHIPPED[name].claim.tags()["claim.reads_from_data"]
     assert not any(k == "contestant.dropped_tags" for k in tags)

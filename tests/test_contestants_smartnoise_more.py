@@ -237,6 +237,6 @@ def test_one_fit_on_adult_at_epsilon_1(name, shared_data, private_tmp):
     # the row count's Laplace noise at epsilon 0.01 has sd sqrt(2) / 0.01: 10 sds
     # (P(|Laplace(b)| > 10 sqrt(2) b) = exp(-14.1) = 7e-7)
     assert abs(len(out) - expected) < 10 * math.sqrt(2) / 0.01
-    assert mech.output_tags()["claim.reads_from_data"] == \
+    assert mech.setting_tags()["claim.reads_from_data"] == \
         SHIPPED[name].claim.tags()["claim.reads_from_data"]
     assert leftovers(private_tmp) == []

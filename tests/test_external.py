@@ -40,6 +40,7 @@ from dp_arena.report.leaderboard import MARK_DECLARED, build_leaderboard
 from dp_arena.run.isolation import RunLimitExceeded, call_isolated
 from dp_arena.run.settings import Limits
 from dp_arena.mechanisms import make_mechanism
+from dp_arena.mechanisms.base import output_facts
 from dp_arena.mechanisms.contestants import ADAPTER_DIR, manifest
 from dp_arena.mechanisms.contestants.claims import Claim
 from dp_arena.mechanisms.external import FAILURES, OWNER_LOG, ContestantFailed
@@ -136,7 +137,7 @@ def test_codes_written_for_the_contestant_are_the_schema_encoding():
     text = table_text(data.private, data, "codes")
     back = pd.read_csv(__import__("io").StringIO(text))
     assert back.equals(data.schema.encode(data.private).reset_index(drop=True))
-    assert mech.output_tags() == Claim().tags()  # before a fit: the (undeclared) claim only
+    assert mech.setting_tags() == Claim().tags()  # before a fit: the (undeclared) claim only
 
 
 @pytest.mark.usefixtures("contestant_sandbox")
@@ -409,17 +410,18 @@ def dependence(frame: pd.DataFrame) -> float:
     return float(np.mean(tvds))
 
 
-def check_iid_fit(mech, data: Dataset, budget: Budget = BUDGET) -> tuple[float, float]:
+def check_iid_fit(mech, data: Dataset,
+                  budget: Budget = BUDGET) -> tuple[float, float, dict[str, str]]:
     """Fits a real contestant and checks what every one must give: schema-valid output of at
     least the public floor of 1,000 rows, the whole budget declared, and the i.i.d. draw
     (``sampling: sample``) keeping the columns' dependence within 0.05 of the private table's.
-    Returns (private dependence, output dependence)."""
+    Returns (private dependence, output dependence, the tags the output carries)."""
     out, ledger = fit(mech, data, budget=budget)
     assert data.schema.problems(out) == [] and len(out) >= 1000
     assert ledger.spent() == (budget.epsilon, budget.delta)
     private, iid = dependence(data.private), dependence(out)
     assert iid < private + 0.05, (private, iid)
-    return private, iid
+    return private, iid, output_facts(out)[0]
 
 
 def check_round_correlates(mech, data: Dataset) -> float:
@@ -501,8 +503,8 @@ def test_opendp_mst_fails_its_budget_check_in_one_line_and_the_shipped_settings_
     assert "OpenDPException: insufficient budget for query" in \
         (throwaway_state_dir / OWNER_LOG).read_text()
     shipped = real("opendp_mst", "opendp")  # measure_split 0.5, dry run, sampling: sample
-    private, iid = check_iid_fit(shipped, data, budget)
-    assert 0 < float(shipped.output_tags()["contestant/rho_shaved_permille"]) < 20
+    private, iid, reported = check_iid_fit(shipped, data, budget)
+    assert 0 < float(reported["contestant/rho_shaved_permille"]) < 20
     shipped.options = {**shipped.options, "dry_run": False}
     # six columns of four values: round passes the budget check there without a dry run
     rounded = check_round_correlates(shipped, independent_data())

@@ -117,9 +117,9 @@ def test_epsilon_per_tree_and_budget_split_cannot_both_be_set():
 
 
 def test_epsilon_reading_is_tagged():
-    assert make_mechanism("rdt", {}).output_tags() == {"rdt_epsilon_reading":
+    assert make_mechanism("rdt", {}).setting_tags() == {"rdt_epsilon_reading":
                                                        "total (adaptation)"}
-    assert make_mechanism("rdt", {"epsilon_per_tree": 0.1}).output_tags() == {
+    assert make_mechanism("rdt", {"epsilon_per_tree": 0.1}).setting_tags() == {
         "rdt_epsilon_reading": "per tree (report)"}
 
 

@@ -79,16 +79,10 @@ class Mechanism(ABC):
                                 f"dataset {data.name!r} is {data.unit}-level",
                                 f"use a dataset with unit in {list(self.units)}")
 
-    def output_tags(self) -> dict[str, str]:
-        """Public facts about the last ``fit_sample``'s output to tag the run with (e.g. how
-        many rows an external contestant emitted outside the schema and were dropped); called
-        after ``fit_sample`` in the same process. Default: none. Prefer returning them with
-        the output (:func:`with_output_facts`), which keeps the mechanism free of run state."""
-        return {}
-
-    def output_files(self) -> dict[str, Any]:
-        """Public records about the last ``fit_sample`` to log with the run, as artifact path
-        -> JSON-able object (e.g. what a wrapper chose and why). Default: none."""
+    def setting_tags(self) -> dict[str, str]:
+        """Public facts of this mechanism's settings to tag each of its runs with (a pure
+        function of the settings, e.g. how it reads epsilon). Facts of one fit travel with its
+        output table instead (:func:`with_output_facts`): a mechanism holds no run state."""
         return {}
 
     def source_modules(self) -> tuple[str, ...]:

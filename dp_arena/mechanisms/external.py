@@ -41,7 +41,7 @@ from dp_arena.sandbox import (
     sandboxed,
 )
 
-from .base import Mechanism, assign_ids, finish, require_delta
+from .base import Mechanism, assign_ids, finish, require_delta, with_output_facts
 from .contestants import ENVS, adapter_path, allowed_environment, env_python, manifest
 from .contestants.claims import SHIPPED, Adapter, Claim, claim_from_config
 from .contestants import protocol as protocol_module
@@ -289,7 +289,6 @@ class External(Mechanism):
         sandbox = self.sandbox()
         release.declared(f"contestant {self.name}", budget.epsilon, budget.delta,
                          note="declared by the contestant; not checked by the ledger")
-        self._tags: dict[str, str] = {}
         with private_folder() as folder:
             write_inputs(folder, self, data, budget, release.accountant)
             command = self.command(folder)
@@ -305,20 +304,20 @@ class External(Mechanism):
                 kind = "no_output" if "wrote no synthetic.csv" in str(exc) else "bad_output"
                 owner_note(self.name, kind, str(exc))
                 raise ContestantFailed(self.name, kind) from None
-            self._tags = report_tags(folder, self.declared_report_tags)
+            reported = report_tags(folder, self.declared_report_tags)
         if self.table == "codes":
-            return finish(data, frame, rng)
+            return with_output_facts(finish(data, frame, rng), reported)
         ids = assign_ids(len(frame), data, rng)
         if ids is not None:
             frame.insert(0, str(data.schema.id_column), ids)
-        return frame[data.schema.names]
+        return with_output_facts(frame[data.schema.names], reported)
 
     def command(self, folder: Path) -> list[str]:
         return [self.interpreter, self.script_path, str(folder), *map(str, self.args)]
 
-    def output_tags(self) -> dict[str, str]:
-        """The claim's tags and the last fit's declared report tags."""
-        return {**self.declared_claim.tags(), **getattr(self, "_tags", {})}
+    def setting_tags(self) -> dict[str, str]:
+        """The claim's tags (a fit's declared report tags travel with its output)."""
+        return self.declared_claim.tags()
 
 
 # ----- the private folder -------------------------------------------------------------------

@@ -201,7 +201,7 @@ class DPSelect(Mechanism):
         chosen = make_mechanism(self.mechanism_name, {**self.base_params, **selection.chosen})
         out = chosen.fit_sample(data, selection.final_budget, release, rng)
         tags, files = selection_facts(selection)
-        with_output_facts(out, chosen.output_tags(), chosen.output_files())
+        with_output_facts(out, chosen.setting_tags())
         return with_output_facts(out, tags, files)
 
     def select(self, data: Dataset, budget: Budget, release: Releaser,

@@ -340,8 +340,8 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     with ResourceMonitor() as fit:
         synthetic = mechanism.fit_sample(training, rc.budget, release, rng)
     tags, files = output_facts(synthetic)  # facts the output carries (dp_arena.mechanisms.base)
-    extra_tags = {**mechanism.output_tags(), **tags}
-    for path, record in {**mechanism.output_files(), **files}.items():
+    extra_tags = {**mechanism.setting_tags(), **tags}
+    for path, record in files.items():
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         (out / path).write_text(json.dumps(json_safe(record), indent=1))
     synthetic = check_synthetic(synthetic, data, rc)

@@ -478,7 +478,7 @@ class RDT(Mechanism):
             return "epsilon read as the run's total, divided over the trees (adaptation)"
         return "epsilon per tree, the Duke report's reading"
 
-    def output_tags(self) -> dict[str, str]:
+    def setting_tags(self) -> dict[str, str]:
         return {"rdt_epsilon_reading": "per tree (report)" if self.epsilon_per_tree is not None
                 else "total (adaptation)"}
 
