@@ -7,7 +7,9 @@ Steps, each after the SDNist file it follows:
 1. ``N`` is a value of its own (``report/dataset/transform.py``); PUMA and INDP never enter
    a marginal (``metrics/kmarginal.py``).
 2. AGEP, POVPIP, PINCP, PWGTP, WGTP: the real values' percentile rank (ties averaged) in 20
-   bins, ``int(20 * rank)`` (POVPIP's 501 kept as is); a synthetic value goes to the bin whose
+   bins, ``int(20 * rank)`` (POVPIP's 501 ranked with the rest: SDNist's exception for it
+   compares with the string '501', which never matches once its validation has cast the
+   column to numbers); a synthetic value goes to the bin whose
    real maximum first reaches it, above the last one to the last bin, below the first maximum
    when bin 0 is empty left as it is; ``N`` is -1 (``percentile_rank_target``,
    ``percentile_rank_synthetic``, ``add_bin_for_NA`` in ``report/dataset/binning.py``).
@@ -42,7 +44,6 @@ NOT_PAIRED = ("PUMA", "INDP")
 GROUP = "PUMA"
 N_BINS = 20
 NA_BIN = -1
-POVPIP_TOP = 501
 
 
 def is_na(values: pd.Series) -> np.ndarray:
@@ -55,16 +56,10 @@ def as_ints(values: pd.Series) -> np.ndarray:
     return pd.to_numeric(values).to_numpy().astype(np.int64)
 
 
-def real_bins(real: pd.Series, column: str) -> np.ndarray:
+def real_bins(real: pd.Series) -> np.ndarray:
     """Bins of the real values (step 2, target side), as an object array (N: -1)."""
     out = np.full(len(real), NA_BIN, dtype=object)
-    na = is_na(real)
-    kept = ~na
-    if column == "POVPIP":
-        top = np.zeros(len(real), dtype=bool)
-        top[kept] = as_ints(real[kept]) == POVPIP_TOP
-        out[top] = POVPIP_TOP
-        kept &= ~top
+    kept = ~is_na(real)
     pct = pd.Series(as_ints(real[kept])).rank(pct=True).to_numpy()
     out[kept] = np.where(pct < 1, np.floor(N_BINS * pct), N_BINS - 1).astype(np.int64)
     return out
@@ -114,7 +109,7 @@ def sdnist_view(real: pd.DataFrame, synth: pd.DataFrame,
     for col in sorted(real.columns):
         r, s = real[col].reset_index(drop=True), synth[col].reset_index(drop=True)
         if col in RANKED:
-            r_out[col] = real_bins(r, col)
+            r_out[col] = real_bins(r)
             s_out[col] = synthetic_bins(s, r, r_out[col])
         elif col == "DENSITY" and max_density is not None:
             r_out[col], s_out[col] = density_bins(r, max_density), density_bins(s, max_density)
