@@ -167,10 +167,12 @@ class SDNist(Metric):
     #: the k-marginal scores rank higher-is-better; the exact-match share lower-is-better
     lower_is_better: ClassVar[bool] = False
     other_direction: ClassVar[tuple[str, ...]] = ("unique_exact_match_pct",)
-    requires: ClassVar[str] = "NIST's ACS excerpt (dataset=acs)"
+    requires: ClassVar[str] = ("columns SDNist can bin: categorical, or ACS's ranked amounts and "
+                               "DENSITY (dataset=acs)")
 
     def applies_to(self, data: Dataset) -> bool:
-        return data.name.startswith("acs")
+        return all(c.kind == "categorical" or c.name in RANKED + ("DENSITY",)
+                   for c in data.schema.columns if c.kind != "id")
 
     def score(self, data: Dataset, synthetic: pd.DataFrame) -> MetricResult:
         cols = data.schema.attributes
