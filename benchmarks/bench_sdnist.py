@@ -6,8 +6,8 @@ baselines, (b) dp-arena's ``sdnist`` metric against SDNist's own code on the sam
 are the subsample scores its reports print (the issue's reading: 1% 898-902, 5% 946-954, 10%
 969, 20% 977, 50% 989), and the SDNist 2.4 code's own (no seed) draws.
 (b) ``--identity PYTHON``: synthetic tables (a subsample, mst and independent at epsilon 1 on
-the demographic features; a subsample of all 24 columns, which brings in PUMA grouping,
-PINCP/POVPIP with N and DENSITY) written as CSV with ``N``, scored by dp-arena and by
+the demographic features; mst on the family and industry sets; a subsample of all 24 columns:
+PUMA grouping, PINCP/POVPIP with N, DENSITY) written as CSV with ``N``, scored by dp-arena and by
 ``benchmarks/sdnist_oracle.py`` under PYTHON (a venv with ``pip install sdnist``); prints both
 and the largest difference.
 
@@ -69,6 +69,7 @@ def oracle(python: str, real: Path, synth: Path, columns: list[str]) -> dict:
 def identity(python: str) -> None:
     cases = [("demographic", "subsample", {"fraction": 0.1}),
              ("demographic", "mst", {}), ("demographic", "independent", {}),
+             ("family", "mst", {}), ("industry", "mst", {}),
              ("all", "subsample", {"fraction": 0.2})]
     real = shared_data_dir() / ACS_FILE
     worst = 0.0

@@ -38,8 +38,11 @@ def raw_column(folder: Path, name: str) -> list[str]:
 def test_feature_sets_and_errors():
     assert list(FEATURE_SETS["demographic"]) == DEMOGRAPHIC
     assert len(FEATURE_SETS["all"]) == 24
+    assert (len(FEATURE_SETS["family"]), len(FEATURE_SETS["industry"])) == (11, 9)
+    for columns in FEATURE_SETS.values():  # every set in NIST's column order
+        assert chosen_features(list(reversed(columns))) == columns
     assert chosen_features(["SEX", "AGEP"]) == ("AGEP", "SEX")  # NIST's column order
-    for bad in ("family", ["AGEP", "AGE"], ["SEX", "SEX"], []):
+    for bad in ("family_focused", ["AGEP", "AGE"], ["SEX", "SEX"], []):
         with pytest.raises(ConfigError):
             chosen_features(bad)
 

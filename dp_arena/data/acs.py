@@ -37,10 +37,16 @@ ACS_DICTIONARY_FILE = "acs-data-dictionary.json"
 ALL_FEATURES = ("PUMA", "AGEP", "SEX", "MSP", "HISP", "RAC1P", "NOC", "NPF", "HOUSING_TYPE",
                 "OWN_RENT", "DENSITY", "INDP", "INDP_CAT", "EDU", "PINCP", "PINCP_DECILE",
                 "POVPIP", "DVET", "DREM", "DPHY", "DEYE", "DEAR", "PWGTP", "WGTP")
-#: NIST's named feature sets: the CRC's "demographic-focused" 10 and all 24 columns
+#: NIST's named feature sets: the CRC's "demographic-focused", "family-focused" and
+#: "industry-focused" columns (as SDNist v2.3.0's sample reports on them list their features)
+#: and all 24 columns
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "demographic": ("AGEP", "SEX", "MSP", "RAC1P", "HOUSING_TYPE", "OWN_RENT", "EDU",
                     "PINCP_DECILE", "DVET", "DEYE"),
+    "family": ("PUMA", "AGEP", "SEX", "MSP", "HISP", "RAC1P", "NOC", "NPF", "OWN_RENT",
+               "PINCP_DECILE", "POVPIP"),
+    "industry": ("PUMA", "SEX", "MSP", "HISP", "RAC1P", "OWN_RENT", "INDP_CAT", "EDU",
+                 "PINCP_DECILE"),
     "all": ALL_FEATURES,
 }
 #: amounts kept numeric (N = the column's extra code where the dictionary lists one)
