@@ -92,7 +92,7 @@ def test_all_features_and_holdout(acs_dir):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("mechanism", ["independent", "mst"])
+@pytest.mark.parametrize("mechanism", ["independent", "mst", "aim"])
 def test_no_missing_cells_in_synthetic_demographic_tables(acs_dir, mechanism):
     data = load_dataset({"name": "acs", "features": "demographic", "data_dir": str(acs_dir),
                          "max_rows": 5000})
