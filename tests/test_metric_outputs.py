@@ -50,7 +50,23 @@ def cases() -> dict[str, tuple[Dataset, Dataset, Dataset, pd.DataFrame]]:
         "people": (people, without_one_person(people),
                    dataclasses.replace(people, private=person_table(3000, 7)),
                    person_table(2500, 99)),
+        "people_categorical": categorical_only(
+            (people, without_one_person(people),
+             dataclasses.replace(people, private=person_table(3000, 7)),
+             person_table(2500, 99))),
     }
+
+
+def categorical_only(case: tuple[Dataset, Dataset, Dataset, pd.DataFrame]):
+    """A case without its numeric columns (for metrics that bin only named ones: sdnist)."""
+    data = case[0]
+    keep = [c.name for c in data.schema.columns if c.kind != "numeric"]
+    schema = dataclasses.replace(data.schema, columns=tuple(data.schema[n] for n in keep))
+
+    def cut(d: Dataset) -> Dataset:
+        return dataclasses.replace(d, schema=schema, private=d.private[keep],
+                                   public=None if d.public is None else d.public[keep])
+    return cut(case[0]), cut(case[1]), cut(case[2]), case[3][keep]
 
 
 def applicable(cases) -> list[tuple[str, str]]:

@@ -171,12 +171,13 @@ def dataset_loader(name: Any) -> Callable[..., Dataset]:
     """The function that loads dataset ``name`` (its keyword arguments are the settings)."""
     loaders: dict[str, Callable[..., Dataset]] = {
         "taxi_sim": load_taxi_sim, "csv": load_csv_dataset,
-        "chicago_sample": load_chicago_sample,
+        "chicago_sample": load_chicago_sample, "acs": load_acs,
         **{shared: load_shared_dataset for shared in SHARED_DATASETS}}
     if name in loaders:
         return loaders[name]
     raise ConfigError(f"unknown dataset {name!r}",
-                      f"use dataset=taxi_sim, dataset=csv, dataset=chicago_sample or one of "
+                      f"use dataset=taxi_sim, dataset=csv, dataset=chicago_sample, dataset=acs or "
+                      f"one of "
                       f"{list(SHARED_DATASETS)}")
 
 
@@ -390,6 +391,26 @@ def load_chicago_sample(data_dir: str | None = None, public_fraction: float = 0.
     private, heldout = split_holdout(private, holdout_fraction, split_seed)
     ds = Dataset("chicago_sample", prepared.schema, private, None, unit="record",
                  heldout=heldout, target=chosen)
+    return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
+
+
+def load_acs(features: Any = "demographic", data_dir: str | None = None,
+             public_fraction: float = 0.0, split_seed: int = 0, max_rows: int | None = None,
+             holdout_fraction: float = 0.0, target: str | None = None) -> Dataset:
+    """NIST's ACS national2019 excerpt (:mod:`dp_arena.data.acs`), the columns of ``features``
+    (a NIST feature set or a list), schema from the public data dictionary. Record-level;
+    ``max_rows``, ``holdout_fraction`` and ``public_fraction`` as for the shared datasets.
+    Named ``acs_<set>`` (``acs_custom`` for a list), so boards never mix feature sets."""
+    from dp_arena.data.acs import load_acs_parts
+
+    schema, private = load_acs_parts(shared_data_dir(data_dir), features)
+    chosen = checked_target(target, schema)
+    if max_rows is not None and len(private) > max_rows:
+        keep = np.random.default_rng(split_seed).choice(len(private), max_rows, replace=False)
+        private = private.iloc[np.sort(keep)].reset_index(drop=True)
+    private, heldout = split_holdout(private, holdout_fraction, split_seed)
+    name = f"acs_{features}" if isinstance(features, str) else "acs_custom"
+    ds = Dataset(name, schema, private, None, unit="record", heldout=heldout, target=chosen)
     return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
 
 

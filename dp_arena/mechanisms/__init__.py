@@ -15,6 +15,7 @@ from .base import Mechanism
 MECHANISMS: dict[str, str] = {
     "independent": "dp_arena.mechanisms.independent:Independent",
     "resample": "dp_arena.mechanisms.reference:Resample",
+    "subsample": "dp_arena.mechanisms.reference:Subsample",
     "public_only": "dp_arena.mechanisms.reference:PublicOnly",
     "uniform": "dp_arena.mechanisms.reference:Uniform",
     # Families of later issues (each module lands with its issue).

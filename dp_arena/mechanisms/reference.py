@@ -4,6 +4,9 @@
   NOT differentially private
   (epsilon = inf); its synthetic data *is* private data, so the runner does not log it unless
   the user opts in.
+- ``subsample``: a ``fraction`` of the private rows (persons) drawn without replacement, NOT
+  differentially private either: the field's "as good as a k% sample" yardstick (NIST's SDNist
+  reports score 1% .. 50% subsamples beside every deidentified table).
 - ``public_only``: releases a sample of the public part. Spends nothing (epsilon = 0): the
   public part is, by definition, already released.
 - ``uniform``: the floor. Every attribute uniform over its domain, independent of any data.
@@ -20,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dp_arena.data.datasets import Dataset
-from dp_arena.errors import NotApplicable
+from dp_arena.errors import ConfigError, NotApplicable
 from dp_arena.privacy.accounting import Budget
 from dp_arena.privacy.release import Releaser
 
@@ -43,6 +46,34 @@ class Resample(Mechanism):
         if data.unit == "record":
             return data.private.iloc[rng.integers(0, len(data.private), size=n)].reset_index(drop=True)
         return resample_persons(data, n, rng)
+
+
+@dataclass
+class Subsample(Mechanism):
+    """``fraction`` of the private rows (of the persons, with all their rows, for user-level
+    data) drawn without replacement, in their original order."""
+
+    fraction: float = 0.1
+    name: ClassVar[str] = "subsample"
+    reference: ClassVar[Reference | None] = "ceiling"
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        return subsample(data, float(self.fraction), rng)
+
+
+def subsample(data: Dataset, fraction: float, rng: np.random.Generator) -> pd.DataFrame:
+    """``round(fraction * n)`` of the ``n`` private persons (at least one), all their rows."""
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"mechanism.fraction must be in (0, 1] (got {fraction})",
+                          "use e.g. mechanism.fraction=0.1 for a 10% sample")
+    private = data.private
+    if data.unit == "record":
+        keep = rng.choice(len(private), max(1, round(fraction * len(private))), replace=False)
+        return private.iloc[np.sort(keep)].reset_index(drop=True)
+    ids = private[data.id_column].unique()
+    chosen = rng.choice(ids, max(1, round(fraction * len(ids))), replace=False)
+    return private[private[data.id_column].isin(chosen)].reset_index(drop=True)
 
 
 def resample_persons(data: Dataset, n_rows: int, rng: np.random.Generator) -> pd.DataFrame:

@@ -119,6 +119,8 @@ SHOWN_EXTRAS = ("epsilon_spent", "schema_epsilon", "epsilon_total", "seconds", "
                 "n_synthetic_rows")
 REFERENCE_NOTES = {"ceiling": " (non-private ceiling)", "public": " (public data only)",
                    "floor": " (floor)"}
+#: reference mechanisms whose note is not their kind's (a sample is no ceiling)
+MECHANISM_NOTES = {"subsample": " (non-private sample)"}
 
 
 # ----- loading ------------------------------------------------------------------------------
@@ -613,7 +615,8 @@ def is_not_applicable(frame: pd.DataFrame) -> pd.Series:
 
 
 def row_label(row: pd.Series | dict) -> str:
-    return f"{row['mechanism']}{REFERENCE_NOTES.get(row['reference'], '')}"
+    note = REFERENCE_NOTES.get(row["reference"], "")
+    return f"{row['mechanism']}{MECHANISM_NOTES.get(row['mechanism'], note) if note else ''}"
 
 
 def varying_columns(frame: pd.DataFrame, metric: str) -> list[tuple[str, str]]:

@@ -80,7 +80,7 @@ def private_output_reason(mechanism: Mechanism, data: Dataset) -> str:
     releases private rows; ``uniform`` without a public part or ``n_rows`` emits exactly the
     private row count. Such a table (and its row count) is logged only by opt-in."""
     if mechanism.reference == "ceiling":
-        return "resample output is private rows"
+        return f"{mechanism.name} output is private rows"
     if (mechanism.reference == "floor" and data.public is None
             and not getattr(mechanism, "n_rows", None)):
         return "uniform's row count is the private row count (no public part)"
