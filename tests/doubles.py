@@ -260,3 +260,44 @@ class CopiesTraining(Mechanism):
 
 
 MECHANISMS["test_copies_training"] = "tests.doubles:CopiesTraining"
+
+
+@dataclass
+class SlowToPlan(Mechanism):
+    """Its plan-time notes take ``seconds`` after writing the file ``signal_file`` (so a test
+    knows the sweep is being planned); releases uniform data."""
+
+    seconds: float = 120.0
+    signal_file: str = "planning-now"
+    name: ClassVar[str] = "test_slow_to_plan"
+
+    def notes(self, data: Dataset) -> tuple[str, ...]:
+        from pathlib import Path
+
+        Path(self.signal_file).write_text("")
+        time.sleep(self.seconds)
+        return ()
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        return Uniform().fit_sample(data, budget, release, rng)
+
+
+MECHANISMS["test_slow_to_plan"] = "tests.doubles:SlowToPlan"
+
+
+@dataclass
+class KillsItsWorker(Mechanism):
+    """Ends the process it runs in at once (``os._exit``): under ``limits.isolate=false`` that is
+    the launcher's worker, whose loss fails the whole launch."""
+
+    name: ClassVar[str] = "test_kills_worker"
+
+    def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
+                   rng: np.random.Generator) -> pd.DataFrame:
+        import os
+
+        os._exit(3)
+
+
+MECHANISMS["test_kills_worker"] = "tests.doubles:KillsItsWorker"

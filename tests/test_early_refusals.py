@@ -24,6 +24,7 @@ from dp_arena.sweep.launch_checks import check_tracking_server, tracking_scheme_
 from dp_arena.sweep.plan import planning_reporter, ticking
 from dp_arena.metrics import make_metric
 from tests.support.forked import run_forked
+from tests.support.planning import without_planning
 from tests.sweep_support import CSV, ENV, dp_arena, runs_of
 
 
@@ -179,3 +180,74 @@ def test_planning_says_it_is_alive_inside_one_long_job():
         say("checking", 0, 2)
         time.sleep(0.05)
     assert quiet.getvalue() == ""  # a quick plan prints nothing
+
+
+# ----- a bad value given once is refused on the first job, before the others are composed ----
+def plan_counting_compositions(overrides: list[str], monkeypatch) -> tuple[int | None, int]:
+    """``plan_for`` of the sweep ``overrides`` make (in process, through Hydra's compose API):
+    its exit status (``None``: planned) and how many jobs it composed."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    from dp_arena.resources import config_dir
+    from dp_arena.sweep import plan
+
+    composed: list[list[str]] = []
+    original = plan.compose_job
+    monkeypatch.setattr(plan, "compose_job",
+                        lambda config, job: composed.append(job) or original(config, job))
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        config = GlobalHydra.instance().config_loader().load_configuration(
+            "config", overrides, run_mode=RunMode.MULTIRUN)
+        try:
+            plan.plan_for(config)
+        except SystemExit as stop:
+            return stop.code, len(composed)
+    return None, len(composed)
+
+
+def test_a_bad_dataset_size_is_refused_on_the_first_of_60_jobs(monkeypatch, capsys):
+    code, composed = plan_counting_compositions(["dataset.n_private=0"], monkeypatch)
+    err = capsys.readouterr().err
+    assert (code, composed) == (2, 1), err
+    assert without_planning(err) == [
+        "dp-arena: the sweep was not started: a problem in the first of its 60 jobs (the other "
+        "59 were not checked):",
+        "- dataset.n_private must be an integer >= 1000 (got 0)",
+        "  fix: set dataset.n_private to e.g. 50000",
+        "  (independent eps=1 trial=0)"]
+
+
+@pytest.mark.parametrize("override, words", [
+    ("mechanism.noise=bogus", "mechanism.noise must be one of"),  # a declared constraint
+    ("limits.time_limit_s=-5", "limits.time_limit_s"),  # the typed settings' range
+    ("+dataset.nosuch=1", "dataset.nosuch"),  # an unknown dataset setting
+])
+def test_other_values_given_once_are_refused_on_the_first_job(monkeypatch, capsys, override,
+                                                              words):
+    code, composed = plan_counting_compositions([override], monkeypatch)
+    err = capsys.readouterr().err
+    assert (code, composed) == (2, 1), err
+    assert "a problem in the first of its 60 jobs" in err and words in err
+    assert err.count("fix:") == 1, err
+
+
+@pytest.mark.slow
+def test_a_bad_value_in_a_later_job_is_still_found_by_the_whole_plan(monkeypatch, capsys):
+    code, composed = plan_counting_compositions(
+        ["mechanism=independent", "privacy.epsilon=1,-1", "trial=0", "metrics=kmarginal",
+         "dataset.n_private=1000", "dataset.n_public=1000", "dataset.n_heldout=0"],
+        monkeypatch)
+    err = capsys.readouterr().err
+    assert (code, composed) == (2, 2), err
+    assert "1 problem in its 2 jobs" in err and "privacy.epsilon" in err
+
+
+@pytest.mark.slow
+def test_dp_arena_refuses_a_bad_dataset_size_before_planning(tmp_path):
+    proc = dp_arena(tmp_path, "dataset.n_private=0", "trial=0,1,2", timeout=300)
+    assert_one_message(proc, "dataset.n_private must be an integer >= 1000 (got 0)",
+                       "fix: set dataset.n_private to e.g. 50000")
+    assert "a problem in the first of its 60 jobs" in proc.stderr
+    assert leftovers(tmp_path) == [] and not (tmp_path / "mlflow.db").exists()

@@ -27,7 +27,7 @@ def test_an_undecodable_csv_is_named_without_its_byte_or_offset(tmp_path):
     with pytest.raises(DPArenaError) as err:
         read_csv_file(path, "dataset.path")
     text = str(err.value)
-    assert "not utf-8 text" in text and "fix:" in text
+    assert "not UTF-8 text" in text and "fix:" in text
     text = text.replace(str(path), "<path>").replace("dataset.path", "")
     for leak in ("0xe9", "\\xe9", "position", "byte 0x", "J"):
         assert leak not in text

@@ -81,3 +81,49 @@ def test_a_sweep_piped_into_a_reader_that_exited_still_finishes_its_runs(csv_dir
     assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert list(csv_dir.glob("multirun/*/*/leaderboard/leaderboard.csv"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_while_the_sweep_is_planned_says_so_and_leaves_nothing(csv_dir, stop):
+    """SIGTERM (``kill PID``) and SIGINT while the jobs are checked: one ``dp-arena: stopped.``
+    line saying nothing was started, exit 143 / 130, no traceback, no sweep folder, no run."""
+    sweep = subprocess.Popen([sys.executable, "-m", "dp_arena.cli.main", *CSV,
+                              "mechanism=test_slow_to_plan", "privacy.epsilon=1", "trial=0",
+                              *DOUBLES], cwd=csv_dir, env=PARALLEL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (csv_dir / "planning-now").exists():  # the double's notes are being made
+            assert sweep.poll() is None and time.monotonic() < deadline, sweep.communicate()
+            time.sleep(0.1)
+        sweep.send_signal(stop)
+        out, err = sweep.communicate(timeout=60)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    text = out + err
+    assert sweep.returncode == 128 + stop, text
+    assert "Traceback" not in text and text.count("dp-arena: stopped.") == 1, text
+    assert f"{signal.Signals(stop).name} came before any run started: nothing was started" \
+        in text
+    assert not (csv_dir / "multirun").exists() and not (csv_dir / "mlruns").exists()
+    assert runs_of(csv_dir) == [] and runs_of(csv_dir, kind="sweep") == []
+
+
+@pytest.mark.slow
+def test_a_launch_that_fails_after_the_sweep_opened_leaves_no_run_running(csv_dir):
+    """A worker process lost (the double ends its own worker under ``limits.isolate=false``)
+    fails Hydra's launch; at exit the sweep marks its runs in flight KILLED, ends its parent
+    run FAILED and says so once, exit 1."""
+    proc = subprocess.run([sys.executable, "-m", "dp_arena.cli.main", *CSV,
+                           "mechanism=test_kills_worker", "limits.isolate=false",
+                           "privacy.epsilon=1,2", "trial=0", *DOUBLES], cwd=csv_dir,
+                          env=PARALLEL, capture_output=True, text=True, timeout=300)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 1, text
+    assert text.count("dp-arena: the sweep's launcher failed (above)") == 1, text
+    children, parents = runs_of(csv_dir), runs_of(csv_dir, kind="sweep")
+    assert len(parents) == 1 and parents[0].info.status == "FAILED"
+    assert children and all(r.info.status == "KILLED" for r in children)
+    assert all(r.data.tags.get("stopped_reason") for r in children)

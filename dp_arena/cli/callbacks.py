@@ -5,12 +5,15 @@ the progress display and is :func:`dp_arena.sweep.session.close_sweep` (summary,
 stage, leaderboard); when the reader of the output has gone (a pipe into ``head``), what
 would be printed is dropped (the board is still written and attached to the parent run), and
 a broken pipe found only while printing ends the sweep with exit 1, no traceback, its runs
-closed.
+closed. A launch that fails after the sweep opened (``on_multirun_end`` never runs) has its
+runs closed at exit (:meth:`SweepSummary.close_abandoned`).
 """
 
 from __future__ import annotations
 
+import atexit
 import sys
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -34,6 +37,8 @@ class SweepSummary(Callback):
 
         try:
             self.monitor = open_sweep(config)
+            self.ended = False
+            atexit.register(self.close_abandoned, str(config.hydra.sweep.dir))
         except DPArenaError as exc:  # Hydra would turn an exception here into a warning
             print(f"dp-arena: the sweep was not started: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -45,6 +50,7 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from dp_arena.sweep.session import close_sweep
 
+        self.ended = True
         if self.monitor is not None:
             self.monitor.stop()
             gone = self.monitor.console.gone_fds()
@@ -55,3 +61,13 @@ class SweepSummary(Callback):
         except BrokenPipeError:  # the reader of our output has gone (`dp-arena ... | head`)
             silence_gone_streams()
             raise SystemExit(1) from None
+
+    def close_abandoned(self, sweep_dir: str) -> None:
+        """At exit: a sweep whose launch failed after it opened (a worker process lost, a
+        launcher error: :meth:`on_multirun_end` never ran) leaves no run RUNNING
+        (:func:`dp_arena.sweep.session.abandon_sweep`)."""
+        if getattr(self, "ended", True):
+            return
+        from dp_arena.sweep.session import abandon_sweep
+
+        abandon_sweep(Path(sweep_dir), self.monitor)

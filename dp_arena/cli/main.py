@@ -20,7 +20,9 @@ Bad input ends with one message naming the problem and the fix, no traceback (se
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,7 +58,27 @@ def main() -> None:
         sys.argv[1:], note = first_job_command("config", Path(CONF_DIR), sys.argv[1:])
         if note:
             print(note, file=sys.stderr)
+    install_early_stop()  # SIGTERM as Ctrl-C, one line, until the sweep's own handlers
     hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(run_task)()
+
+
+def install_early_stop() -> None:
+    """Until the sweep's own handlers are installed
+    (:func:`dp_arena.sweep.parents.install_stop_handlers`), SIGTERM and SIGINT end the command
+    at once with ``dp-arena: stopped.`` and what it means (nothing was started), exit 143 /
+    130: SIGTERM while the sweep was planned used to end it silently, Ctrl-C in a
+    ``KeyboardInterrupt`` traceback."""
+
+    def stop(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stderr
+            print(f"dp-arena: stopped. {name} came before any run started: nothing was "
+                  "started. Run the same command again to start the sweep.", file=sys.stderr,
+                  flush=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 #: Hydra's and the libraries' INFO logging, shown with ``-v``.

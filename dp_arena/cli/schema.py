@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from dp_arena.cli.exits import ExplainingParser, run_or_explain
+from dp_arena.data.csv_format import delimiter_name, encoding_label, separator
 from dp_arena.data.datasets import read_csv_file
 from dp_arena.data.hints import merged, parse_flow, parse_weight, read_hints_file
 from dp_arena.data.holdout import (
@@ -86,6 +87,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "persons as runs with dataset.holdout_fraction=F do (default 0)")
     p.add_argument("--split-seed", type=int, default=0, metavar="S",
                    help="the holdout's seed, as dataset.split_seed=S (default 0)")
+    p.add_argument("--sep", default="comma", metavar="SEP",
+                   help="the CSVs' delimiter: comma (default), tab, semicolon or pipe")
+    p.add_argument("--encoding", default="utf-8",
+                   help="the CSVs' text encoding (default utf-8; cp1252 or latin-1 for a "
+                        "Windows export)")
     return p.parse_args(argv)
 
 
@@ -128,7 +134,7 @@ def selected(df: pd.DataFrame, args: argparse.Namespace, what: str,
     return (df[keep] if keep else df).drop(columns=drop)
 
 
-def repeated_names(path: Path) -> list[str]:
+def repeated_names(path: Path, sep: str = ",") -> list[str]:
     """The names that occur more than once in ``path``'s header row (a CSV reader would rename
     the second ``a`` to ``a.1`` and the proposal would carry both); [] when unreadable (the
     reader then says why)."""
@@ -136,16 +142,16 @@ def repeated_names(path: Path) -> list[str]:
 
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            header = [name.strip() for name in next(csv.reader(handle), [])]
+            header = [name.strip() for name in next(csv.reader(handle, delimiter=sep), [])]
     except (OSError, csv.Error):
         return []
     return sorted({name for name in header if header.count(name) > 1})
 
 
-def refuse_repeated_names(path: Path, what: str) -> None:
+def refuse_repeated_names(path: Path, what: str, sep: str = ",") -> None:
     """A header that names a column twice is refused (column names are the schema's, not
     private values)."""
-    repeated = repeated_names(path)
+    repeated = repeated_names(path, sep)
     if repeated:
         raise DPArenaError(f"{what}: {path} names a column more than once in its header: "
                            f"{', '.join(map(repr, repeated))}",
@@ -167,17 +173,20 @@ def run(args: argparse.Namespace) -> None:
                             setting="--memory-limit-mb")
     fraction = checked_fraction(getattr(args, "holdout_fraction", 0.0), "--holdout-fraction")
     seed = checked_seed(getattr(args, "split_seed", 0), "--split-seed")
-    refuse_repeated_names(data, "DATA")
+    form = (separator(args.sep, "--sep"), args.encoding, ("--sep", "--encoding"))
+    refuse_repeated_names(data, "DATA", form[0])
     if args.public:
-        refuse_repeated_names(Path(args.public).expanduser(), "--public")
-    raw, _ = split_holdout(read_csv_file(data, "DATA"), fraction, seed, args.id_column)
+        refuse_repeated_names(Path(args.public).expanduser(), "--public", form[0])
+    raw, _ = split_holdout(read_csv_file(data, "DATA", *form), fraction, seed,
+                           args.id_column)
     private = selected(raw, args, "DATA")  # the training rows: held-out ones are dropped here
     if settings.source == "public":
         public = Path(args.public).expanduser()
         if not public.is_file():
             raise DPArenaError(f"--public: file not found: {public}",
                                "pass the path of a public sample CSV")
-        sample = selected(read_csv_file(public, "--public"), args, "--public", sample=True)
+        sample = selected(read_csv_file(public, "--public", *form), args, "--public",
+                          sample=True)
         missing = [str(c) for c in private.columns if c not in sample.columns]
         if missing:
             raise ConfigError(f"--public: the sample lacks columns {missing} of DATA",
@@ -204,7 +213,18 @@ def run(args: argparse.Namespace) -> None:
     print(f"wrote {', '.join(map(str, written))} (edit freely)")
     split = (f" dataset.holdout_fraction={fraction:g} dataset.split_seed={seed}"
              if fraction else "")
+    read_as = form_settings(form[0], args.encoding)
+    split += "".join(f" dataset.{key}={value}" for key, value in read_as.items())
     print(f"run: dp-arena dataset=csv dataset.path={data} dataset.schema={written[0]}{split}")
+
+
+def form_settings(sep: str, encoding: str) -> dict[str, str]:
+    """The ``dataset.sep`` / ``dataset.encoding`` a sweep needs to read the file as this
+    command read it (none for a comma-separated UTF-8 file)."""
+    settings = {"sep": delimiter_name(sep)} if sep != "," else {}
+    if encoding_label(encoding) != "UTF-8":
+        settings["encoding"] = encoding
+    return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

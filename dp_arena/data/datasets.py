@@ -38,6 +38,14 @@ from dp_arena.data.conform import (
     conform_counted,
     read_source,
 )
+from dp_arena.data.csv_format import (
+    HEAD_BYTES,
+    check_csv_format,
+    delimiter_name,
+    encoding_fix,
+    encoding_label,
+    separator,
+)
 from dp_arena.data.holdout import (
     checked_fraction,
     checked_seed,
@@ -167,6 +175,32 @@ def load_dataset(cfg: dict[str, Any]) -> Dataset:
     return loader(name, **settings) if name in SHARED_DATASETS else loader(**settings)
 
 
+def check_dataset_config(cfg: dict[str, Any]) -> None:
+    """What :func:`load_dataset` refuses before it reads or simulates anything (an unknown
+    dataset or setting, a size out of range), without loading: a sweep checks this on its
+    first job before composing the others."""
+    loader = dataset_loader(cfg.get("name"))
+    settings = _without(cfg, "name")
+    refuse_unknown_keys(settings, [p for p in inspect.signature(loader).parameters
+                                   if p != "name"], "dataset")
+    if loader is load_taxi_sim:
+        check_taxi_sim_sizes(**{k: settings[k] for k in ("n_private", "n_public", "n_heldout")
+                                if k in settings})
+
+
+def check_taxi_sim_sizes(n_private: Any = 50_000, n_public: Any = 50_000,
+                         n_heldout: Any = DEFAULT_N_HELDOUT) -> None:
+    """``taxi_sim``'s trip counts: at least 1000 private and public trips, held-out >= 0."""
+    for key, n in (("n_private", n_private), ("n_public", n_public)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1000:
+            raise ConfigError(f"dataset.{key} must be an integer >= 1000 (got {n!r})",
+                              f"set dataset.{key} to e.g. 50000")
+    if isinstance(n_heldout, bool) or not isinstance(n_heldout, int) or n_heldout < 0:
+        raise ConfigError(f"dataset.n_heldout must be an integer >= 0 (got {n_heldout!r})",
+                          f"set dataset.n_heldout to e.g. {DEFAULT_N_HELDOUT}, or 0 for no "
+                          "held-out taxis")
+
+
 def dataset_loader(name: Any) -> Callable[..., Dataset]:
     """The function that loads dataset ``name`` (its keyword arguments are the settings)."""
     loaders: dict[str, Callable[..., Dataset]] = {
@@ -196,14 +230,7 @@ def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0
     from dp_arena.data.taxi.sim import DEFAULT_SCORING_YEAR, simulate_years
     from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, taxi_schema
 
-    for key, n in (("n_private", n_private), ("n_public", n_public)):
-        if not isinstance(n, int) or n < 1000:
-            raise ConfigError(f"dataset.{key} must be an integer >= 1000 (got {n!r})",
-                              f"set dataset.{key} to e.g. 50000")
-    if isinstance(n_heldout, bool) or not isinstance(n_heldout, int) or n_heldout < 0:
-        raise ConfigError(f"dataset.n_heldout must be an integer >= 0 (got {n_heldout!r})",
-                          f"set dataset.n_heldout to e.g. {DEFAULT_N_HELDOUT}, or 0 for no "
-                          "held-out taxis")
+    check_taxi_sim_sizes(n_private, n_public, n_heldout)
     schema = taxi_schema()
     chosen = checked_target(TAXI_TARGET if target == DEFAULT_TARGET else target, schema)
     private, public = simulate_years(n_private=n_private, n_public=n_public, seed=seed,
@@ -222,7 +249,8 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
                      max_records_per_individual: int | None = None,
                      label: str | None = None, columns: list[str] | None = None,
                      drop: list[str] | None = None, max_loss: float = MAX_LOSS,
-                     holdout_fraction: float = 0.0, target: str | None = None) -> Dataset:
+                     holdout_fraction: float = 0.0, target: str | None = None,
+                     sep: str = "comma", encoding: str = "utf-8") -> Dataset:
     """Any CSV plus a ``parameters.json`` / ``domain.json`` schema; ``columns`` / ``drop``
     choose the CSV's columns; a proposed schema (``proposal`` block) fits the data to itself
     (:mod:`dp_arena.data.conform`); ``max_loss``: the share of a column's values (or of the
@@ -235,7 +263,9 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     ``dp-arena-schema`` proposed from this file (``--epsilon`` / ``--from-private``) must have
     been proposed with the same holdout (``--holdout-fraction`` / ``--split-seed``), else the
     load is refused (:func:`check_proposal_holdout`). Target: ``target`` (default none), a
-    column of the schema."""
+    column of the schema. ``sep`` (``comma``, ``tab``, ``semicolon``, ``pipe``) and
+    ``encoding`` say how the CSVs are written (:mod:`dp_arena.data.csv_format` refuses a file
+    they would misread, naming the setting that reads it)."""
     if not path:
         raise ConfigError("dataset=csv needs dataset.path", "pass dataset.path=/path/to/data.csv")
     if not _resolve(path).is_file():
@@ -254,14 +284,15 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     if source is not None and source.source in ("dp", "private"):
         check_proposal_holdout(_resolve(schema), fraction, seed, split_by)
     target = checked_target(target, sch)
-    raw_train, raw_heldout = split_holdout(read_csv_file(_resolve(path), "dataset.path"),
-                                           fraction, seed, split_by)
+    written = (separator(sep), encoding)
+    raw_train, raw_heldout = split_holdout(read_csv_file(_resolve(path), "dataset.path",
+                                                         *written), fraction, seed, split_by)
     private, report = fitted_table(raw_train, _resolve(path), sch, "dataset.path", chosen,
                                    source)
     heldout = fitted_table(raw_heldout, _resolve(path), sch, "dataset.path (held-out part)",
                            chosen, source)[0] if raw_heldout is not None else None
     public = read_raw_table(_resolve(public_path), sch, "dataset.public_path", chosen,
-                            source)[0] if public_path else None
+                            source, written)[0] if public_path else None
     if public is not None:  # a "public" part that is the private table (or a sample of it)
         from dp_arena.data.overlap import refuse_overlap
 
@@ -493,14 +524,16 @@ def chosen_schema(schema: Schema, chosen: tuple[list[str] | None, list[str]]) ->
 
 
 def read_raw_table(path: Path, schema: Schema, what: str, chosen,
-                   source: SchemaSource | None) -> tuple[pd.DataFrame, LoadReport | None]:
+                   source: SchemaSource | None, written: tuple[str, str] = (",", "utf-8"),
+                   ) -> tuple[pd.DataFrame, LoadReport | None]:
     """Read a CSV, keep the chosen columns (a proposal's dropped ones go too), fit it to a
     proposed schema, validate and cast (as :func:`read_table`); what the fitting cost
     (:func:`dp_arena.data.conform.conform_counted`; None when the schema is not fitted to)."""
     if not path.is_file():
         raise DPArenaError(f"{what}: file not found: {path}",
                            "check the path (relative paths are taken from the current folder)")
-    return fitted_table(read_csv_file(path, what), path, schema, what, chosen, source)
+    return fitted_table(read_csv_file(path, what, *written), path, schema, what, chosen,
+                        source)
 
 
 def fitted_table(df: pd.DataFrame, path: Path, schema: Schema, what: str, chosen,
@@ -541,12 +574,23 @@ def checked_max_loss(value: Any) -> float:
     return float(value)
 
 
-def read_csv_file(path: Path, what: str) -> pd.DataFrame:
+def read_csv_file(path: Path, what: str, sep: str = ",", encoding: str = "utf-8",
+                  options: tuple[str, str] = ("dataset.sep", "dataset.encoding")) -> pd.DataFrame:
+    """A CSV read with ``sep`` and ``encoding``, after :func:`check_csv_format` found its
+    beginning readable so (``options``: how the command names those settings)."""
+    check_csv_format(path, what, sep, encoding, options)
     try:
-        return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        return pd.read_csv(path, sep=sep, encoding="utf-8-sig" if encoding.lower() in
+                           ("utf-8", "utf8") else encoding)
+    except UnicodeDecodeError as exc:  # past the beginning the check read
+        problem = f"it is not {encoding_label(exc.encoding)} text"
+        raise DPArenaError(f"{what}: cannot read {path} as CSV: {problem} (after its first "
+                           f"{HEAD_BYTES // 1024} KB)", encoding_fix(problem, path, options[1])) \
+            from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise DPArenaError(f"{what}: cannot read {path} as CSV: {read_problem(exc)}",
-                           "pass a comma-separated file with a header row") from None
+                           f"pass a {delimiter_name(sep)}-separated file with a header row "
+                           f"(or set {options[0]})") from None
 
 
 def _resolve(path: str) -> Path:

@@ -86,7 +86,7 @@ from dp_arena.resources import config_dir
 from dp_arena.run import config_store
 from dp_arena.run.config import RunConfig
 from dp_arena.sweep.job import JobContext, execute_job, job_config, report_job
-from dp_arena.sweep.launch_checks import check_tracking_server
+from dp_arena.sweep.launch_checks import check_tracking_server, check_tracking_store
 from dp_arena.sweep.parents import end_parent_runs, start_parent_runs
 from dp_arena.sweep.plan import (
     announce,
@@ -458,7 +458,9 @@ def run_planned(jobs: list[list[str]], n_shared: int, command: list[str],
     to_run = plan.of("run")
     experiment, = plan.experiments or [""]  # one dataset, one experiment
     plan = replace(plan, total=len(to_run), tracking_uri=configs[to_run[0].index].tracking_uri)
-    check_tracking_server(resolve_tracking_uri(plan.tracking_uri))  # as open_sweep checks it
+    uri = resolve_tracking_uri(plan.tracking_uri)  # checked as open_sweep checks it
+    check_tracking_server(uri)
+    check_tracking_store(uri)
     outcomes: list[Outcome] = []
     with redirect_stdout(sys.stdout if progress else io.StringIO()):
         announce(plan)

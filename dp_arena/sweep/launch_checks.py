@@ -4,8 +4,14 @@ parent run is created, each in seconds, each as one :class:`ConfigError` with th
 - :func:`check_launcher`: the launcher the command chose can start jobs here: SLURM
   (``hydra/launcher=slurm``) needs ``sbatch`` on the PATH; Ray (``ray_cluster``) needs Ray
   importable; submitit's launchers need ``hydra_plugins.hydra_submitit_launcher``.
+- :func:`check_launcher_jobs`: the joblib launcher's ``n_jobs`` is a non-zero integer;
 - :func:`check_sweep_folder`: the sweep folder can be created and written (a read-only folder
-  used to fail after the parent run started, leaving it RUNNING).
+  used to fail after the parent run started, leaving it RUNNING); the check leaves no folder
+  behind, so it runs before the plan.
+- :func:`check_tracking_store`: a local SQLite store can be written within
+  :data:`STORE_WAIT_S` (one held by another process used to end in hundreds of lines of
+  tracebacks and a hang; a read-only one in an SQL dump), is an SQLite file, and can be
+  created where it does not exist yet; a database server's store has its driver and answers.
 - :func:`check_tracking_server`: the tracking URI's scheme is one MLflow stores runs in
   (``foo://bar`` got MLflow's model-registry message after the sweep folder existed); an
   ``http(s)`` tracking URI answers within a few seconds
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sqlite3
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,6 +37,9 @@ from dp_arena.sweep.records import SweepPlan
 
 #: Seconds the tracking server has to answer the pre-check.
 SERVER_TIMEOUT_S = 5.0
+#: Seconds a local store may stay locked by another process before the sweep is refused (a
+#: concurrent sweep's writes hold it for milliseconds).
+STORE_WAIT_S = 10.0
 
 
 def check_launcher(target: str | None) -> None:
@@ -49,8 +59,23 @@ def check_launcher(target: str | None) -> None:
                           'pip install "dp-arena[ray]" (or drop hydra/launcher for the default)')
 
 
+def check_launcher_jobs(n_jobs: object) -> None:
+    """The joblib launcher's ``n_jobs`` (``hydra.launcher.n_jobs``, from ``DP_ARENA_JOBS`` by
+    default) must be a non-zero integer (negative: joblib's count back from all cores); 0 used
+    to fail in joblib after the parent run had started, leaving it RUNNING."""
+    if n_jobs is None:
+        return
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
+        raise ConfigError(f"hydra.launcher.n_jobs={n_jobs!r} is not a number of runs at a time "
+                          "(a whole number, not 0)",
+                          "set hydra.launcher.n_jobs=2 (or DP_ARENA_JOBS=2), or leave it out for "
+                          "the default 2")
+
+
 def check_sweep_folder(sweep_dir: Path) -> None:
-    """The sweep folder can be created and a file written in it (the probe is removed)."""
+    """The sweep folder can be created and a file written in it; what the check created (the
+    probe, folders that did not exist) is removed again."""
+    missing = [p for p in (sweep_dir, *sweep_dir.parents) if not p.exists()]
     probe = sweep_dir / f".write-check-{uuid.uuid4().hex[:8]}"
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -61,6 +86,133 @@ def check_sweep_folder(sweep_dir: Path) -> None:
                           f"({exc.strerror or type(exc).__name__})",
                           "run from a folder you can write to, or set "
                           "hydra.sweep.dir=/a/writable/folder") from None
+    finally:
+        remove_empty(missing)
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) where they exist and are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            continue
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The file of a local SQLite tracking URI (``sqlite:///path``, as the harness opens it),
+    else ``None``."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+#: The fix that applies to every store problem: another store.
+OTHER_STORE = "or use another store: tracking.uri=sqlite:///a/writable/folder/mlflow.db"
+
+
+def check_tracking_store(uri: str, wait_s: float = STORE_WAIT_S) -> None:
+    """A local SQLite store (``uri`` resolved) must take a write within ``wait_s`` (tried in a
+    transaction that is rolled back: nothing is written), or be creatable where it does not
+    exist yet (nothing is created). A database server's store: :func:`check_database_server`;
+    an ``http(s)`` one is left to :func:`check_tracking_server`."""
+    path = sqlite_file(uri)
+    if path is None:
+        check_database_server(uri, min(wait_s, SERVER_TIMEOUT_S))
+        return
+    if "?" in path.name:
+        name, _, options = path.name.partition("?")
+        raise ConfigError(f"tracking.uri {without_credentials(uri)!r} carries SQLite options "
+                          f"({options}), which dp-arena does not pass on (it would create a "
+                          "file of that name)",
+                          f"drop them: tracking.uri=sqlite:///{path.with_name(name)}")
+    if not path.exists():
+        check_store_folder(path)
+        return
+    if not path.is_file():
+        raise ConfigError(f"the MLflow store {path} is a folder, not an SQLite file",
+                          f"point tracking.uri at a file in it: sqlite:///{path / 'mlflow.db'}")
+    problem = store_write_problem(path, wait_s)
+    if problem == "locked":
+        raise ConfigError(f"the MLflow store {path} is locked by another process (it took no "
+                          f"write for {wait_s:.0f} s)",
+                          f"end or finish the process holding it (`fuser -v {path}` names it: an "
+                          f"open sqlite3 shell, a stuck sweep), {OTHER_STORE}")
+    if problem == "read-only":
+        raise ConfigError(f"the MLflow store {path} is read-only: runs cannot be written to it",
+                          f"make it and its folder writable (chmod u+w {path}), {OTHER_STORE}")
+    if problem:
+        raise ConfigError(f"the MLflow store {path} cannot be used ({problem})",
+                          f"move the file away (MLflow creates a new store), {OTHER_STORE}")
+
+
+#: Database schemes MLflow's SQL store takes: (driver modules, one of which SQLAlchemy needs;
+#: the pip package; the default port).
+DATABASES = {"postgresql": (("psycopg2", "psycopg"), "psycopg2-binary", 5432),
+             "mysql": (("MySQLdb", "pymysql"), "pymysql", 3306),
+             "mssql": (("pyodbc", "pymssql"), "pyodbc", 1433)}
+
+
+def check_database_server(uri: str, timeout_s: float = SERVER_TIMEOUT_S) -> None:
+    """A ``postgresql``/``mysql``/``mssql`` tracking URI needs a database driver installed and
+    its server accepting connections within ``timeout_s`` (a missing driver was a bare
+    ``ModuleNotFoundError``). Named without credentials."""
+    import socket
+
+    parts = urllib.parse.urlsplit(uri)
+    scheme, _, driver = parts.scheme.lower().partition("+")
+    if scheme not in DATABASES:
+        return
+    modules, package, port = DATABASES[scheme]
+    shown = without_credentials(uri)
+    wanted = {"psycopg2": ("psycopg2",), "psycopg": ("psycopg",),
+              "pymysql": ("pymysql",), "mysqldb": ("MySQLdb",)}.get(driver, modules)
+    if all(importlib.util.find_spec(m) is None for m in wanted):
+        raise ConfigError(f"tracking.uri {shown}: the {scheme} driver is not installed "
+                          f"({' or '.join(wanted)})",
+                          f"pip install {package} (or leave tracking.uri unset for the local "
+                          "store mlflow.db)")
+    try:
+        socket.create_connection((parts.hostname or "localhost", parts.port or port),
+                                 timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"the {scheme} server of tracking.uri {shown} does not answer "
+                          f"({getattr(exc, 'strerror', None) or type(exc).__name__})",
+                          "start it, or fix tracking.uri (leave it unset for the local store "
+                          "mlflow.db)") from None
+
+
+def store_write_problem(path: Path, wait_s: float) -> str | None:
+    """``locked``, ``read-only``, SQLite's own reason, or ``None`` when a write transaction on
+    the SQLite file ``path`` can begin and write within ``wait_s`` (then rolled back)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=wait_s,
+                              isolation_level=None)
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("CREATE TABLE dp_arena_write_check (x)")  # needs a writable file
+        con.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        text = str(exc).lower()
+        if "locked" in text or "busy" in text:
+            return "locked"
+        if "readonly" in text or "read-only" in text:
+            return "read-only"
+        return str(exc)
+    finally:
+        con.close()
+    return None
+
+
+def check_store_folder(path: Path) -> None:
+    """The folder of a store that does not exist yet can be created and written (nothing is
+    left behind: the probe of :func:`check_sweep_folder`)."""
+    try:
+        check_sweep_folder(path.parent)
+    except ConfigError:
+        raise ConfigError(f"cannot create the MLflow store {path}: its folder "
+                          f"{path.parent} cannot be created or written",
+                          OTHER_STORE.removeprefix("or ")) from None
 
 
 #: URI schemes MLflow stores runs in (a database scheme may name its driver: ``+driver``).

@@ -13,7 +13,11 @@
   whose reader has gone (``dp-arena ... 2>&1 | head -1``, a ``tee`` killed by the same
   Ctrl-C), the write is skipped and the clean-up goes on. SIGPIPE stays ignored (Python's
   default, made sure of here): a write to a closed pipe raises ``BrokenPipeError``, which
-  the guard catches, rather than killing the process before its runs are closed.
+  the guard catches, rather than killing the process before its runs are closed. Before the
+  handlers are in place (planning), ``dp-arena``'s early handler
+  (:func:`dp_arena.cli.main.install_early_stop`) answers both signals alike with
+  ``dp-arena: stopped.`` and that nothing was started; while they are being put in place
+  (:func:`stops_deferred`), a signal waits for them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +78,30 @@ def end_parent_runs(plan: SweepPlan, status: str, files: Sequence[Path] = (),
 
 
 # ----- stopping -------------------------------------------------------------------------------
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[list[int]]:
+    """A stop signal that comes while the block runs (the parent runs are being created, the
+    stop handlers installed) is held, not acted on half-way: the list it yields holds it, for
+    the caller to act on once the handlers are in place. When the block fails, the handlers
+    it found are restored and a held signal is sent again."""
+    held: list[int] = []
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    for sig in before:
+        signal.signal(sig, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    except BaseException:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        if held:
+            os.kill(os.getpid(), held[0])
+        raise
+
+
 def install_stop_handlers(sweep_dir: Path, plan: SweepPlan,
-                          quiet: Callable[[], None] | None = None) -> None:
+                          quiet: Callable[[], None] | None = None) -> Callable[[int, Any], None]:
     """SIGTERM / SIGINT stop the whole sweep (see the module docstring); ``quiet`` ends the
-    progress display first."""
+    progress display first. Returns the handler (for a signal held while it was installed)."""
 
     def stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -100,6 +124,7 @@ def install_stop_handlers(sweep_dir: Path, plan: SweepPlan,
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    return stop
 
 
 def stop_descendants(grace_s: float) -> None:

@@ -24,7 +24,9 @@
 - :func:`plan_for`: the whole plan of a Hydra sweep (:class:`~dp_arena.sweep.records.SweepPlan`).
   Invalid jobs are grouped by their message, so a bad value swept over 20 jobs is one problem,
   reported once (:func:`report_problems`), and the sweep exits 2 before any job folder or
-  MLflow run exists. Sweepers that are not the basic one (Optuna's search spaces) are checked
+  MLflow run exists. The first job's settings are checked before the others are composed
+  (:func:`refuse_first_job`: a bad value given once is refused in a second, not after
+  composing every job). Sweepers that are not the basic one (Optuna's search spaces) are checked
   on the base config. :func:`announce` says up front what will not run, and why.
 
 Only public facts leave these checks (see :mod:`dp_arena.run.preflight`).
@@ -47,7 +49,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from dp_arena.data.conform import loss_refusal, loss_report_lines
-from dp_arena.data.datasets import Dataset, load_dataset
+from dp_arena.data.datasets import Dataset, check_dataset_config, load_dataset
 from dp_arena.data.guards import PRIVATE_VIEW, private_warnings, public_warnings
 from dp_arena.errors import ConfigError, DPArenaError, NotApplicable
 from dp_arena.params import config_problem
@@ -304,6 +306,8 @@ def plan_for(config: DictConfig) -> SweepPlan:
             except Exception as exc:  # noqa: BLE001 - Hydra's composition error, said once
                 configs.append(exc if isinstance(exc, DPArenaError) else config_problem(exc))
                 labels.append(" ".join(job))
+            if index == 0 and len(overrides) > 1:  # before composing the others
+                refuse_first_job(configs[0], labels[0], len(overrides))
         planned = plan_jobs(configs, labels, jobs,
                             on_job=lambda k, n: say("checking", k, n, labels[k]))
     problems = planned.problems()
@@ -317,6 +321,40 @@ def plan_for(config: DictConfig) -> SweepPlan:
                               for j in planned.jobs),
                    workers=workers_of(config),
                    tracking_uri=first.tracking_uri if first is not None else None)
+
+
+def settings_problem(job: RunConfig | DPArenaError) -> DPArenaError | None:
+    """What a job's settings alone show wrong, without loading data (seconds at most): its
+    composition, the typed settings' ranges, the dataset's settings, the mechanism's and the
+    metrics' declared constraints, a data file too large for the memory limit. ``None`` when
+    these pass (or fail with a bug or an n/a, which the full plan reports)."""
+    if isinstance(job, DPArenaError):
+        return job
+    try:
+        check_settings(job.settings)
+        check_dataset_config(job.dataset)
+        build_components(job)
+        check_data_size(job)
+    except NotApplicable:
+        return None
+    except DPArenaError as exc:
+        return exc
+    except Exception:  # noqa: BLE001 - a bug or a library error: the plan says it per job
+        return None
+    return None
+
+
+def refuse_first_job(job: RunConfig | DPArenaError, label: str, n_jobs: int) -> None:
+    """Exit 2 with the first job's :func:`settings_problem`, if any, before the sweep's other
+    jobs are composed: a bad value given once (``dataset.n_private=0``) is found in a second
+    rather than after composing and checking every job."""
+    problem = settings_problem(job)
+    if problem is None:
+        return
+    print(f"dp-arena: the sweep was not started: a problem in the first of its {n_jobs} jobs "
+          f"(the other {n_jobs - 1} were not checked):", file=sys.stderr)
+    report_problem_lines(str(problem), label)
+    raise SystemExit(2)
 
 
 def workers_of(config: DictConfig) -> int:
@@ -401,9 +439,14 @@ def report_problems(problems: dict[str, list[JobPlan]], n_jobs: int) -> None:
           f"{'s' if n_jobs > 1 else ''}:", file=sys.stderr)
     for reason, jobs in problems.items():
         who = jobs[0].label if len(jobs) == 1 else f"{len(jobs)} jobs, e.g. {jobs[0].label}"
-        lines = reason.splitlines()
-        print(f"- {lines[0]}\n" + "".join(f"  {line.strip()}\n" for line in lines[1:])
-              + f"  ({who})", file=sys.stderr)
+        report_problem_lines(reason, who)
+
+
+def report_problem_lines(reason: str, who: str) -> None:
+    """One problem as ``- first line``, its other lines indented, then ``(who)``."""
+    lines = reason.splitlines()
+    print(f"- {lines[0]}\n" + "".join(f"  {line.strip()}\n" for line in lines[1:])
+          + f"  ({who})", file=sys.stderr)
 
 
 def announce(plan: SweepPlan) -> None:

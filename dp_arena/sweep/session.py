@@ -1,10 +1,12 @@
 """A sweep's life in the launching process, from its plan to its summary (the Hydra callback
 :class:`dp_arena.cli.callbacks.SweepSummary` calls these).
 
-- :func:`open_sweep`: checks every job before any starts (:mod:`dp_arena.sweep.plan`: one
-  message per distinct problem and exit 2; n/a and duplicate jobs listed); checks the
-  launcher, the tracking server and the sweep folder (:mod:`dp_arena.sweep.launch_checks`),
-  and refuses (exit 2) a sweep in which nothing can run, all before the parent run exists;
+- :func:`open_sweep`: checks the ``DP_ARENA_*`` environment (:mod:`dp_arena.sweep.environment`),
+  the launcher, the sweep folder and the local tracking store first, in seconds
+  (:mod:`dp_arena.sweep.launch_checks`); then every job before any starts
+  (:mod:`dp_arena.sweep.plan`: one message per distinct problem and exit 2; n/a and duplicate
+  jobs listed) and the tracking server, and refuses (exit 2) a sweep in which nothing can
+  run, all before the parent run exists;
   starts the sweep's MLflow parent run(s) (:mod:`dp_arena.sweep.parents`), writes the plan the
   jobs read, installs the stop handlers (which first end the progress display, so the stop
   message comes out whole) and starts the progress display (:mod:`dp_arena.sweep.progress`;
@@ -15,10 +17,12 @@
   private data (:mod:`dp_arena.sweep.tuning`); then prints the leaderboard of this sweep's
   runs (:mod:`dp_arena.sweep.summary`), attaches board and summary to the parent runs and
   ends them. Exits 1 if any scored run failed or none ran, whatever else happened.
+- :func:`abandon_sweep`: a launch that failed after the sweep opened leaves no run RUNNING.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,17 +30,23 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from dp_arena.report.tracking import resolve_tracking_uri
+from dp_arena.sweep.environment import check_environment
 from dp_arena.sweep.job import is_search
 from dp_arena.sweep.launch_checks import (
     check_launcher,
+    check_launcher_jobs,
     check_sweep_folder,
     check_tracking_server,
+    check_tracking_store,
     nothing_runs,
 )
+from dp_arena.sweep.lines import say
 from dp_arena.sweep.parents import (
     end_parent_runs,
     install_stop_handlers,
+    mark_stopped_runs,
     start_parent_runs,
+    stops_deferred,
 )
 from dp_arena.sweep.plan import announce, plan_for
 from dp_arena.sweep.progress import ProgressMonitor, monitor_prints_lines
@@ -53,27 +63,64 @@ from dp_arena.sweep.tuning import final_stage
 def open_sweep(config: DictConfig) -> ProgressMonitor:
     """Check, plan and open the sweep; returns its progress monitor (running)."""
     quiet_optuna(config)
-    plan = plan_for(config)  # exits 2, printing each problem once, before anything starts
     sweep_dir = Path(config.hydra.sweep.dir)
-    # the surroundings, in seconds, before the parent run exists (one message with the fix)
+    # the surroundings, in seconds, before the plan (one message with the fix; nothing made)
+    check_environment()
     launcher = str(OmegaConf.select(config, "hydra.launcher._target_") or "")
     check_launcher(launcher)
+    if "joblib" in launcher:
+        check_launcher_jobs(OmegaConf.select(config, "hydra.launcher.n_jobs"))
+    check_sweep_folder(sweep_dir)
+    base_uri = resolve_tracking_uri(base_tracking_uri(config))
+    check_tracking_store(base_uri)
+    plan = plan_for(config)  # exits 2, printing each problem once, before anything starts
     if plan.experiments:
-        check_tracking_server(resolve_tracking_uri(plan.tracking_uri))
+        uri = resolve_tracking_uri(plan.tracking_uri)
+        check_tracking_server(uri)
+        if uri != base_uri:
+            check_tracking_store(uri)
     announce(plan)
     nothing = nothing_runs(plan)
     if nothing:
         print(f"dp-arena: {nothing}", file=sys.stderr)
         raise SystemExit(2)
-    check_sweep_folder(sweep_dir)
     command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
-    plan = replace(plan, parents=start_parent_runs(plan, sweep_dir, command))
-    write_plan(sweep_dir, plan)
-    monitor = ProgressMonitor(sweep_dir, plan, plan.workers or 2,
-                              echo_changes="joblib" not in launcher,
-                              print_lines=monitor_prints_lines(launcher, plan))
-    install_stop_handlers(sweep_dir, plan, quiet=monitor.halt)
+    with stops_deferred() as held:  # a stop now waits for the handlers that close the runs
+        plan = replace(plan, parents=start_parent_runs(plan, sweep_dir, command))
+        write_plan(sweep_dir, plan)
+        monitor = ProgressMonitor(sweep_dir, plan, plan.workers or 2,
+                                  echo_changes="joblib" not in launcher,
+                                  print_lines=monitor_prints_lines(launcher, plan))
+        stop = install_stop_handlers(sweep_dir, plan, quiet=monitor.halt)
+    if held:
+        stop(held[0], None)
     return monitor.start()
+
+
+def abandon_sweep(sweep_dir: Path, monitor: ProgressMonitor | None) -> None:
+    """A sweep whose launcher failed (Hydra has printed why): the progress display stopped,
+    the runs it left RUNNING marked KILLED with the reason, the parent runs ended FAILED, and
+    one line saying so."""
+    if monitor is not None:
+        with contextlib.suppress(Exception):  # closing the runs must happen
+            monitor.stop()
+    plan = read_plan(sweep_dir) or SweepPlan()
+    reason = "the sweep's launcher failed before this run ended"
+    killed = mark_stopped_runs(plan, str(sweep_dir), reason)
+    end_parent_runs(plan, "FAILED", summary=reason)
+    say(f"dp-arena: the sweep's launcher failed (above): {killed} run"
+        f"{'s' if killed != 1 else ''} in flight marked KILLED, the sweep's parent run FAILED. "
+        "Run the same command again to resume (finished runs are skipped).")
+
+
+def base_tracking_uri(config: DictConfig) -> str | None:
+    """``tracking.uri`` of the sweep's base config (``None`` when unset or unresolvable: the
+    plan's jobs then name it)."""
+    try:
+        value = OmegaConf.select(config, "tracking.uri")
+    except Exception:  # noqa: BLE001 - an interpolation the plan reports with the job
+        return None
+    return str(value) if value else None
 
 
 def close_sweep(config: DictConfig) -> None:
