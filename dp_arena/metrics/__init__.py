@@ -18,6 +18,7 @@ METRICS: dict[str, str] = {
     "propensity": "dp_arena.metrics.propensity:Propensity",
     "range_query": "dp_arena.metrics.range_query:RangeQuery",
     "membership": "dp_arena.metrics.membership:Membership",
+    "attribute_inference": "dp_arena.metrics.attribute_inference:AttributeInference",
 }
 
 
