@@ -260,3 +260,37 @@ def test_secret_counts_sum_to_the_rows():
     counts = secret_counts(qi, np.array([[0], [1], [1]]), [2])
     assert isinstance(counts, SecretCounts) and counts.counts[0].sum() == 3
     assert len(counts.keys) == 2
+
+
+# ----- through the real runner ------------------------------------------------------------
+def adult_run(tracking_uri: str, mechanism: str) -> dict[str, float]:
+    from mlflow import MlflowClient
+
+    from dp_arena.run.runner import run_one
+
+    out = run_one({
+        "dataset": {"name": "adult", "max_rows": 6000, "holdout_fraction": 0.25},
+        "mechanism": {"name": mechanism},
+        "privacy": {"epsilon": 1.0, "delta": 1e-6, "accountant": "gdp"},
+        "metrics": {"attribute_inference": {"max_targets": 800, "n_bootstrap": 100}},
+        "trial": 0, "seed": 0, "limits": {"threads": 1},
+        "tracking": {"uri": tracking_uri, "experiment": "test", "log_private_synthetic": False}})
+    assert out.status == "FINISHED"
+    return MlflowClient(tracking_uri).get_run(out.run_id).data.metrics
+
+
+@pytest.mark.slow
+def test_adult_resample_is_caught_and_uniform_is_not(shared_data, tracking_uri):
+    """adult's preset (three secrets), one trial at epsilon 1 through the runner: a copy
+    (resample) has risk >= 0.15 on at least two secrets and every lower CI end above 0;
+    uniform's risks are 0 within Z standard errors read off their intervals (half-width /
+    1.96)."""
+    secrets = ("income_50K", "education-num", "occupation")
+    copied = adult_run(tracking_uri, "resample")
+    assert sum(copied[f"attribute_inference/risk_{s}"] >= 0.15 for s in secrets) >= 2
+    assert all(copied[f"attribute_inference/risk_{s}_lo"] > 0 for s in secrets)
+    null = adult_run(tracking_uri, "uniform")
+    for s in secrets:
+        name = f"attribute_inference/risk_{s}"
+        se = (null[f"{name}_hi"] - null[f"{name}_lo"]) / (2 * 1.96)
+        assert abs(null[name]) <= Z * se
