@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -309,19 +309,19 @@ def column_setup(schema: Schema, columns: Columns) -> tuple[np.ndarray, np.ndarr
 
 @dataclass
 class AttributeInference(SharedReference):
-    """Empirical attribute-inference risk : empirical risk, not a DP guarantee.
+    """Empirical attribute-inference risk: empirical risk, not a DP guarantee.
 
     Settings: ``quasi_identifiers`` and ``secrets`` (column names; None: see below),
     ``preset`` (``auto``, ``none`` or a name of :data:`PRESETS`), ``attackers`` (both of
     :data:`ATTACKERS`), ``max_targets`` (2000 persons per side), ``max_synthetic`` (20000:
-    distinct quasi-identifier rows searched for nearest neighbours), ``n_bootstrap`` (200), ``min_heldout`` (50 held-out persons, else not applicable),
-    ``seed`` (0, public).
+    distinct quasi-identifier rows searched for nearest neighbours), ``n_bootstrap`` (200),
+    ``min_heldout`` (50 held-out persons, else not applicable), ``seed`` (0, public).
 
     Columns: named ones are used as named (a side left None is every other attribute). With
     neither named, the first preset whose columns the dataset all has (``preset=auto``:
-    ``crc_acs`` on the ACS excerpt, ``adult`` on UCI Adult: demographics as quasi-identifiers), else the dataset's target (its
-    last attribute when it has none) is the secret and every other attribute a
-    quasi-identifier.
+    ``crc_acs`` on the ACS excerpt, ``adult`` on UCI Adult: demographics as
+    quasi-identifiers), else the dataset's target (its last attribute when it has none) is the
+    secret and every other attribute a quasi-identifier.
 
     Who is attacked: ``max_targets`` (or fewer: the smaller side's persons) members, a seeded
     sample of training persons (``data.private``), and as many controls, held-out persons
@@ -377,8 +377,8 @@ class AttributeInference(SharedReference):
 
     Cost: the neighbour attack is a hash lookup plus a chunked one-hot product of the
     unmatched targets against at most ``max_synthetic`` distinct rows; the classifier counts
-    each quasi-identifier's codes with each secret's (``benchmarks/bench_attribute_inference.py`` prints both against a
-    run's time).
+    each quasi-identifier's codes with each secret's (``benchmarks/bench_attribute_inference.py``
+    prints the metric's time against a run's).
 
     Privacy of the outputs: every score and the table are computed on private rows (training
     and held-out, and the rarity weights on the training part) without noise, like the other
