@@ -177,6 +177,14 @@ def test_a_half_copy_has_the_risk_its_shares_imply():
         assert result.scores[f"risk_{secret}"] == pytest.approx(0.5, abs=Z * se)
 
 
+def test_an_empty_release_guesses_code_zero_for_everyone():
+    data = unique_people()
+    result = metric().score(data, data.private.iloc[:0])
+    share = (data.private["s"] == 0).mean()
+    assert result.scores["acc_members_s"] == pytest.approx(share)
+    assert result.scores["acc_controls_s"] == pytest.approx((data.heldout["s"] == 0).mean())
+
+
 def test_the_interval_holds_the_estimate_and_results_are_seeded():
     data = unique_people()
     release = pd.concat([data.private.iloc[:N // 2],

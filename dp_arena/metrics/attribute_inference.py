@@ -152,8 +152,7 @@ def exact_rows(table: SecretCounts, qi_codes: np.ndarray) -> np.ndarray:
     """Per target, the index of its quasi-identifier row among ``table``'s, -1 if absent."""
     keys = row_keys(qi_codes)
     at = np.minimum(np.searchsorted(table.keys, keys), len(table.keys) - 1)
-    return np.where(table.keys[at] == keys, at, -1) if len(table.keys) else -np.ones(len(keys),
-                                                                                    int)
+    return np.where(table.keys[at] == keys, at, -1)
 
 
 def nearest_votes(qi_codes: np.ndarray, table: SecretCounts, qi_sizes: np.ndarray
@@ -176,15 +175,17 @@ def neighbour_guesses(qi_codes: np.ndarray, full: SecretCounts, sample: SecretCo
     """Guesses (targets x secrets) of the neighbour attacker: per secret the most frequent
     code (ties: the smallest) among the synthetic rows whose quasi-identifiers equal the
     target's; a target with no such row takes the mode over the nearest rows of ``sample``."""
+    if not len(full.keys):  # an empty table: every guess is code 0
+        return np.zeros((len(qi_codes), len(full.counts)), np.int64)
     at = exact_rows(full, qi_codes)
     missing = np.flatnonzero(at < 0)
-    near = nearest_votes(qi_codes[missing], sample, qi_sizes) if len(missing) else None
+    near = nearest_votes(qi_codes[missing], sample, qi_sizes) \
+        if len(missing) and len(sample.rows) else None
     guesses = np.empty((len(qi_codes), len(full.counts)), np.int64)
     for s, counts in enumerate(full.counts):
         votes = counts[np.maximum(at, 0)]
-        if near is not None:
-            votes[missing] = near[s]
-        guesses[:, s] = votes.argmax(axis=1)
+        votes[missing] = near[s] if near is not None else 0.0
+        guesses[:, s] = votes.argmax(axis=1)  # no votes at all (an empty table): code 0
     return guesses
 
 
@@ -197,7 +198,7 @@ def classifier_guesses(train_qi: np.ndarray, train_secrets: np.ndarray,
     code v of quasi-identifier j (Laplace smoothing; ties: the smallest code)."""
     guesses = np.empty((len(target_qi), train_secrets.shape[1]), np.int64)
     for s, k in enumerate(secret_sizes):
-        labels = train_secrets[:, s]
+        labels = train_secrets[:, s]  # an empty table: all counts 0, every guess code 0
         class_counts = np.bincount(labels, minlength=k).astype(np.float64)
         log_post = np.tile(np.log(class_counts + 1.0), (len(target_qi), 1))
         for j, size in enumerate(qi_sizes):
