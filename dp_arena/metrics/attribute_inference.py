@@ -341,8 +341,9 @@ class AttributeInference(SharedReference):
        synthetic table (quasi-identifiers as features, Laplace smoothing,
        :func:`classifier_guesses`); it generalises where exact matches are sparse and
        neighbours are few. Gradient-boosted trees were tried and left out: scikit-learn's
-       ``HistGradientBoostingClassifier`` (30 iterations, 5,000 rows) took about 40 s of CPU
-       for adult's three secrets (one tree per class and iteration), far beyond the cost goal.
+       ``HistGradientBoostingClassifier`` (30 iterations, 5,000 rows) brought the metric to
+       15-23 s of CPU per adult table for three secrets (one tree per class and iteration),
+       far beyond the cost goal.
 
     What is reported, per secret ``s`` (logged as ``attribute_inference/<name>``; ``s`` with
     characters MLflow refuses as ``_``): ``acc_members_<s>``, the largest share of members
