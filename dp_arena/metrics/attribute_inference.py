@@ -369,7 +369,8 @@ class AttributeInference(SharedReference):
     choosing the largest of k secrets biases the point upwards under the null (by about the
     mean of the largest of k standard normals, in standard errors: 0.85 for k = 3), which the
     interval does not correct; read a null against the per-secret intervals. ``risk_mean``'s
-    interval is the mean draw by draw. The private table ``attribute_inference_attacks`` holds
+    interval is the mean draw by draw. Intervals cover the choice of targets for one release,
+    not the release's own randomness (a mechanism's noise), which trials show. The private table ``attribute_inference_attacks`` holds
     every attacker's numbers with its own (per-attack) residual risk, and the best-of rows.
 
     Reading the numbers: like membership, an **empirical lower bound** on risk: a risk near
