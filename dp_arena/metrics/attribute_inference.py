@@ -2,10 +2,10 @@
 table (**empirical risk, not a DP guarantee**).
 
 An attacker who knows some quasi-identifiers of a person and holds the synthetic table guesses
-the person's secret columns. Guesses about training persons (members) are compared with the
-same attack's guesses about held-out persons (controls), whom no mechanism saw: only what the
-synthetic table gives away about members beyond the population counts as risk (Anonymeter's
-residual risk). Who is attacked, the attackers, the numbers and their cost:
+the person's secret columns. Guesses about training persons (members) are compared with
+guesses about held-out persons (controls), whom no mechanism saw: only what the synthetic
+table gives away about members beyond the population counts as risk (Anonymeter's residual
+risk). Who is attacked, the attackers, the numbers and their cost:
 :class:`AttributeInference`.
 """
 
@@ -41,9 +41,11 @@ class Columns:
     secrets: tuple[str, ...]
 
 
-#: Named column sets. ``crc_acs``: the NIST CRC red team's demographic quasi-identifiers of
-#: the ACS excerpt and three of its confidential columns; ``adult``: the same kind of
-#: demographics of UCI Adult and three columns a census respondent would call private.
+#: Named column sets. ``crc_acs``: in the CRC red team's form, demographic quasi-identifiers
+#: of NIST's ACS excerpt and three of its confidential columns (the set the CRC-style
+#: measurement this preset reproduces used; not checked against the CRC's own problem files);
+#: ``adult``: the same kind of demographics of UCI Adult and three columns a census respondent
+#: would call private.
 PRESETS: dict[str, Columns] = {
     "crc_acs": Columns(("AGEP", "SEX", "RAC1P", "MSP", "HOUSING_TYPE"),
                        ("EDU", "PINCP_DECILE", "OWN_RENT")),
@@ -185,7 +187,7 @@ def neighbour_guesses(qi_codes: np.ndarray, full: SecretCounts, sample: SecretCo
     for s, counts in enumerate(full.counts):
         votes = counts[np.maximum(at, 0)]
         votes[missing] = near[s] if near is not None else 0.0
-        guesses[:, s] = votes.argmax(axis=1)  # no votes at all (an empty table): code 0
+        guesses[:, s] = votes.argmax(axis=1)
     return guesses
 
 
