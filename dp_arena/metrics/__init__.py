@@ -19,6 +19,7 @@ METRICS: dict[str, str] = {
     "range_query": "dp_arena.metrics.range_query:RangeQuery",
     "membership": "dp_arena.metrics.membership:Membership",
     "sdnist": "dp_arena.metrics.sdnist:SDNist",
+    "attribute_inference": "dp_arena.metrics.attribute_inference:AttributeInference",
 }
 
 

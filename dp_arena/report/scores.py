@@ -4,7 +4,7 @@
 - the names: the utility scores (``UTILITY_METRICS``: ML efficacy, its train-on-real reference
   and gap, the propensity pMSE ratio, the range-query error) and the risk scores
   (``RISK_METRICS``: the membership attack's AUC, its TPR at each of ``MIA_FPRS``, the copy
-  shares);
+  shares, ``MEMBERSHIP_METRICS``; the attribute-inference residual risk, largest and mean);
 - ``CI_METRICS``: the scores whose 95% CI over trials a board row carries as
   ``ci95:<metric>`` (``CI_PREFIX``) besides the ranking metric's;
 - :func:`metric_value`: a row's mean over trials of a score, or the half-width of its CI
@@ -32,8 +32,12 @@ MIA_AUC = "membership/auc"
 #: (``membership/tpr_at_fpr_<fpr>``, CI ends ``..._lo`` and ``..._hi``).
 MIA_FPRS = (0.01, 0.1)
 COPY_TRAIN, COPY_HELDOUT = "membership/copy_share_train", "membership/copy_share_heldout"
-RISK_METRICS = (MIA_AUC, *(f"membership/tpr_at_fpr_{f:g}" for f in MIA_FPRS), COPY_TRAIN,
-                COPY_HELDOUT)
+MEMBERSHIP_METRICS = (MIA_AUC, *(f"membership/tpr_at_fpr_{f:g}" for f in MIA_FPRS),
+                      COPY_TRAIN, COPY_HELDOUT)
+#: The attribute-inference metric's headline (the largest residual risk over secrets) and the
+#: mean over secrets, each with its bootstrap CI ends ``..._lo`` and ``..._hi``.
+AI_RISK, AI_RISK_MEAN = "attribute_inference/risk", "attribute_inference/risk_mean"
+RISK_METRICS = (*MEMBERSHIP_METRICS, AI_RISK, AI_RISK_MEAN)
 #: Scores whose 95% CI over trials a board row carries (column ``ci95:<metric>``) besides
 #: the ranking metric's.
 CI_METRICS = (ML_SCORE, MIA_AUC, PMSE_RATIO, RANGE_ERROR)

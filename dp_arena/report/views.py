@@ -6,7 +6,9 @@ tables that follow the per-epsilon tables when some row logged their metrics.
   gap, the propensity pMSE ratio and the range-query error; best ML efficacy first;
 - **risk view** (:func:`risk_frame`, :func:`risk_columns`): membership AUC, TPR at each FPR
   with its CI, copy shares, each row's claimed budget and the bound it implies
-  (:mod:`dp_arena.report.risk`), ``!`` where the attack beats it; highest AUC first;
+  (:mod:`dp_arena.report.risk`), ``!`` where the attack beats it; the attribute-inference
+  residual risk (largest and mean over secrets) with its CI; each part only when some row
+  logged it; highest AUC first (highest residual risk without membership);
 - :func:`view_tables` (one :class:`ViewTable` per view and epsilon, full or ``compact`` for a
   terminal), :func:`view_legends` (what each view means) and :func:`render_views_markdown`
   (the Markdown sections); the HTML page and the terminal lay out the same tables.
@@ -45,8 +47,11 @@ from dp_arena.report.leaderboard import (
 )
 from dp_arena.report.risk import BOUND_PREFIX, beats_bound, claimed_budget
 from dp_arena.report.scores import (
+    AI_RISK,
+    AI_RISK_MEAN,
     COPY_HELDOUT,
     COPY_TRAIN,
+    MEMBERSHIP_METRICS,
     MIA_AUC,
     MIA_FPRS,
     ML_GAP,
@@ -89,6 +94,19 @@ RISK_LEGEND = (
     "uniform, rows that spend no budget, non-private rows); "
     f"{BEATS} after a TPR: the attack beats the bound significantly (lo > bound): staying "
     "under the bound proves nothing; beating it is evidence against the claimed budget.")
+#: The attribute-inference part of the risk legend.
+AI_LEGEND = (
+    "attribute inference: residual risk (acc_members - acc_controls) / (1 - acc_controls) of "
+    "guessing secret columns of training persons from quasi-identifiers and the synthetic "
+    "table, held-out persons as controls; 0 = no better than for people never seen, 1 = every "
+    "member's secret; the largest over secrets and the mean, with the 95% bootstrap CI "
+    "[lo, hi] (means over trials); no bound is drawn from the claimed budget.")
+
+
+def risk_legend(board: pd.DataFrame) -> str:
+    """The risk legend's parts for the risk scores some row of ``board`` has."""
+    parts = [(MEMBERSHIP_METRICS, RISK_LEGEND), ((AI_RISK, AI_RISK_MEAN), AI_LEGEND)]
+    return " ".join(text for metrics, text in parts if has_any(board, metrics))
 
 
 def view_value(col: str, key: str, decimals: int, ci: bool = True) -> Callable[[pd.Series], str]:
@@ -103,18 +121,25 @@ def view_value(col: str, key: str, decimals: int, ci: bool = True) -> Callable[[
     return cell
 
 
+def interval_cell(name: str, sep: str = ", ") -> Callable[[pd.Series], str]:
+    """``value [lo, hi]`` of the score ``name`` and its logged CI ends (means over trials)."""
+    def cell(r: pd.Series) -> str:
+        value = fmt_number(r.get(name, math.nan), 3)
+        if not value:
+            return ""
+        lo, hi = (fmt_number(r.get(f"{name}_{end}", math.nan), 3) for end in ("lo", "hi"))
+        return f"{value} [{lo}{sep}{hi}]" if lo and hi else value
+    return cell
+
+
 def tpr_cell(fpr: float, sep: str = ", ") -> Callable[[pd.Series], str]:
     """``TPR [lo, hi]`` at ``fpr`` (means over trials), then ``BEATS`` when the attack beats
     the row's bound."""
-    name = f"membership/tpr_at_fpr_{fpr:g}"
+    interval = interval_cell(f"membership/tpr_at_fpr_{fpr:g}", sep)
 
     def cell(r: pd.Series) -> str:
-        tpr = fmt_number(r.get(name, math.nan), 3)
-        if not tpr:
-            return ""
-        lo, hi = (fmt_number(r.get(f"{name}_{end}", math.nan), 3) for end in ("lo", "hi"))
-        text = f"{tpr} [{lo}{sep}{hi}]" if lo and hi else tpr
-        return f"{text} {BEATS}" if beats_bound(r, fpr) else text
+        text = interval(r)
+        return f"{text} {BEATS}" if text and beats_bound(r, fpr) else text
     return cell
 
 
@@ -170,16 +195,22 @@ def risk_columns(board: pd.DataFrame, compact: bool = False) -> list[Column]:
     the table fits a 120-column terminal)."""
     key = board.attrs.get("metric", "score")
     cols = [*view_identity(board, key, compact),
-            Column("eps, delta" if compact else "claimed (eps, delta)", claim_cell),
-            Column("AUC" if compact else MIA_AUC, view_value(MIA_AUC, key, 3, ci=not compact))]
-    for fpr in MIA_FPRS:
-        cols += [Column(f"TPR@{fpr:g} [lo,hi]" if compact else f"TPR @ FPR {fpr:g} [95% CI]",
-                        tpr_cell(fpr, "," if compact else ", ")),
-                 Column("bound" if compact else f"bound @ FPR {fpr:g}", bound_cell(fpr))]
-    if compact:
-        return cols + [Column("copies tr/ho", copy_cell("/"))]
-    return cols + [Column("copy share train / held-out", copy_cell()),
-                   Column("n", cell_of("n", fmt_count))]
+            Column("eps, delta" if compact else "claimed (eps, delta)", claim_cell)]
+    if has_any(board, MEMBERSHIP_METRICS):
+        cols += [Column("AUC" if compact else MIA_AUC,
+                        view_value(MIA_AUC, key, 3, ci=not compact))]
+        for fpr in MIA_FPRS:
+            cols += [Column(f"TPR@{fpr:g} [lo,hi]" if compact else f"TPR @ FPR {fpr:g} [95% CI]",
+                            tpr_cell(fpr, "," if compact else ", ")),
+                     Column("bound" if compact else f"bound @ FPR {fpr:g}", bound_cell(fpr))]
+        cols += [Column("copies tr/ho", copy_cell("/")) if compact else
+                 Column("copy share train / held-out", copy_cell())]
+    if has_any(board, (AI_RISK, AI_RISK_MEAN)):
+        cols += [Column("attr. risk [lo,hi]" if compact else f"{AI_RISK} [95% CI]",
+                        interval_cell(AI_RISK, "," if compact else ", "))]
+        if not compact:
+            cols += [Column(f"{AI_RISK_MEAN} [95% CI]", interval_cell(AI_RISK_MEAN))]
+    return cols if compact else cols + [Column("n", cell_of("n", fmt_count))]
 
 
 def real_reference_rows(part: pd.DataFrame, board: pd.DataFrame) -> list[dict]:
@@ -225,12 +256,14 @@ def utility_frame(part: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
 
 
 def risk_frame(part: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
-    """One epsilon's risk table rows: rows with a risk score, highest membership AUC first."""
+    """One epsilon's risk table rows: rows with a risk score, highest membership AUC first
+    (without membership scores: highest attribute-inference risk first)."""
     key = board.attrs.get("metric", "score")
     scored = part[~is_not_applicable(part)]
     has = [any(not math.isnan(metric_value(r, c, key)) for c in RISK_METRICS)
            for _, r in scored.iterrows()]
-    return sorted_by(scored[has], MIA_AUC, key, descending=True)
+    first = MIA_AUC if has_any(board, MEMBERSHIP_METRICS) else AI_RISK
+    return sorted_by(scored[has], first, key, descending=True)
 
 
 @dataclass(frozen=True)
@@ -279,7 +312,7 @@ def view_legends(board: pd.DataFrame) -> list[tuple[str, str]]:
     if has_any(board, UTILITY_METRICS):
         out.append((UTILITY_TITLE, utility_legend(board)))
     if has_any(board, RISK_METRICS):
-        out.append((RISK_TITLE, RISK_LEGEND))
+        out.append((RISK_TITLE, risk_legend(board)))
     return out
 
 
