@@ -28,9 +28,9 @@ from dp_arena.errors import ConfigError
 from dp_arena.privacy.accounting import Budget, Ledger
 from dp_arena.privacy.release import NumpySampler, Releaser
 from dp_arena.mechanisms import make_mechanism, rdt
-from dp_arena.mechanisms.rdt import (
+from dp_arena.mechanisms.rdt.attributes import collapse_rare_values
+from dp_arena.mechanisms.rdt.forest import (
     TreeStructure,
-    collapse_rare_values,
     grow_tree,
     leaf_label_counts,
     node_proportions,
