@@ -30,7 +30,8 @@ from dp_arena.mechanisms.contestants.claims import (
     Claim,
     claim_from_config,
 )
-from dp_arena.mechanisms.external import FAILURES, OWNER_LOG, PROTOCOL_DIR, report_tags
+from dp_arena.mechanisms.contestant_output import report_tags
+from dp_arena.mechanisms.external import FAILURES, OWNER_LOG, PROTOCOL_DIR
 from tests.support.external import DOUBLE, fit, leftovers, probe, record_data
 
 #: the protocol's own, and PWD (the private folder: bubblewrap's --chdir sets it)

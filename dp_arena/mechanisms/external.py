@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -19,13 +18,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from dp_arena.data.datasets import Dataset
-from dp_arena.errors import ConfigError, DPArenaError, SchemaError
+from dp_arena.errors import ConfigError, DPArenaError
 from dp_arena.params import Constraint, Interval, OneOf
 from dp_arena.privacy.accounting import Budget, zcdp_rho
 from dp_arena.privacy.release import Releaser
@@ -42,6 +41,12 @@ from dp_arena.sandbox import (
 )
 
 from .base import Mechanism, assign_ids, finish, require_delta, with_output_facts
+from .contestant_output import (
+    own_file,
+    read_output,
+    report_tag_name_ok,
+    report_tags,
+)
 from .contestants import ENVS, adapter_path, allowed_environment, env_python, manifest
 from .contestants.claims import SHIPPED, Adapter, Claim, claim_from_config
 from .contestants import protocol as protocol_module
@@ -65,8 +70,6 @@ GUARDIAN = (
     "    shutil.rmtree(sys.argv[1], ignore_errors=True)\n"
 )
 FOLDER_PREFIX = "dp-arena-contestant-"
-#: At most this many ``report.json`` tags are kept (each a declared name and a finite number).
-MAX_REPORT_TAGS = 10
 #: What a contestant's failure may say (the ``contestant.failure`` tag -> its words).
 FAILURES = {"nonzero_exit": "ended with a non-zero exit code",
             "signal": "was killed by a signal",
@@ -299,7 +302,7 @@ class External(Mechanism):
             run_command(command, folder, self.name)
             release.done()
             try:
-                frame = read_output(folder, self, data, budget.epsilon)
+                frame = read_output(folder, self.name, self.table, data, budget.epsilon)
             except DPArenaError as exc:
                 kind = "no_output" if "wrote no synthetic.csv" in str(exc) else "bad_output"
                 owner_note(self.name, kind, str(exc))
@@ -441,20 +444,6 @@ def kill_session(pid: int) -> None:
         pass
 
 
-def own_file(path: Path) -> BinaryIO | None:
-    """``path`` opened for reading if it is a regular file the contestant wrote, else ``None``:
-    never through a symbolic link (the contestant's ``synthetic.csv -> /any/file`` would make
-    the harness read that file as its output), never a FIFO or device."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
-
-
 def failure_reason(folder: Path, limit: int = 200) -> str:
     """The first line of ``failure.txt`` (the contestant's one-line reason, for the owner)."""
     fh = own_file(folder / "failure.txt")
@@ -507,105 +496,6 @@ def failure_category(exc: BaseException) -> str:
     if kind in ("time", "memory"):  # dp_arena.run.isolation.RunLimitExceeded
         return f"{kind}_limit"
     return "refused" if isinstance(exc, ConfigError) else "harness"
-
-
-# ----- output -------------------------------------------------------------------------------
-def read_output(folder: Path, mech: External, data: Dataset, epsilon: float) -> pd.DataFrame:
-    """The contestant's ``synthetic.csv``, checked (:class:`External`, step 4): codes as an
-    int64 frame, values as a schema-valid frame."""
-    schema = data.schema.drop_id()
-    where = f"synthetic data from contestant {mech.name!r}"
-    fh = own_file(folder / "synthetic.csv")
-    if fh is None:
-        raise DPArenaError(f"contestant {mech.name!r} exited 0 but wrote no synthetic.csv "
-                           "(a regular file)", "the script must write synthetic.csv in the "
-                           "folder it is given")
-    cap = row_bounds(data, epsilon)[1]
-    try:
-        with fh:
-            frame = pd.read_csv(fh, dtype=str, keep_default_na=True, nrows=cap + 1)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
-        raise SchemaError(["not a CSV file with a header row"], where=where,
-                          fix="write a header row, then one row per record") from None
-    problems = column_problems(list(frame.columns), schema.names)
-    if len(frame) > cap:
-        problems.append(f"more than {cap} rows (the public cap on synthetic rows)")
-    if problems:
-        raise SchemaError(problems, where=where, fix="emit the schema's columns, at most the "
-                          "row cap, every value in its domain")
-    frame = frame[schema.names]
-    if mech.table == "codes":
-        return checked_codes(frame, schema.domain(), where)
-    return checked_values(frame, data, where)
-
-
-def column_problems(found: list[str], wanted: list[str]) -> list[str]:
-    missing = [c for c in wanted if c not in found]
-    extra = [c for c in found if c not in wanted]
-    return ([f"missing columns: {missing}"] if missing else []) + \
-        ([f"unexpected columns: {extra}"] if extra else [])
-
-
-def checked_codes(frame: pd.DataFrame, domain: dict[str, int], where: str) -> pd.DataFrame:
-    """Every value an integer code in ``0..size-1`` (problems name column and count only)."""
-    problems = [] if len(frame) else ["no rows"]
-    out = {}
-    for col, size in domain.items():
-        num = pd.to_numeric(frame[col], errors="coerce")
-        bad = num.isna() | (num != np.floor(num)) | (num < 0) | (num >= size)
-        if bad.any():
-            problems.append(f"{col}: {int(bad.sum())} value(s) not an integer code in "
-                            f"0..{size - 1}")
-        out[col] = num.fillna(0).astype(np.int64)
-    if problems:
-        raise SchemaError(problems, where=where,
-                          fix="emit one integer code in 0..size-1 per column (task.json domain)")
-    return pd.DataFrame(out)
-
-
-def checked_values(frame: pd.DataFrame, data: Dataset, where: str) -> pd.DataFrame:
-    """Values parsed with the schema's types, then the schema check of every mechanism."""
-    schema = data.schema.drop_id()
-    out = {}
-    for col in schema.columns:
-        numeric = col.kind == "numeric" or (col.kind == "categorical" and col.dtype != "str"
-                                           and all(isinstance(v, (int, float))
-                                                   for v in col.values or ()))
-        out[col.name] = pd.to_numeric(frame[col.name], errors="coerce") if numeric \
-            else frame[col.name]
-    parsed = pd.DataFrame(out)
-    problems = schema.problems(parsed)
-    if problems:
-        raise SchemaError(problems, where=where,
-                          fix="emit in-domain values for every schema column")
-    return parsed
-
-
-def report_tag_name_ok(name: Any) -> bool:
-    return isinstance(name, str) and name.isidentifier() and len(name) <= 40
-
-
-def report_tags(folder: Path, declared: Iterable[str],
-                limit: int = MAX_REPORT_TAGS) -> dict[str, str]:
-    """``report.json``'s tags (:class:`External`, step 4): those under a ``declared`` name with
-    a finite number, at most ``limit``, tagged ``contestant/<name>``. Every other entry and
-    anything else in the file is dropped without a trace (not even a count)."""
-    fh = own_file(folder / "report.json")
-    if fh is None:
-        return {}
-    try:
-        with fh:
-            tags = json.loads(fh.read(65536)).get("tags", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-    entries = list(tags.items()) if isinstance(tags, dict) else []
-    allowed = {name for name in declared if report_tag_name_ok(name)}
-    out = {}
-    for key, value in entries:
-        if key in allowed and len(out) < limit and isinstance(value, (int, float)) and \
-                not isinstance(value, bool) and np.isfinite(value):
-            out[f"contestant/{key}"] = f"{value:g}"
-    return out
 
 
 # ----- the shipped adapters ----------------------------------------------------------------
