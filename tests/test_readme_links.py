@@ -1,8 +1,9 @@
 """README.md stays a ten-minute read that points into docs/: every relative
 link and ``#anchor`` in README.md and docs/*.md resolves (anchors by GitHub's heading slugs),
-README is at most 420 lines, every docs file is linked from it, and the blocks other checks
-read from it (the quickstart's test command that ``.ci/run`` runs, the Python API example, the
-plugin example) are where those checks look for them."""
+README is at most 420 lines and 2,500 words, its first screen says what dp-arena is for, every
+docs file is linked from it, and the blocks other checks
+read (the quickstart's test command that ``.ci/run`` runs, README's Python API example, the
+plugin example in docs/mechanisms.md) are where those checks look for them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 MAX_README_LINES = 420
+MAX_README_WORDS = 2500
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -119,13 +121,34 @@ def test_ci_runs_the_readmes_test_command_verbatim():
     assert len(ci) == 1 and ci[0] in quickstart.splitlines()
 
 
+def test_readme_is_a_ten_minute_read():
+    """At most 2,500 words as ``wc -w`` counts them (runs of non-white space)."""
+    words = len(README.read_text().split())
+    assert words <= MAX_README_WORDS, f"README.md has {words} words: move detail to docs/"
+
+
+def test_the_first_screen_says_what_dp_arena_is_for():
+    """The first 25 lines say what a user does with it (pick a synthesizer for a table, at a
+    budget, with evidence) and hold the Quickstart's two commands; its prose fits 80 columns."""
+    lines = README.read_text().splitlines()[:25]
+    screen = " ".join(lines).lower()
+    for words in ("synthesizer", "table", "budget", "evidence", "confidence intervals"):
+        assert words in screen, words
+    assert sum(line.startswith("python3.11 -m venv") for line in lines) == 2
+    wide = [line for line in lines if len(line) > 80 and not line.startswith("python3.11")]
+    assert wide == []
+
+
 def test_the_examples_other_tests_run_are_where_they_look():
-    """tests/test_notebook.py runs the first python block calling run_competition;
-    tests/test_readme_plugin.py the python block between "## Adding a mechanism" and
-    "## Adding a metric"."""
+    """tests/test_notebook.py runs README's first python block calling run_competition;
+    tests/test_readme_plugin.py the python block of docs/mechanisms.md's "Adding a mechanism",
+    which README's "Adding a mechanism" links to."""
     text = README.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
     assert any("run_competition(" in b for b in blocks)
     section = text[text.index("## Adding a mechanism"):text.index("## Adding a metric")]
+    assert "docs/mechanisms.md#adding-a-mechanism" in section
+    page = (DOCS / "mechanisms.md").read_text()
+    section = page[page.index("## Adding a mechanism"):page.index("## Your own contestant")]
     example = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
     assert 'MECHANISMS["noisy_histogram"]' in example and "release.laplace(" in example

@@ -1,5 +1,6 @@
-"""README's "Adding a mechanism" example, run as the README says: a module outside the
-package, registered through ``plugins=[...]`` with its config on ``hydra.searchpath``.
+"""The "Adding a mechanism" example (docs/mechanisms.md, where README's "Adding a mechanism"
+points), run as the page says: a module outside the package, registered through
+``plugins=[...]`` with its config on ``hydra.searchpath``.
 
 Tolerances: (c) the budget is spent to abs=1e-9 (the calibrations' root-finding target,
 test_budget_edges.assert_spends_the_budget).
@@ -18,10 +19,24 @@ from mlflow import MlflowClient
 from dp_arena.data.datasets import PROJECT_ROOT
 
 
+#: The page and the section holding the example (README's "Adding a mechanism" links there).
+PAGE = PROJECT_ROOT / "docs" / "mechanisms.md"
+SECTION = ("## Adding a mechanism", "## Your own contestant in its own environment")
+
+
 def readme_example() -> str:
-    text = (PROJECT_ROOT / "README.md").read_text()
-    section = text[text.index("## Adding a mechanism"):text.index("## Adding a metric")]
+    text = PAGE.read_text()
+    section = text[text.index(SECTION[0]):text.index(SECTION[1])]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_example_runs_with_the_pages_command():
+    """The command the page gives for a plugin is the one the test below runs."""
+    section = PAGE.read_text()
+    section = section[section.index(SECTION[0]):section.index(SECTION[1])]
+    command = " ".join(section.replace("`", " ").split())
+    assert ("dp-arena plugins=[my_pkg.noisy_histogram] hydra.searchpath=[file:///path/to/my_conf] "
+            "mechanism=noisy_histogram") in command
 
 
 @pytest.mark.slow
