@@ -240,6 +240,22 @@ def test_runs_without_direction_tags_rank_as_the_registered_metric_declares(metr
     assert ranks_lower(metric) is lower
 
 
+def test_a_contestant_run_without_the_sandbox_is_marked():
+    """A contestant's runs carry ``contestant.isolation``; a row run with
+    ``contestant.isolation=none`` is marked (and explained), a sandboxed one is not."""
+    from dp_arena.report.marks import MARK_LEGEND, MARK_UNSANDBOXED
+
+    rows = [{**run(m, 1.0, t, v + NOISE[t] / 10), "accounting": "declared",
+             "contestant_isolation": iso}
+            for t in range(3) for m, v, iso in (
+                ("external", 600.0, "bubblewrap, as nobody"),
+                ("opendp_mst", 610.0, "none (contestant.isolation=none)"))]
+    board = build_leaderboard(frame(rows)).set_index("mechanism")
+    assert MARK_UNSANDBOXED in board.loc["opendp_mst", "marks"]
+    assert MARK_UNSANDBOXED not in board.loc["external", "marks"]
+    assert MARK_UNSANDBOXED in dict(MARK_LEGEND)
+
+
 def test_a_plugin_score_named_score_that_is_lower_is_better_ranks_lowest_first():
     """The board reads each score's direction from the runs' ``lower_is_better/<metric>``
     tags (the metric's declaration): a plugin's ``distance_score/plugin_score`` is a

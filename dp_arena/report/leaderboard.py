@@ -74,6 +74,7 @@ from dp_arena.errors import DPArenaError
 from dp_arena.report.direction import DIRECTION_COLUMN, ranks_lower, tagged_lower_keys, tagged_metrics
 from dp_arena.report.marks import (  # noqa: F401 - the marks' names are read from here too
     CLAIM_READS_TAG,
+    ISOLATION_TAG,
     MARK_DECLARED,
     MARK_LARGE_DELTA,
     MARK_LEGEND,
@@ -162,6 +163,7 @@ def run_row(r) -> dict[str, Any]:
         "run_key": record.run_key or r.info.run_id,
         "failure_reason": tags.get("failure_reason", ""),
         "claim_reads": tags.get(CLAIM_READS_TAG, ""),
+        "contestant_isolation": tags.get(ISOLATION_TAG, ""),
         DIRECTION_COLUMN: tagged_lower_keys(tags), "direction_metrics": tagged_metrics(tags),
         **{METRIC_KEY_PREFIX + name: key for name, key in record.metric_keys},
         **{METRIC_SETTINGS_PREFIX + name: text for name, text in record.metric_settings},

@@ -24,6 +24,10 @@ MARK_DECLARED = "budget declared by the contestant, not checked by the ledger"
 MARK_DOMAIN_FROM_DATA = "domain from data"
 MARK_ROWS_FROM_DATA = "row count from data"
 MARK_READS_UNKNOWN = "reads from data: unknown"
+MARK_UNSANDBOXED = "contestant not sandboxed"
+#: The run tag saying which isolation a contestant ran under (``none (...)`` when the user
+#: set ``contestant.isolation=none``; :mod:`dp_arena.sandbox`).
+ISOLATION_TAG = "contestant.isolation"
 #: The run tag where a contestant declares what it reads from the private data outside its
 #: budget (:mod:`dp_arena.mechanisms.contestants.claims`): ``domain``, ``bins``, ``row_count`` (a comma
 #: list), ``none`` or ``unknown``.
@@ -38,10 +42,12 @@ MARK_LEGEND = (
     (MARK_SCHEMA_PRIVATE, ("the schema's values and ranges were read from the private file "
                            "(dp-arena-schema --from-private): the release is not DP as a "
                            "whole (epsilon_total = inf)")),
-    (MARK_DECLARED, ("an external contestant run in its own environment "
-                     "(accounting=declared): the ledger records the budget it was given as one "
-                     "charge and cannot see its noise; the audit column measures it like any "
-                     "row")),
+    (MARK_DECLARED, ("an external contestant run in its own environment, in an operating-"
+                     "system sandbox unless marked otherwise (accounting=declared): the ledger "
+                     "records the budget it was given as one charge and cannot see its noise; "
+                     "the audit column measures it like any row")),
+    (MARK_UNSANDBOXED, ("the contestant ran without the sandbox (contestant.isolation=none, "
+                        "set by the user): it could read what the harness's user can read")),
     (MARK_DOMAIN_FROM_DATA, ("the contestant's library reads the categories or bins from the "
                              "private data outside its budget (declared in claim.reads_from_"
                              "data): its release is not DP as a whole")),
@@ -82,4 +88,7 @@ def group_marks(group: pd.DataFrame, ident: dict[str, Any]) -> list[str]:
                and (group["schema_source"] == "private").any() else [])
             + ([MARK_DECLARED] if "accounting" in group
                and (group["accounting"] == "declared").any() else [])
+            + ([MARK_UNSANDBOXED] if "contestant_isolation" in group
+               and group["contestant_isolation"].fillna("").astype(str)
+               .str.startswith("none").any() else [])
             + claim_marks(declared_reads(group)))
