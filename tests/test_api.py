@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -169,6 +170,25 @@ def test_the_latest_experiment_is_the_newest_dp_arena_one(tracking_uri):
     assert latest_experiment(tracking_uri) == "dp-arena/newer"
     with pytest.raises(DPArenaError, match="has no dp-arena runs"):
         read_board(tracking_uri=tracking_uri)
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("DP_ARENA_JOBS", "0", "DP_ARENA_JOBS='0'"),
+    ("DP_ARENA_DATA_CACHE", "maybe", "DP_ARENA_DATA_CACHE='maybe' is not one of"),
+    ("DP_ARENA_BOARD", "html", "DP_ARENA_BOARD='html' is not one of text, markdown"),
+])
+def test_run_competition_checks_the_environment_as_the_command_does(no_store, monkeypatch,
+                                                                    name, value, words):
+    """A bad DP_ARENA_* value is the command's one message, before anything is written: no
+    store, no private folder (a job would have met it later, as a traceback or not at all)."""
+    monkeypatch.setenv(name, value)
+    schema = propose(table(seed=1), ProposalSettings("public", bins=5)).schema
+    before = sorted(p.name for p in Path.cwd().iterdir())
+    with pytest.raises(ConfigError) as exc:
+        api.run_competition(table(200), schema, mechanisms=["uniform"], epsilons=[1.0],
+                            trials=1, progress=False)
+    assert words in exc.value.problem and name in exc.value.fix
+    assert sorted(p.name for p in Path.cwd().iterdir()) == before  # no mlflow.db, nothing
 
 
 def test_reading_a_board_checks_alpha_before_touching_a_store(no_store, tmp_path):

@@ -231,7 +231,32 @@ def test_bad_input_is_one_error_without_traceback(csv_dir, overrides, message):
                      "dataset.schema=parameters.json", "privacy.delta=1e-6", *overrides)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count(message) == 1 and "Traceback" not in proc.stderr
-    assert not (csv_dir / "audits" / "cache").exists()  # refused before any run
+    assert not (csv_dir / "audits").exists()  # refused before any run: nothing left behind
+
+
+def test_removing_a_refused_audits_folder_keeps_what_it_did_not_write(tmp_path):
+    """Hydra's files and an empty log go, then each folder left empty up to the working
+    folder; a file Hydra did not write keeps its folder, and the working folder stays."""
+    from dp_arena.cli.audit import HYDRA_FILES, remove_run_folder
+
+    def hydra_folder(name: str) -> Path:
+        out = tmp_path / "audits" / "2026-12-07" / name
+        for f in HYDRA_FILES:
+            (out / f).parent.mkdir(parents=True, exist_ok=True)
+            (out / f).write_text("x")
+        (out / "audit.log").write_text("")
+        return out
+
+    remove_run_folder(hydra_folder("23-40-52"), tmp_path)
+    assert sorted(tmp_path.iterdir()) == []
+    kept = hydra_folder("23-41-00")
+    (kept / "notes.txt").write_text("mine")
+    remove_run_folder(kept, tmp_path)
+    assert sorted(p.name for p in kept.rglob("*")) == ["notes.txt"]
+    day = tmp_path / "audits" / "2026-12-07"
+    remove_run_folder(hydra_folder("."), day)  # hydra.run.dir=. : the working folder stays
+    assert sorted(p.relative_to(day).as_posix() for p in day.rglob("*")) == [
+        "23-41-00", "23-41-00/notes.txt"]
 
 
 def test_a_dataset_too_small_for_a_canary_is_refused(csv_dir):

@@ -84,7 +84,8 @@ def test_random_lines_fit_every_width_and_keep_what_matters():
         label = " ".join(p for p in (mech, settings, f"eps={eps} trial={trial}") if p)
         scores = {k: float(rng.uniform(0, 1000)) for k in SCORES if rng.random() < 0.7}
         total = int(rng.choice([9, 60, 999]))
-        eta = "" if rng.random() < 0.2 else f"ETA {int(rng.integers(1, 99))}m{0:02d}s"
+        bound = ">= " if rng.random() < 0.3 else ""  # a lower bound: some costs unknown
+        eta = "" if rng.random() < 0.2 else f"ETA {bound}{int(rng.integers(1, 99))}m{0:02d}s"
         eta += f" ({int(rng.integers(1, 9))} in flight)" if eta and rng.random() < 0.5 else ""
         progress = (f"[{int(rng.integers(1, total + 1))}/{total}]", eta)
         status = "SKIPPED" if rng.random() < 0.2 else "FINISHED"

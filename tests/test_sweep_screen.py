@@ -98,6 +98,11 @@ def test_the_progress_line_fits_the_width():
         assert len(status_text(runs, 2, width)) <= width - 1
     assert status_text(runs, 2, 80).startswith("[##########" + "." * 20 + "] 1/3 runs, 1 in "
                                                "flight, ETA ")
+    unseen = [*runs, RunState("aim", "pending", 0.0, "aim eps=10 trial=0", "aim eps=10")]
+    for width in (200, 80, 40, 12):  # a lower bound (aim at epsilon 10 has not run) fits too
+        assert len(status_text(unseen, 2, width)) <= width - 1
+    # mst 3 s a run: 2 s left in flight, 3 s pending; aim at least the cheapest (3 s): 8 / 2
+    assert status_text(unseen, 2, 80).endswith(", ETA >= 4s")
 
 
 def plan_of(n: int) -> SweepPlan:

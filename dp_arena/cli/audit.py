@@ -19,7 +19,8 @@ audits it with ``tests/conf``.)
 
 The last line printed is ``audit: <mechanism> claimed epsilon=<E> empirical lower bound=<L>
 (<C>%) runs=<N> verdict=<ok|VIOLATION>``. Exit codes: 0 ok, 3 VIOLATION (L > E), 2 bad input
-or a failed run (one message, no traceback; ``DP_ARENA_DEBUG=1`` shows one). See
+or a failed run (one message, no traceback; ``DP_ARENA_DEBUG=1`` shows one). Bad input is
+refused before any run and leaves no ``audits/`` folder (:func:`remove_run_folder`). See
 :mod:`dp_arena.audit` for the method.
 """
 
@@ -51,10 +52,18 @@ def audit_task(cfg: DictConfig) -> None:
 
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     out_dir = Path(HydraConfig.get().runtime.output_dir)
+    said: list[str] = []  # the audit's first line is said when its runs start
+
+    def echo(line: str) -> None:
+        said.append(line)
+        print(line, flush=True)
+
     try:
-        result = run_audit(plain, out_dir)
+        result = run_audit(plain, out_dir, echo=echo)
     except DPArenaError as exc:
-        print(f"audit refused or failed: {exc}", file=sys.stderr, flush=True)
+        if not said:  # refused before any run: the folder Hydra made holds nothing of it
+            remove_run_folder(out_dir, Path.cwd())
+        print(f"audit {'failed' if said else 'refused'}: {exc}", file=sys.stderr, flush=True)
         debug_trace(exc)
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
@@ -64,6 +73,32 @@ def audit_task(cfg: DictConfig) -> None:
     for line in result.summary_lines():
         print(line, flush=True)
     sys.exit(EXIT_VIOLATION if result.violation else 0)
+
+
+#: What Hydra writes into a command's folder before the task runs.
+HYDRA_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+
+
+def remove_run_folder(out_dir: Path, stop: Path) -> None:
+    """Remove what Hydra wrote for this command (``.hydra/``'s three files, an empty log),
+    then each folder left empty, from ``out_dir`` up to ``stop`` (not included): a refused
+    audit leaves no ``audits/<date>/<time>/`` behind. Anything else found there stays, and so
+    does the folder that holds it."""
+    out_dir, stop = out_dir.resolve(), stop.resolve()
+    for name in HYDRA_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    for log in out_dir.glob("*.log"):
+        if log.is_file() and log.stat().st_size == 0:
+            log.unlink()
+    folders = [out_dir / ".hydra", out_dir, *out_dir.parents]
+    for folder in folders:
+        if folder == stop or stop not in folder.parents:
+            break
+        try:
+            folder.rmdir()  # only an empty folder
+        except OSError:
+            if folder != out_dir / ".hydra":
+                break
 
 
 def debug_trace(exc: BaseException) -> None:

@@ -85,6 +85,7 @@ from dp_arena.report.tracking import resolve_tracking_uri
 from dp_arena.resources import config_dir
 from dp_arena.run import config_store
 from dp_arena.run.config import RunConfig
+from dp_arena.sweep.environment import check_environment
 from dp_arena.sweep.job import JobContext, execute_job, job_config, report_job
 from dp_arena.sweep.launch_checks import check_tracking_server, check_tracking_store
 from dp_arena.sweep.parents import end_parent_runs, start_parent_runs
@@ -405,6 +406,7 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
     ``dp-arena/<name>`` unless ``experiment``); ``mechanism_settings``: per option, settings
     such as ``{"mst_quick": {"iters": 200}}``; ``limits``: e.g. ``{"time_limit_s": 600}``;
     ``metric``: the board's ranking score (default as ``dp-arena-board``)."""
+    check_environment()  # the DP_ARENA_* variables, first, as dp-arena checks them
     data = checked_frame(data, "data")
     public = checked_frame(public, "public") if public is not None else None
     mechs, eps, trial_ids = (checked_mechanisms(mechanisms), checked_epsilons(epsilons),

@@ -6,39 +6,24 @@ joblib, SLURM, Ray), shown by one writer in the launching process.
   when it ends (:mod:`dp_arena.sweep.job`; the records are :mod:`dp_arena.sweep.records`);
   :func:`sweep_state` reads both against the plan, :func:`progress_text` is a job's
   ``[k/N]`` and ETA.
-- :func:`eta_seconds`, how it estimates: the remaining work over the workers (and at least
-  the longest remaining run). Runs are grouped by their label without the trial (mechanism,
-  settings, epsilon). A pending run costs
-  1. the mean wall time of its group's finished runs; else
-  2. the mean of its mechanism's finished runs (any group), each scaled to the run's epsilon
-     by :data:`EPSILON_EXPONENT` (adaptive_grid's epsilon-10 runs take about 2.9 times its
-     epsilon-1 runs; other mechanisms do not depend on epsilon): once a mechanism has one
-     finished run, its own measurement prices it, not the prior; else
-  3. for a mechanism with no finished run yet, :data:`UNSEEN_MARGIN` times a cost model of
-     this sweep (:func:`cost_model`) applied to its shipped relative cost
-     (:data:`RELATIVE_COST`, a rough prior from measured default sweeps): a per-run overhead
-     (worker start, scoring, logging: the intercept of the finished mechanisms' mean wall
-     time against their prior cost, once two mechanisms of different cost have finished)
-     plus the prior cost times the largest seconds per unit above that overhead, so the ETA
-     of an unseen mechanism errs long rather than short. Before any run finished, the elapsed
-     time of the runs in flight per unit of their prior; else
-  4. a mechanism the table does not name (a contestant, a plugin) has no prior: no factor is
-     guessed for it (a fixed 20 x independent, times the largest seconds per unit, showed
-     3h15m on an interrupted 56-column sweep). It costs what this sweep measures:
-     :data:`UNSEEN_MARGIN` times the dearest run the sweep can price (finished means, and
-     the cost model's prices of the named mechanisms), so on a wide table, where every
-     mechanism is slower, its price grows with what the table's runs took, not with a
-     guess; with nothing priced yet, its runs in flight.
-  Any unseen group (steps 3 and 4) costs at least the longest elapsed time of its runs in
-  flight (a lower bound that grows while they run).
-  A run in flight costs what is left of its estimate, and at least a quarter of its estimate
-  (or of what it has run). The mean over all finished runs, which the fast mechanisms
-  dominate because they finish first, is never used. The earlier rule priced a group with no
-  finished run at no less than 1.5 x its prior x the largest seconds per unit, its mechanism
-  seen or not, with no overhead term: with a few seconds of overhead a run (the held-out
-  scores), it showed 3-5 times the time left in the first half of the default competition and
-  up to 4 times after every slow mechanism had run; now within about 1.7 times once every slow
-  mechanism has a finished run (tests/test_progress.py, a simulated default competition).
+- :func:`estimate`, how it estimates: the time left of every run not ended, over the workers
+  (and at least the longest run left). A run costs the mean wall time of the finished runs of
+  its cost group (:func:`cost_group`: its mechanism and settings; and its epsilon for the
+  :data:`EPSILON_DEPENDENT` mechanisms, aim and adaptive_grid, which cost more at a larger
+  epsilon). The wall time is the job's own, so a loaded machine's slowness is in it, and
+  the workers share the work as the sweep's runs did. A run in flight costs what is left of
+  its estimate, and at least a quarter of its estimate (or of what it has run).
+  Before a group's first run has finished, its cost is unknown and no prior guesses it (a
+  cost table, times a margin, showed 6.2 times the time left at the start of the default
+  competition under load and 1.5-2 times until its 50th run): the run counts at a lower
+  bound (the cheapest measured group, every run paying the per-run overhead; for an
+  epsilon-dependent mechanism at least its runs at a smaller epsilon) and the ETA reads
+  ``ETA >= 3m20s``; before any run finished there is no ETA. A skipped run (finished by an
+  earlier sweep: a resumed one) cost a look-up: it prices nothing, so a resumed sweep shows
+  no ETA until its first run finishes, then one from what this sweep's runs took (a pending
+  run that will turn out to be a skip is priced as a run). On a replay of the default
+  competition (tests/test_progress.py, benchmarks/eta_replay.py) the ETA is within 2 times
+  the time left from the first finished run of every cost group on, fresh and resumed.
 - :class:`Console`: the one writer for the terminal (stdout if it is one, else stderr if it is
   one). The progress line (:func:`status_text`, within the terminal's width) is drawn with
   ``\\r`` and ``ESC [ K``; a line for a terminal stream clears it, is written, and the
@@ -66,7 +51,6 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,35 +60,23 @@ from dp_arena.sweep.records import SweepPlan, read_outcomes, read_started
 
 #: Seconds between plain progress lines while nothing finishes.
 HEARTBEAT_S = 30.0
-#: Relative cost of a run per mechanism (1 = independent) at epsilon 1, a prior for mechanisms
-#: with no finished run yet in this sweep: the mean wall time of a run (worker start, fit,
-#: scoring, logging) over independent's, measured on the default sweep of 2026-11-26 (taxi_sim
-#: 50k, 2 cores, after mst, aim and adaptive_grid moved to NumPy estimation): archetype 3.0,
-#: prefix_tree 1.8, mst 1.5, aim 1.6, adaptive_grid 4.5 at epsilon 1 (13 at epsilon 10:
-#: :data:`EPSILON_EXPONENT`); rdt from an earlier sweep. Only the ETA uses it.
-RELATIVE_COST = {"independent": 1.0, "uniform": 1.0, "public_only": 1.0, "resample": 1.0,
-                 "archetype": 3.0, "prefix_tree": 2.0, "rdt": 8.0, "adaptive_grid": 4.5,
-                 "mst": 2.0, "aim": 2.0}
-#: A mechanism whose cost grows with epsilon: cost ~ epsilon ** exponent (adaptive_grid: 4.5
-#: at epsilon 1, 13 at epsilon 10, so log10(13 / 4.5) = 0.46); the others' cost does not
-#: depend on epsilon.
-EPSILON_EXPONENT = {"adaptive_grid": 0.46}
-#: Relative cost of a mechanism the table does not name, for :func:`prior_cost` only (the
-#: ETA does not use it: an unnamed mechanism is priced by what the sweep measures,
-#: :func:`expected_seconds`).
-DEFAULT_COST = 20.0
+#: Mechanisms whose cost grows with epsilon (aim's rounds, adaptive_grid's estimation to
+#: convergence: 18 s a run at epsilon 1, 75 s at 10 in a measured quickstart): a run at an
+#: epsilon with no finished run is unknown, and costs at least what the mechanism's runs at a
+#: smaller epsilon took.
+EPSILON_DEPENDENT = frozenset({"aim", "adaptive_grid"})
 #: A run in flight has at least this share of its expected (or elapsed) time left: runs of
 #: one mechanism vary, and a run near its mean may have a third of it to go.
 IN_FLIGHT_FLOOR = 0.25
-#: A mechanism with no finished run counts this many times its calibrated prior (the prior
-#: can be off by a factor of two either way between mechanisms; the ETA errs long).
-UNSEEN_MARGIN = 1.5
+#: The statuses of runs that ended (a skipped one was finished by an earlier sweep).
+ENDED = ("done", "failed", "skipped")
 
 
 @dataclass(frozen=True)
 class RunState:
-    """One run of the sweep: ``status`` is ``pending``, ``running``, ``done`` or ``failed``;
-    ``seconds`` is the wall time it took (done/failed) or has run so far (running)."""
+    """One run of the sweep: ``status`` is ``pending``, ``running``, ``done``, ``failed`` or
+    ``skipped`` (finished by an earlier sweep: this one only looked it up); ``seconds`` is the
+    wall time it took (ended) or has run so far (running)."""
 
     mechanism: str
     status: str
@@ -132,117 +104,92 @@ def run_epsilon(label: str) -> float | None:
         return None
 
 
-def epsilon_factor(mechanism: str, source: float | None, target: float | None) -> float:
-    """How much longer a run of ``mechanism`` takes at epsilon ``target`` than at ``source``
-    (:data:`EPSILON_EXPONENT`; 1 when either is unknown)."""
-    exponent = EPSILON_EXPONENT.get(mechanism, 0.0)
-    if not exponent or not source or not target or source <= 0 or target <= 0:
-        return 1.0
-    return (target / source) ** exponent
-
-
-def prior_cost(mechanism: str, prior: Mapping[str, float] = RELATIVE_COST,
-               epsilon: float | None = None) -> float:
-    """A run's relative cost by the prior, at ``epsilon`` (epsilon 1 when unknown)."""
-    return float(prior.get(mechanism, DEFAULT_COST)) * epsilon_factor(mechanism, 1.0, epsilon)
+def cost_group(run: RunState) -> str:
+    """What one finished run prices: its mechanism with its settings (the label without
+    epsilon and trial), and its epsilon too for :data:`EPSILON_DEPENDENT` mechanisms."""
+    if run.mechanism in EPSILON_DEPENDENT or not run.label:
+        return run.key
+    return re.sub(r"\s*\beps=\S+", "", run.key).strip() or run.mechanism
 
 
 @dataclass(frozen=True)
-class CostModel:
-    """A run's wall time by the prior: ``overhead + units * per_unit`` seconds."""
+class Eta:
+    """Seconds until every run has ended. ``at_least``: a lower bound, since some runs'
+    cost is unknown (:attr:`unseen`: their cost groups, none of whose runs has finished)."""
 
-    overhead: float
-    per_unit: float
+    seconds: float
+    unseen: tuple[str, ...] = ()
 
-    def seconds(self, units: float) -> float:
-        return self.overhead + units * self.per_unit
+    @property
+    def at_least(self) -> bool:
+        return bool(self.unseen)
+
+    def text(self) -> str:
+        """``ETA 3m20s``, or ``ETA >= 3m20s`` for a lower bound."""
+        return f"ETA {'>= ' if self.at_least else ''}{duration(self.seconds)}"
 
 
-def cost_model(runs: list[RunState], prior: Mapping[str, float]) -> CostModel | None:
-    """The sweep's own seconds per unit of prior cost, from its finished mechanisms (each a
-    point: prior cost, mean wall time). The overhead every run pays (worker start, scoring,
-    logging) is the least-squares intercept over two or more mechanisms of different prior
-    cost, clamped to [0, the cheapest mechanism's mean]; the seconds per unit above it is the
-    largest over the mechanisms (so an unseen mechanism's ETA errs long rather than short).
-    With no finished run: the runs in flight, a lower bound; else unknown."""
-    finished: dict[str, list[tuple[float, float]]] = {}
-    runs = [r for r in runs if r.mechanism in prior]  # an unnamed mechanism has no prior
+def measured_costs(runs: list[RunState]) -> dict[str, float]:
+    """Each cost group's mean wall time over its finished (done or failed) runs; a skipped
+    run cost only a look-up and prices nothing."""
+    seen: dict[str, list[float]] = {}
     for r in runs:
         if r.status in ("done", "failed"):
-            finished.setdefault(r.mechanism, []).append(
-                (prior_cost(r.mechanism, prior, run_epsilon(r.label)), r.seconds))
-    if not finished:
-        running = [r.seconds / prior_cost(r.mechanism, prior, run_epsilon(r.label))
-                   for r in runs if r.status == "running"]
-        return CostModel(0.0, max(running)) if running and max(running) > 0 else None
-    points = [(statistics.fmean(u for u, _ in v), statistics.fmean(s for _, s in v))
-              for v in finished.values()]
-    overhead = 0.0
-    if len({u for u, _ in points}) > 1:
-        _, intercept = statistics.linear_regression([u for u, _ in points],
-                                                        [s for _, s in points])
-        overhead = min(max(intercept, 0.0), min(s for _, s in points))
-    per_unit = max(max(s - overhead, 0.0) / u for u, s in points)
-    return CostModel(overhead, per_unit)
+            seen.setdefault(cost_group(r), []).append(r.seconds)
+    return {k: statistics.fmean(v) for k, v in seen.items()}
 
 
-def expected_seconds(runs: list[RunState], prior: Mapping[str, float] = RELATIVE_COST
-                     ) -> dict[str, float] | None:
-    """Each group's expected wall time per run (see the module docstring), keyed by
-    :attr:`RunState.key`: the mean of its finished runs; else the mean of its mechanism's
-    finished runs, each scaled to the group's epsilon (:func:`epsilon_factor`); else, for a
-    mechanism ``prior`` names, the calibrated prior times :data:`UNSEEN_MARGIN`; else (an
-    unnamed mechanism, or no named one measured) :data:`UNSEEN_MARGIN` times the dearest run
-    priced so far. An unseen
-    group costs at least the longest elapsed time of its runs in flight. ``None`` while some
-    group cannot be priced."""
-    model = cost_model(runs, prior)
-    finished = [r for r in runs if r.status in ("done", "failed")]
-    in_flight: dict[str, float] = {}
-    for r in runs:
-        if r.status == "running":
-            in_flight[r.key] = max(in_flight.get(r.key, 0.0), r.seconds)
-    out: dict[str, float] = {}
-    unnamed: list[str] = []
-    for r in runs:
-        if r.key in out or r.key in unnamed:
-            continue
-        eps = run_epsilon(r.label)
-        same_group = [f.seconds for f in finished if f.key == r.key]
-        same_mechanism = [f.seconds * epsilon_factor(r.mechanism, run_epsilon(f.label), eps)
-                          for f in finished if f.mechanism == r.mechanism]
-        if same_group or same_mechanism:
-            out[r.key] = statistics.fmean(same_group or same_mechanism)
-        elif r.mechanism in prior and model is not None:
-            out[r.key] = max(UNSEEN_MARGIN * model.seconds(prior_cost(r.mechanism, prior, eps)),
-                             in_flight.get(r.key, 0.0))
-        else:  # unnamed, or named with no measured mechanism to calibrate its prior by
-            unnamed.append(r.key)
-    dearest = max(out.values(), default=0.0)
-    for key in unnamed:
-        out[key] = max(UNSEEN_MARGIN * dearest, in_flight.get(key, 0.0))
-        if out[key] <= 0:
-            return None  # nothing measured anywhere yet
-    return out
+def least_cost(run: RunState, runs: list[RunState], floor: float) -> float:
+    """A lower bound on an unseen run's cost: ``floor`` (the cheapest measured group: every
+    run pays the per-run overhead) or, for an epsilon-dependent mechanism, the mean of its
+    finished runs at a smaller epsilon, whichever is larger."""
+    eps = run_epsilon(run.label)
+    below = [r.seconds for r in runs if r.status in ("done", "failed")
+             and r.mechanism == run.mechanism and r.key != run.key and eps is not None
+             and (run_epsilon(r.label) or eps) < eps]
+    return max(floor, statistics.fmean(below) if below else 0.0)
 
 
-def eta_seconds(runs: list[RunState], workers: int,
-                prior: Mapping[str, float] = RELATIVE_COST) -> float | None:
-    """Seconds until every run is done: the remaining expected work over ``workers``, and at
-    least the longest remaining run; ``None`` before anything can be estimated."""
-    costs = expected_seconds(runs, prior)
-    if costs is None:
-        return None
-    left = []
-    for r in runs:
-        if r.status == "pending":
-            left.append(costs[r.key])
-        elif r.status == "running":
-            left.append(max(costs[r.key] - r.seconds,
-                            IN_FLIGHT_FLOOR * max(costs[r.key], r.seconds), 1.0))
+def time_left(run: RunState, cost: float, known: bool) -> float:
+    """What is left of a run: all of a pending one; of one in flight, what is left of its
+    cost, and at least :data:`IN_FLIGHT_FLOOR` of its cost or elapsed time when its cost is
+    measured (a lower bound, nothing, when it is not)."""
+    if run.status == "pending":
+        return cost
+    if not known:
+        return max(cost - run.seconds, 0.0)
+    return max(cost - run.seconds, IN_FLIGHT_FLOOR * max(cost, run.seconds), 1.0)
+
+
+def estimate(runs: list[RunState], workers: int) -> Eta | None:
+    """The time until every run has ended (module docstring): each run left costs the mean
+    of its cost group's finished runs, the sum over ``workers`` and at least the longest run
+    left. A run whose group has no finished run is unknown: it counts at its lower bound
+    (:func:`least_cost`) and the ETA is a lower bound. ``None`` while nothing has finished
+    (no figure to give) with runs left."""
+    left = [r for r in runs if r.status in ("pending", "running")]
     if not left:
-        return 0.0
-    return max(sum(left) / max(workers, 1), max(left))
+        return Eta(0.0)
+    costs = measured_costs(runs)
+    if not costs:
+        return None
+    floor = min(costs.values())
+    unseen: list[str] = []
+    times = []
+    for r in left:
+        group = cost_group(r)
+        known = group in costs
+        if not known and group not in unseen:
+            unseen.append(group)
+        cost = costs[group] if known else least_cost(r, runs, floor)
+        times.append(time_left(r, cost, known))
+    return Eta(max(sum(times) / max(workers, 1), max(times)), tuple(unseen))
+
+
+def eta_seconds(runs: list[RunState], workers: int) -> float | None:
+    """:func:`estimate`'s seconds (a lower bound while some runs' cost is unknown)."""
+    eta = estimate(runs, workers)
+    return None if eta is None else eta.seconds
 
 
 def duration(seconds: float) -> str:
@@ -268,8 +215,9 @@ def sweep_state(sweep_dir: str | Path, plan: SweepPlan, now: float | None = None
         mech = job.mechanism or "?"
         if job.index in ended:
             outcome = ended.pop(job.index)
-            runs.append(RunState(mech, "failed" if outcome.failed else "done", outcome.elapsed,
-                                 job.label, run_group(job.label)))
+            status = ("failed" if outcome.failed else
+                      "skipped" if outcome.status == "SKIPPED" else "done")
+            runs.append(RunState(mech, status, outcome.elapsed, job.label, run_group(job.label)))
         elif job.index in started:
             runs.append(RunState(mech, "running", max(now - started[job.index].started, 0.0),
                                  job.label, run_group(job.label)))
@@ -281,14 +229,14 @@ def sweep_state(sweep_dir: str | Path, plan: SweepPlan, now: float | None = None
 def progress_text(sweep_dir: str | Path, plan: SweepPlan | None) -> tuple[str, str]:
     """``("[k/N]", "ETA 1m20s")`` from the started/outcome files written so far (k counts
     runs, not n/a or duplicate jobs; the ETA weighted by each run's expected cost,
-    :func:`eta_seconds`); empty strings outside a planned sweep."""
+    :func:`estimate`); empty strings outside a planned sweep."""
     if not plan or not plan.total or plan.searched:
         return "", ""
     runs = sweep_state(sweep_dir, plan)
     c = counts(runs)
-    eta = eta_seconds(runs, plan.workers or 2) if c.done < c.total else None
+    eta = estimate(runs, plan.workers or 2) if c.done < c.total else None
     flight = f" ({c.running} in flight)" if c.running else ""
-    return f"[{c.done}/{c.total}]", (f"ETA {duration(eta)}{flight}" if eta is not None else "")
+    return f"[{c.done}/{c.total}]", (f"{eta.text()}{flight}" if eta is not None else "")
 
 
 @dataclass(frozen=True)
@@ -300,7 +248,7 @@ class Counts:
 
 
 def counts(runs: list[RunState]) -> Counts:
-    return Counts(sum(r.status in ("done", "failed") for r in runs),
+    return Counts(sum(r.status in ENDED for r in runs),
                   sum(r.status == "running" for r in runs),
                   sum(r.status == "failed" for r in runs), len(runs))
 
@@ -308,13 +256,13 @@ def counts(runs: list[RunState]) -> Counts:
 def progress_line(runs: list[RunState], workers: int) -> str:
     """``[12/60] 2 in flight, 1 failed  ETA 3m20s`` (the in-flight runs named when few)."""
     c = counts(runs)
-    eta = eta_seconds(runs, workers)
+    eta = estimate(runs, workers)
     flight = [r for r in runs if r.status == "running"]
     names = ", ".join(f"{r.label} {duration(r.seconds)}" for r in flight[:3])
     return (f"[{c.done}/{c.total}] {c.running} in flight"
             + (f" ({names}{', ...' if len(flight) > 3 else ''})" if names else "")
             + (f", {c.failed} failed" if c.failed else "")
-            + (f"  ETA {duration(eta)}" if eta is not None and c.done < c.total else ""))
+            + (f"  {eta.text()}" if eta is not None and c.done < c.total else ""))
 
 
 # ----- one writer for the terminal -----------------------------------------------------------
@@ -340,10 +288,10 @@ def status_text(runs: list[RunState], workers: int, width: int = 80) -> str:
     """The progress line: ``[#####.....] 12/60 runs, 2 in flight, 1 failed, ETA 3m20s``,
     within ``width - 1`` columns (a terminal wraps a full-width line)."""
     c = counts(runs)
-    eta = eta_seconds(runs, workers) if c.done < c.total else None
+    eta = estimate(runs, workers) if c.done < c.total else None
     tail = (f" {c.done}/{c.total} runs, {c.running} in flight"
             + (f", {c.failed} failed" if c.failed else "")
-            + (f", ETA {duration(eta)}" if eta is not None else ""))
+            + (f", {eta.text()}" if eta is not None else ""))
     size = min(30, width - 1 - len(tail) - 2)
     if size < 5:
         return tail.strip()[:max(width - 1, 1)]
@@ -491,7 +439,7 @@ class ProgressMonitor:
     def _print_finished(self, runs: list[RunState]) -> None:
         """The line of each run that ended since the last look, numbered as they are seen."""
         c = counts(runs)
-        eta = eta_seconds(runs, self.workers) if c.done < c.total else None
+        eta = estimate(runs, self.workers) if c.done < c.total else None
         flight = f" ({c.running} in flight)" if c.running else ""
         for folder, outcome in read_outcomes(self.sweep_dir):
             if folder in self._reported or not outcome.ran:
@@ -499,7 +447,7 @@ class ProgressMonitor:
             self._reported.add(folder)
             k = min(len(self._reported), c.total)
             progress = (f"[{k}/{c.total}]", (
-                f"ETA {duration(eta)}{flight}" if eta is not None and k < c.total else ""))
+                f"{eta.text()}{flight}" if eta is not None and k < c.total else ""))
             text, to_stderr = job_line(outcome, progress)
             width = self.console.terminal_width(error=to_stderr)
             if width:  # its stream is the terminal: the line fits it
