@@ -240,6 +240,25 @@ def test_runs_without_direction_tags_rank_as_the_registered_metric_declares(metr
     assert ranks_lower(metric) is lower
 
 
+def test_held_out_scores_kept_on_the_owners_side_are_named_not_shown_empty():
+    """Runs scored with ml_efficacy and membership whose scores stayed on the owner's side:
+    the board names them in one line (with the opt-in) and shows no empty ML column; once a
+    run logged them (the owner's opt-in), the line goes and the column comes."""
+    keys = {"metric_key:ml_efficacy": "k1", "metric_key:membership": "k2",
+            "metric_key:kmarginal": "k3"}
+    rows = [{**run(m, 1.0, t, v + NOISE[t] / 10), **keys, "propensity/pmse_ratio": 1.1}
+            for t in range(3) for m, v in (("mst", 600.0), ("aim", 610.0))]
+    board = build_leaderboard(frame(rows))
+    assert board.attrs["owner_side"] == ["membership", "ml_efficacy"]
+    text = render_terminal(board, width=100)
+    assert "held-out scores not in the store: membership, ml_efficacy" in " ".join(text.split())
+    assert "ml_efficacy/score" not in text
+    logged = [{**r, "ml_efficacy/score": 0.8, "membership/auc": 0.5} for r in rows]
+    board = build_leaderboard(frame(logged))
+    assert board.attrs["owner_side"] == []
+    assert "held-out scores not in the store" not in render_terminal(board, width=100)
+
+
 def test_a_contestant_run_without_the_sandbox_is_marked():
     """A contestant's runs carry ``contestant.isolation``; a row run with
     ``contestant.isolation=none`` is marked (and explained), a sandboxed one is not."""

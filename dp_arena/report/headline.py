@@ -165,6 +165,17 @@ def not_applied_line(board: pd.DataFrame, reasons: bool = False) -> str:
                         for family, reason in sorted(missing.items())))
 
 
+def owner_side_line(board: pd.DataFrame) -> str:
+    """One sentence naming the held-out scores kept on the data owner's side (not in the
+    store this board reads), and how an owner puts them there; "" when there are none."""
+    names = board.attrs.get("owner_side", [])
+    if not names:
+        return ""
+    return (f"held-out scores not in the store: {', '.join(names)} (kept on the data owner's "
+            "side, so that a submitter cannot read held-out people through them; an owner's "
+            "own store takes them with tracking.log_heldout_scores=true)")
+
+
 def table_of(board: pd.DataFrame) -> pd.DataFrame:
     """The board as a plain table (no attrs, no per-trial values; text for objects)."""
     out = board.drop(columns=[c for c in board.columns if c.startswith("_")]).copy()

@@ -86,7 +86,7 @@ from dp_arena.report.marks import (  # noqa: F401 - the marks' names are read fr
 from dp_arena.report.ranks import ALPHA, compare, mean_order_ranks  # noqa: F401 - read from here too
 from dp_arena.report.record import TAG_FIELDS, RunRecord
 from dp_arena.report.risk import with_risk_bounds
-from dp_arena.report.scores import CI_METRICS, CI_PREFIX
+from dp_arena.report.scores import CI_METRICS, CI_PREFIX, owner_side_metrics
 from dp_arena.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
 
 #: Rows ranked against each other share these (plus epsilon).
@@ -362,6 +362,7 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
     out = board[lead + rest].copy()
     out = with_risk_bounds(out)
     out.attrs.update(metric=key, alpha=alpha, lower_is_better=lower,
+                     owner_side=owner_side_metrics(runs, METRIC_KEY_PREFIX),
                      values={tuple(r[c] for c in GROUP): v
                              for r, v in zip(board.to_dict("records"), board["_values"])})
     return out

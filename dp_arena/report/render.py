@@ -58,7 +58,7 @@ from dp_arena.report.cells import (
     status_text,
     text_cell,
 )
-from dp_arena.report.headline import headline_lines, not_applied_line
+from dp_arena.report.headline import headline_lines, not_applied_line, owner_side_line
 from dp_arena.report.leaderboard import (
     ALPHA,
     MARK_LEGEND,
@@ -283,7 +283,8 @@ def board_findings(board: pd.DataFrame) -> list[str]:
     lines, the single-trial note (:func:`dp_arena.report.headline.headline_lines`, settings in
     full) and the scores that applied to no row."""
     gone = not_applied_line(board, reasons=True)
-    return headline_lines(board, label_width=200) + ([gone] if gone else [])
+    return headline_lines(board, label_width=200) + [
+        text for text in (gone, owner_side_line(board)) if text]
 
 
 def overall_table(board: pd.DataFrame) -> pd.DataFrame:

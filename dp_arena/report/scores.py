@@ -66,3 +66,24 @@ def metric_value(row: pd.Series | Mapping[str, Any], metric: str, key: str | Non
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def owner_side_metrics(runs: pd.DataFrame, key_prefix: str) -> list[str]:
+    """Metrics the runs were scored with (``<key_prefix><metric>`` columns, the
+    ``metric_key/<metric>`` tags) that read held-out persons and logged no score to the store:
+    their scores stay on the data owner's side (:mod:`dp_arena.run.heldout`)."""
+    from dp_arena.errors import ConfigError
+    from dp_arena.metrics import metric_class
+
+    out = []
+    for col in (c for c in runs.columns if c.startswith(key_prefix)):
+        name = col[len(key_prefix):]
+        if not runs[col].fillna("").astype(str).ne("").any():
+            continue
+        try:
+            reads = metric_class(name).reads_heldout
+        except ConfigError:
+            continue
+        if reads and not any(c.startswith(f"{name}/") for c in runs.columns):
+            out.append(name)
+    return sorted(out)

@@ -46,7 +46,7 @@ from dp_arena.report.cells import (
     rank_text,
     status_text,
 )
-from dp_arena.report.headline import headline_lines, not_applied_line, score_text
+from dp_arena.report.headline import headline_lines, not_applied_line, owner_side_line, score_text
 from dp_arena.report.leaderboard import board_ranks_lower, is_not_applicable, row_label
 from dp_arena.report.ranks import ALPHA, rank_meaning
 from dp_arena.report.render import overall_table
@@ -216,7 +216,7 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     lines += wrap_lines(findings[scored["epsilon"].nunique():], width)
     lines += wrap_lines([f"note: {note}" for note in schema_notes(board)], width)
     gone = not_applied_line(board)
-    lines += wrap_lines([gone] if gone else [], width)
+    lines += wrap_lines([text for text in (gone, owner_side_line(board)) if text], width)
     several = scored["epsilon"].nunique() > 1
     if several:
         overall = overall_table(board)

@@ -181,7 +181,7 @@ def utility_columns(board: pd.DataFrame, compact: bool = False) -> list[Column]:
     key = board.attrs.get("metric", "score")
     present = [c for c in (ML_GAP, PMSE_RATIO, RANGE_ERROR) if has_any(board, [c])]
     inapplicable = inapplicable_everywhere(board[~is_not_applicable(board)])
-    ml = [] if ML_SCORE.split("/")[0] in inapplicable else [
+    ml = [] if ML_SCORE.split("/")[0] in inapplicable or not has_any(board, [ML_SCORE]) else [
         Column(ML_SCORE, view_value(ML_SCORE, key, 3))]
     decimals = {c: column_decimals([metric_value(r, c, key) for _, r in board.iterrows()])
                 for c in present}
