@@ -75,7 +75,6 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import erfcx, log_ndtr
 
 from dp_arena.errors import BudgetExceededError, ConfigError
@@ -128,6 +127,14 @@ class Budget:
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 _SQRT2, _SQRT_2_OVER_PI = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 
+
+
+def root_between(*args, **kwargs) -> float:
+    """scipy's ``brentq``, imported on first use (scipy.optimize costs a third of a second to
+    import, which every command would pay before checking its arguments)."""
+    from scipy.optimize import brentq
+
+    return brentq(*args, **kwargs)
 
 def log_ndtr_gap(a: float, gap: float) -> float:
     """``log Phi(a) - log Phi(a - gap)`` for ``gap >= 0``. For a gap under 1 it is the
@@ -182,7 +189,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     hi = max(1.0, mu * mu)
     while excess(hi) > 0:
         hi *= 2.0
-    return float(brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500))
+    return float(root_between(excess, 0.0, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500))
 
 
 @lru_cache(maxsize=CONVERSION_CACHE)
@@ -197,7 +204,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
         lo -= 10.0
     while f(hi) < 0:  # huge epsilon: mu above 1e4
         hi += 2.0
-    return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-14))
+    return math.exp(root_between(f, lo, hi, xtol=1e-14, rtol=1e-14))
 
 
 @lru_cache(maxsize=CONVERSION_CACHE)
@@ -243,7 +250,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     log_inv = math.log(1.0 / delta)
     bun_steinke = rho + 2.0 * math.sqrt(rho * log_inv)
     hi = 1.0 + math.sqrt(log_inv / rho)
-    alpha = brentq(lambda a: rho * (a - 1.0) ** 2 + math.log(a) - log_inv, 1.0, hi,
+    alpha = root_between(lambda a: rho * (a - 1.0) ** 2 + math.log(a) - log_inv, 1.0, hi,
                    xtol=1e-300, rtol=4 * _FLOAT_EPS, maxiter=500)
     if alpha <= 1.0:
         return bun_steinke
@@ -269,7 +276,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     hi = 2.0 * lo
     while zcdp_epsilon(hi, delta) <= epsilon:
         lo, hi = hi, 2.0 * hi
-    rho = brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, lo, hi, xtol=1e-300,
+    rho = root_between(lambda r: zcdp_epsilon(r, delta) - epsilon, lo, hi, xtol=1e-300,
                  rtol=4 * _FLOAT_EPS, maxiter=500)
     while zcdp_epsilon(rho, delta) > epsilon:  # never over: step down to the feasible side
         rho -= 4.0 * math.ulp(rho)
@@ -458,7 +465,7 @@ def largest_fitting(plan: Callable[[float], list[Charge]], budget: Budget,
             lo /= 2.0
             if lo < 1e-300:
                 return 0.0
-    x = lo if excess(lo) == 0 else brentq(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS,
+    x = lo if excess(lo) == 0 else root_between(excess, lo, hi, xtol=1e-300, rtol=4 * _FLOAT_EPS,
                                           maxiter=500)
     step = 4.0 * _FLOAT_EPS
     # never overshoot, not even after the ledger's rounding: step down to the feasible side

@@ -68,7 +68,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dp_arena.errors import DPArenaError
 from dp_arena.report.direction import DIRECTION_COLUMN, ranks_lower, tagged_lower_keys, tagged_metrics
@@ -309,6 +308,8 @@ def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
     if n < 2:
         return mean, math.nan, math.nan
     std = float(values.std(ddof=1))
+    from scipy import stats  # on first use: scipy.stats is slow to import for every command
+
     return mean, std, float(stats.t.ppf(0.975, n - 1) * std / math.sqrt(n))
 
 

@@ -18,7 +18,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 #: Significance level of the tests that decide whether rows share a rank.
 ALPHA = 0.05
@@ -36,6 +35,8 @@ def compare(a: dict[int, float], b: dict[int, float], higher_better: bool,
             alpha: float = ALPHA) -> int:
     """+1 if ``a`` is significantly better than ``b``, -1 if worse, 0 if no test separates
     them (see the module docstring for the tests)."""
+    from scipy import stats  # on first use: scipy.stats is slow to import for every command
+
     sign = 1.0 if higher_better else -1.0
     common = sorted(set(a) & set(b))
     if len(common) >= 2:
