@@ -148,8 +148,9 @@ def test_dp_categories_are_exactly_the_values_above_the_threshold():
         releaser = seeded_releaser(1.0, seed)
         prop = propose(df, settings, releaser)
         charges = releaser.ledger.charges
-        assert [c.kind for c in charges] == ["laplace", "laplace"]
-        assert [c.name for c in charges] == ["pay: type", "pay: values"]
+        assert [c.kind for c in charges] == ["laplace", "laplace", "laplace"]
+        # no missing value: the rows outside the kept values are counted (the missing code)
+        assert [c.name for c in charges] == ["pay: type", "pay: values", "pay: outside"]
         # replay: the type histogram (every public class + missing), then the 3 keys
         rng = np.random.default_rng(seed)
         rng.laplace(0.0, charges[0].scale, size=len(CLASSES) + 1)
@@ -158,13 +159,17 @@ def test_dp_categories_are_exactly_the_values_above_the_threshold():
         tau = prop.thresholds["pay"]
         expected = sorted(counts.index[noisy > tau])
         assert list(prop.schema["pay"].values) == expected
+        # one row outside the kept values stays under the noise floor: no missing code
+        assert not prop.schema["pay"].allow_missing
         kept_rare += "Rare" in expected
     assert kept_rare == 0
     eps, delta = prop.spent()
     assert eps <= 1.0 and delta == pytest.approx(1e-6)
-    # the split: 10% of the column's share on its type, the rest on its values
+    # the split: 10% of the column's share on its type, the rest on its values (10% of which
+    # on the count of rows outside the kept values)
     assert charges[0].scale == pytest.approx(1 / (0.1 * 1.0), rel=1e-6)
-    assert charges[1].scale == pytest.approx(1 / (0.9 * 1.0), rel=1e-6)
+    assert charges[1].scale == pytest.approx(1 / (0.9 * 0.9 * 1.0), rel=1e-6)
+    assert charges[2].scale == pytest.approx(1 / (0.9 * 0.1 * 1.0), rel=1e-6)
 
 
 def test_dp_spend_is_the_ledgers_and_never_over_budget():
