@@ -326,3 +326,37 @@ def test_a_sweep_refused_for_its_schema_or_columns_leaves_nothing_behind(tmp_pat
     assert "the sweep was not started" in text and text.count(words) == 1, text
     assert "Traceback" not in text and "secret" not in text
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "something was left behind"
+
+
+def id_table(n: int = 300) -> pd.DataFrame:
+    """An R export's row numbers, order ids and a real categorical column."""
+    rng = np.random.default_rng(4)
+    return pd.DataFrame({"rownames": np.arange(1, n + 1),
+                         "order_id": [f"A{k:05d}" for k in rng.permutation(n)],
+                         "pay": rng.choice(["cash", "card"], n),
+                         "fare": rng.gamma(2, 5, n).round(2)})
+
+
+def test_row_numbers_and_identifiers_of_a_public_sample_are_left_out_with_a_word():
+    prop = propose(id_table(), ProposalSettings("public"))
+    assert set(prop.dropped) == {"rownames", "order_id"}
+    assert list(prop.schema.names) == ["pay", "fare"]  # decimals all distinct: measurements, kept
+    lines = {line.split(":")[0]: line for line in prop.report}
+    assert "named like a row number" in lines["rownames"]
+    assert "every value distinct in the sample" in lines["order_id"]
+    assert "--hint 'order_id={kind: categorical}'" in lines["order_id"]
+    # a hint says what the column is: kept
+    kept = propose(id_table(), ProposalSettings("public", hints={"order_id": {
+        "kind": "categorical"}}))
+    assert "order_id" in kept.schema.names
+
+
+def test_a_dp_proposal_leaves_out_row_numbers_by_name_only():
+    """All-distinct on the private table is not released: only the name decides (the ids'
+    text release finds no value above its threshold, charged, and says so)."""
+    prop = propose(id_table(2000), ProposalSettings("dp", epsilon=2.0))
+    assert "rownames" in prop.dropped and "order_id" in prop.dropped
+    charged = {c["name"].split(":")[0] for c in prop.ledger["charges"]}
+    assert "rownames" not in charged and "order_id" in charged
+    line = next(r for r in prop.report if r.startswith("order_id"))
+    assert "no value passed the threshold" in line

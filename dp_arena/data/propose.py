@@ -97,6 +97,7 @@ from dp_arena.data.dp_numbers import NumericRange, dp_numeric_range, linear_axis
 from dp_arena.data.dp_type import dp_missing, dp_type, has_missing
 from dp_arena.data.exact_numbers import exact_numeric_range
 from dp_arena.data.hints import ColumnHint, hints_of
+from dp_arena.data.identifiers import identifier_notes
 from dp_arena.data.infer import CLASSES, choose_type, present, resolution_of, value_classes
 from dp_arena.data.overlap import sample_fingerprint
 from dp_arena.data.schema import Column, RunSpec, Schema
@@ -186,8 +187,7 @@ class ColumnReport:
 
     @property
     def weak(self) -> bool:
-        """Keeps little, or (ranges: bins placed badly) holds most values in one bin; a text
-        column's largest value is the data as it is (93% "No" is not a weak schema)."""
+        """Keeps little, or a range's bins hold most values in one (not text: that is data)."""
         return ((self.kept_share is not None and self.kept_share < KEPT_WARNING)
                 or (self.type_name != "text" and self.largest_share is not None
                     and self.largest_share > ONE_CODE_WARNING))
@@ -484,8 +484,9 @@ def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
     keep = noisy > tau
     if not keep.any():
         return None, tau, replace_note(
-            report, f"no value passed the threshold {tau:.0f}; left out (fix: a hint listing "
-                    "its values, --public, a larger --epsilon or --weight)")
+            report, f"no value passed the threshold {tau:.0f} (an identifier's distinct values "
+                    "never do); left out (fix: a hint listing its values, --public, a larger "
+                    "--epsilon or --weight)")
     kept_noisy = noisy[keep]
     order = np.argsort(-kept_noisy, kind="stable")[: settings.max_categories]
     values_kept = sorted(counted.index.to_numpy()[keep][order].tolist())
@@ -633,7 +634,10 @@ def propose(df: pd.DataFrame, settings: ProposalSettings,
     complete = {n: hints[n].column(n) for n in attrs if n in hints and hints[n].complete}
     columns: dict[str, Column | None] = dict(complete)
     reports = {n: ColumnReport(n, "hint", note="spends nothing") for n in complete}
-    proposed = [n for n in attrs if n not in complete]
+    ids = identifier_notes(df, attrs, settings.source != "dp", set(hints))  # left out, said
+    reports.update({n: ColumnReport(n, "public" if settings.source == "dp" else
+                                    settings.source, note=note) for n, note in ids.items()})
+    proposed = [n for n in attrs if n not in complete and n not in ids]
     ledger_dict = None
     thresholds: dict[str, float] = {}
     if settings.source == "dp":
