@@ -182,8 +182,9 @@ def run(args: argparse.Namespace) -> None:
     refuse_repeated_names(data, "DATA", form[0])
     if args.public:
         refuse_repeated_names(Path(args.public).expanduser(), "--public", form[0])
-    raw, _ = split_holdout(read_csv_file(data, "DATA", *form), fraction, seed,
-                           args.id_column)
+    whole = read_csv_file(data, "DATA", *form)
+    fraction = fraction if len(whole) else 0.0  # a file without rows: propose() says so
+    raw, _ = split_holdout(whole, fraction, seed, args.id_column)
     private = selected(raw, args, "DATA")  # the training rows: held-out ones are dropped here
     if settings.source == "public":
         public = Path(args.public).expanduser()
