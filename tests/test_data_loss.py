@@ -189,6 +189,9 @@ def test_fifty_thousand_categories_fitted_to_a_hundred_are_refused(tmp_path):
             "missing (99,800 not among its categories)") in reason
     assert "99,800 of 100,000 rows (99.8%) dropped" in reason
     assert "--max-categories" in reason and "x (categorical)" not in reason
+    # an identifier's values do not fit any number of categories: leaving it out comes first
+    fixes = reason.split("- cat (categorical)")[1].split("fix: ")[1]
+    assert fixes.startswith("leave it out, dataset.drop=[cat]")
 
 
 # ----- the counts stay on the console ---------------------------------------------------------
