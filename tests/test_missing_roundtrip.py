@@ -144,7 +144,9 @@ def test_a_yes_no_column_without_missing_values_stays_binary(tmp_path, source):
     assert not [c.name for c in proposal.schema.columns if c.allow_missing]
     schema_path = write_proposal(proposal, tmp_path / "parameters.json")[0]
     data = load_csv_dataset(str(tmp_path / "data.csv"), str(schema_path), target="smoker")
-    assert len(data.private) == len(private)  # nothing dropped: no cell is missing
+    # nothing dropped (no cell is missing): the training and held-out parts hold every row
+    held = len(data.heldout) if data.heldout is not None else 0
+    assert len(data.private) + held == len(private) and data.load_report.rows_dropped == 0
     assert data.schema["smoker"].size == 2
     assert task_of(data.schema, "smoker").kind == "binary"
     for name in ("independent", "mst"):
