@@ -335,13 +335,15 @@ def id_table(n: int = 300) -> pd.DataFrame:
     return pd.DataFrame({"rownames": np.arange(1, n + 1),
                          "order_id": [f"A{k:05d}" for k in rng.permutation(n)],
                          "pay": rng.choice(["cash", "card"], n),
+                         "day": pd.date_range("2020-01-01", periods=n).strftime("%Y-%m-%d"),
                          "fare": rng.gamma(2, 5, n).round(2)})
 
 
 def test_row_numbers_and_identifiers_of_a_public_sample_are_left_out_with_a_word():
     prop = propose(id_table(), ProposalSettings("public"))
     assert set(prop.dropped) == {"rownames", "order_id"}
-    assert list(prop.schema.names) == ["pay", "fare"]  # decimals all distinct: measurements, kept
+    # dates and decimals all distinct (a daily table, measurements): kept
+    assert list(prop.schema.names) == ["pay", "day", "fare"]
     lines = {line.split(":")[0]: line for line in prop.report}
     assert "named like a row number" in lines["rownames"]
     assert "every value distinct in the sample" in lines["order_id"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dp_arena.data.infer import present
+from dp_arena.data.infer import CLASSES, present, value_classes
 
 #: column names that exports give row numbers (compared stripped, in lower case)
 ROW_NUMBER_NAMES = frozenset({"", "rownames", "row.names", "unnamed: 0", "...1", "index",
@@ -38,17 +38,17 @@ def named_like_row_number(name: str) -> bool:
 
 def all_distinct(values: pd.Series) -> bool:
     """Whether the present values look like an identifier: text all distinct, or integers all
-    distinct and consecutive (a row number); decimals never (measurements are often all
-    distinct)."""
+    distinct and consecutive (a row number); never dates (a daily table's dates are all
+    distinct) nor decimals (measurements often are)."""
     s = present(values).astype(str).str.strip()
     if len(s) < MIN_ROWS or s.nunique() < len(s):
         return False
-    nums = pd.to_numeric(s, errors="coerce")
-    if nums.isna().all():
+    classes = set(value_classes(s).tolist())
+    if classes == {CLASSES.index("text")}:
         return True
-    if nums.isna().any() or not (nums == np.floor(nums)).all():
+    if classes != {CLASSES.index("integer")}:
         return False
-    return bool((np.diff(np.sort(nums.to_numpy())) == 1).all())
+    return bool((np.diff(np.sort(pd.to_numeric(s).to_numpy())) == 1).all())
 
 
 def identifier_notes(df: pd.DataFrame, names: list[str], exact: bool,
