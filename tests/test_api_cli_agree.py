@@ -82,6 +82,7 @@ def jobs_for(delta: str | None, tmp_path) -> list[list[str]]:
     SCHEMA.save(tmp_path / "parameters.json")
     shared = ["dataset=csv", f"dataset.path={tmp_path / 'private.csv'}",
               f"dataset.schema={tmp_path / 'parameters.json'}", "metrics=kmarginal",
+              "dataset.holdout_fraction=0",  # every row private: the delta check's size
               *([f"privacy.delta={delta}"] if delta else [])]
     return [["mechanism=uniform", "privacy.epsilon=1.0", f"trial={t}", *shared]
             for t in (0, 1)]
@@ -122,7 +123,7 @@ def test_the_api_runs_the_issue_table_at_the_command_lines_default_delta(trackin
     with pytest.raises(DPArenaError, match="at or above 1/"):
         run_competition(frame(ROWS), SCHEMA, mechanisms=["uniform"], epsilons=[1.0], trials=1,
                         delta=2.5e-5, metrics="kmarginal", name="default_delta",
-                        progress=False)
+                        progress=False, holdout_fraction=0.0)
     assert leftovers("default_delta") == []
 
 

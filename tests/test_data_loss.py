@@ -110,6 +110,10 @@ def three_format_table(folder: Path, n: int = 900) -> tuple[Path, Path]:
     return folder / "trips.csv", folder / "p.json"
 
 
+#: no held-out share: the counts below are of every row of the file
+EVERY_ROW = {"holdout_fraction": 0.0}
+
+
 def job(dataset: dict) -> dict:
     return {"mechanism": {"name": "independent"}, "metrics": {"kmarginal": {}},
             "privacy": {"epsilon": 1.0, "delta": 1e-6}, "dataset": dataset}
@@ -124,7 +128,8 @@ ROWS_LINE = "600 of 900 rows (66.7%) dropped: missing where the schema allows no
 
 def test_three_date_formats_are_refused_by_the_plan_with_the_counts_and_a_fix(tmp_path, capsys):
     path, schema = three_format_table(tmp_path)
-    dataset = {"name": "csv", "path": str(path), "schema": str(schema)}
+    dataset = {"name": "csv", "path": str(path), "schema": str(schema),
+               **EVERY_ROW}
     plan = plan_sweep([job(dataset), job({**dataset, "max_loss": MAX_LOSS})])
     assert [j.verdict for j in plan.jobs] == ["invalid", "invalid"]
     assert len(plan.problems()) == 1, "one problem, however many jobs share it"
@@ -141,7 +146,8 @@ def test_the_suggested_drop_loads_the_table_without_the_column(tmp_path):
     """Following the refusal's fix ``dataset.drop=[day]`` leaves ``day`` out of the data and
     the schema alike: the plan runs and no row is lost."""
     path, schema = three_format_table(tmp_path)
-    dataset = {"name": "csv", "path": str(path), "schema": str(schema), "drop": ["day"]}
+    dataset = {"name": "csv", "path": str(path), "schema": str(schema), "drop": ["day"],
+               **EVERY_ROW}
     plan = plan_sweep([job(dataset)])
     assert [j.verdict for j in plan.jobs] == ["run"], plan.jobs[0].reason
     data = load_dataset(dataset)
@@ -151,7 +157,8 @@ def test_the_suggested_drop_loads_the_table_without_the_column(tmp_path):
 
 def test_max_loss_lets_it_through_with_the_report_printed_once(tmp_path, capsys):
     path, schema = three_format_table(tmp_path)
-    dataset = {"name": "csv", "path": str(path), "schema": str(schema), "max_loss": 0.7}
+    dataset = {"name": "csv", "path": str(path), "schema": str(schema), "max_loss": 0.7,
+               **EVERY_ROW}
     plan = plan_sweep([job(dataset), {**job(dataset), "trial": 1}])
     assert [j.verdict for j in plan.jobs] == ["run", "run"]
     err = capsys.readouterr().err
@@ -173,7 +180,7 @@ def test_fifty_thousand_categories_fitted_to_a_hundred_are_refused(tmp_path):
                                                  "schema": {
         "cat": {"kind": "categorical", "dtype": "str", "values": [f"k{i}" for i in range(kept)]},
         "x": {"kind": "categorical", "dtype": "int64", "values": list(range(7))}}}))
-    plan = plan_sweep([job({"name": "csv", "path": str(tmp_path / "wide.csv"),
+    plan = plan_sweep([job({"name": "csv", "path": str(tmp_path / "wide.csv"), **EVERY_ROW,
                             "schema": str(tmp_path / "p.json")})])
     reason = plan.jobs[0].reason
     # each of the 100 kept categories holds 2 rows: 200 kept, 99,800 set missing and dropped
@@ -182,6 +189,9 @@ def test_fifty_thousand_categories_fitted_to_a_hundred_are_refused(tmp_path):
             "missing (99,800 not among its categories)") in reason
     assert "99,800 of 100,000 rows (99.8%) dropped" in reason
     assert "--max-categories" in reason and "x (categorical)" not in reason
+    # an identifier's values do not fit any number of categories: leaving it out comes first
+    fixes = reason.split("- cat (categorical)")[1].split("fix: ")[1]
+    assert fixes.startswith("leave it out, dataset.drop=[cat]")
 
 
 # ----- the counts stay on the console ---------------------------------------------------------
@@ -193,7 +203,7 @@ def test_a_sweep_says_the_counts_on_the_console_and_stores_none(tmp_path):
     inputs = {p.name for p in tmp_path.iterdir()}
     common = ("dataset=csv", "dataset.path=trips.csv", "dataset.schema=p.json",
               "mechanism=independent", "privacy.epsilon=1", "privacy.delta=1e-6",
-              "metrics=kmarginal")
+              "metrics=kmarginal", "dataset.holdout_fraction=0")
     refused = dp_arena(tmp_path, *common, timeout=300)
     text = refused.stdout + refused.stderr
     assert refused.returncode == 2 and "the sweep was not started" in text, text
@@ -226,21 +236,29 @@ def test_the_one_bin_fix_names_a_hint_not_the_command_that_made_the_schema():
     assert "proposes them" not in warning
 
 
-def skewed(share: float, n: int = 1000, source: SchemaSource | None = SchemaSource("dp")):
+def skewed(share: float, n: int = 1000, source: SchemaSource | None = SchemaSource("dp"),
+           missing: bool = False):
+    """``share`` of the rows in one code: the value "a", or (``missing``) the missing code."""
     top = int(round(share * n))
-    values = np.array(["a"] * top + ["b"] * (n - top - n // 100) + ["c"] * (n // 100))
-    schema = Schema((Column("c", "categorical", "str", values=("a", "b", "c")),))
+    values = np.array(["a"] * top + ["b"] * (n - top - n // 100) + ["c"] * (n // 100),
+                      dtype=object)
+    if missing:
+        values[:top] = None
+    schema = Schema((Column("c", "categorical", "str", values=("a", "b", "c"),
+                            allow_missing=missing),))
     return Dataset("t", schema, pd.DataFrame({"c": values}), schema_source=source)
 
 
-def test_one_code_for_most_rows_of_a_proposed_categorical_is_a_warning_with_a_fix():
-    warning, = dataset_warnings(skewed(0.95))
-    assert "categorical column 'c'" in warning and "more than 90% of the rows in one code" \
+def test_a_proposed_categorical_left_mostly_missing_is_a_warning_with_a_fix():
+    warning, = dataset_warnings(skewed(0.95, missing=True))
+    assert "categorical column 'c'" in warning and "more than 90% of the rows missing" \
         in warning
     assert "--max-categories" in warning and "--hint 'c={values: [...]}'" in warning
     assert not any(ch.isdigit() for ch in warning.replace("90%", ""))
-    assert dataset_warnings(skewed(0.85)) == []          # below the share
-    assert dataset_warnings(skewed(0.95, source=None)) == []  # a hand-written schema's data
+    assert dataset_warnings(skewed(0.85, missing=True)) == []          # below the share
+    # a skewed column (95% in one value) is the data as it is, not a weak schema
+    assert dataset_warnings(skewed(0.95)) == []
+    assert dataset_warnings(skewed(0.95, missing=True, source=None)) == []  # hand-written
 
 
 # ----- schemas on the board -------------------------------------------------------------------

@@ -20,7 +20,9 @@ def record_table(tmp_path, n: int, max_records: int | None = None):
     (tmp_path / "t.json").write_text(json.dumps({"runs": runs, "schema": {
         "a": {"kind": "categorical", "dtype": "int64", "values": [0, 1, 2]},
         "b": {"kind": "categorical", "dtype": "int64", "values": [0, 1]}}}))
-    return {"name": "csv", "path": str(tmp_path / "t.csv"), "schema": str(tmp_path / "t.json")}
+    # every row private (no held-out share): the delta rule's N is the table's
+    return {"name": "csv", "path": str(tmp_path / "t.csv"), "schema": str(tmp_path / "t.json"),
+            "holdout_fraction": 0.0}
 
 
 def job_cfg(dataset, delta=2.5e-5):

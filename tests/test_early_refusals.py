@@ -131,9 +131,11 @@ def test_dp_arena_refuses_before_any_run(csv_dir, case):
         assert_one_message(proc, "cannot read the override 'dataset.label=my table(x)'",
                            """'dataset.label="my table(x)"'""")
     else:
-        proc = dp_arena(csv_dir, *CSV, "mechanism=rdt", "privacy.epsilon=1", timeout=300)
-        assert_one_message(proc, "mechanism.private_attributes is required",
-                           "fix: name the columns to synthesize")
+        # no sex/race columns and no target: rdt cannot choose its private attributes
+        proc = dp_arena(csv_dir, *CSV, "mechanism=rdt", "privacy.epsilon=1",
+                        "dataset.target=none", timeout=300)
+        assert_one_message(proc, "rdt needs mechanism.private_attributes",
+                           "dp-arena mechanism=rdt mechanism.private_attributes=[color]")
         assert "[FAILED]" not in proc.stdout and "[1/1]" not in proc.stdout
     assert leftovers(csv_dir) == []
 

@@ -85,7 +85,23 @@ def test_a_hinted_kind_skips_the_type_release():
     names = [c.name for c in rel.ledger.charges]
     assert "day: type" not in names and "fare: type" in names
     assert prop.schema["day"].kind == "datetime"
-    # the values pool is epsilon less the three type releases, split evenly over 4 columns
+    # its type share goes to a present/missing count instead (whether it gets a missing code)
+    assert "day: missing" in names
+    # the values pool is epsilon less the four type-share releases, split evenly over 4
+    day = [c for c in rel.ledger.charges if c.name.startswith("day")]
+    assert sum(c.sensitivity / c.scale for c in day) == pytest.approx(
+        TYPE_SHARE / 4 + (1.0 - TYPE_SHARE) / 4, rel=1e-6)
+
+
+def test_a_hint_stating_allow_missing_skips_the_missing_count():
+    df = table()
+    rel = releaser(1.0)
+    prop = propose(df, ProposalSettings("dp", epsilon=1.0, hints={
+        "day": {"kind": "datetime", "format": "%Y-%m-%d", "allow_missing": True}}), rel)
+    names = [c.name for c in rel.ledger.charges]
+    assert "day: missing" not in names and "day: type" not in names
+    assert prop.schema["day"].allow_missing
+    # its whole share goes to its values
     day = [c for c in rel.ledger.charges if c.name.startswith("day")]
     assert sum(c.sensitivity / c.scale for c in day) == pytest.approx(
         (1.0 - 3 * TYPE_SHARE / 4) / 4, rel=1e-6)

@@ -202,7 +202,8 @@ def test_the_csv_loader_holds_out_the_marked_rows_before_the_public_split(tmp_pa
 
 def test_without_a_holdout_the_csv_loads_as_before(tmp_path):
     planted_csv(tmp_path, 0.25, 7, None, record_schema())
-    ds = load_csv_dataset(str(tmp_path / "private.csv"), str(tmp_path / "parameters.json"))
+    ds = load_csv_dataset(str(tmp_path / "private.csv"), str(tmp_path / "parameters.json"),
+                          holdout_fraction=0.0, target="none")
     assert ds.heldout is None and ds.target is None
     assert len(ds.private) == 3000
 
@@ -340,9 +341,12 @@ def test_a_schema_proposed_without_a_holdout_refuses_a_run_with_one(planted_user
     tmp_path, *_ = planted_user_csv
     out = tmp_path / "whole.json"
     assert main([str(tmp_path / "private.csv"), "--out", str(out), "--from-private",
-                 "--id-column", "pid", "--max-rows-per-person", "5"]) == 0
+                 "--id-column", "pid", "--max-rows-per-person", "5",
+                 "--holdout-fraction", "0"]) == 0
     assert "holdout" not in json.loads(out.read_text())["proposal"]
-    load_csv_dataset(str(tmp_path / "private.csv"), str(out))  # no holdout: as before
+    # unset, the run takes the proposal's split: none, said with how to get one
+    ds = load_csv_dataset(str(tmp_path / "private.csv"), str(out))
+    assert ds.heldout is None and "--holdout-fraction" in " ".join(ds.setup_notes)
     with pytest.raises(ConfigError, match="no holdout"):
         load_csv_dataset(str(tmp_path / "private.csv"), str(out), holdout_fraction=0.3)
 

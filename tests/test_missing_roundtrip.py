@@ -113,3 +113,59 @@ def test_missing_and_datetime_columns_round_trip(data, name):
     days = pd.to_datetime(out["day"].dropna(), format="%Y-%m-%d")
     assert days.between("2016-03-01", "2016-03-07").all()
     assert out["hour"].str.fullmatch(r"\d\d:\d\d").all()
+
+
+def no_missing_table(n: int, seed: int) -> pd.DataFrame:
+    """A table without a missing cell: a Yes/No target (93/7, as skewed as real ones get),
+    text, integers and decimals."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "smoker": rng.choice(["Yes", "No"], n, p=[0.07, 0.93]),
+        "region": rng.choice(["north", "south", "east", "west"], n),
+        "age": rng.integers(18, 80, n),
+        "income": np.round(rng.lognormal(10, 0.5, n), 2),
+    })
+
+
+@pytest.mark.parametrize("source", ["public", "dp"])
+def test_a_yes_no_column_without_missing_values_stays_binary(tmp_path, source):
+    """Proposal, loading and synthesis: no missing code is proposed where the data has no
+    missing value, so the Yes/No target is a binary task (AUROC on the board) and the
+    synthetic tables hold no missing cell."""
+    from dp_arena.data.datasets import load_csv_dataset
+    from dp_arena.data.proposal_file import write_proposal
+    from dp_arena.data.propose import ProposalSettings, propose
+    from dp_arena.metrics.ml_efficacy import task_of
+
+    private, public = no_missing_table(4000, 1), no_missing_table(2000, 2)
+    private.to_csv(tmp_path / "data.csv", index=False)
+    sample = public if source == "public" else private
+    proposal = propose(sample, ProposalSettings(source, epsilon=5.0 if source == "dp" else None))
+    assert not [c.name for c in proposal.schema.columns if c.allow_missing]
+    schema_path = write_proposal(proposal, tmp_path / "parameters.json")[0]
+    data = load_csv_dataset(str(tmp_path / "data.csv"), str(schema_path), target="smoker")
+    # nothing dropped (no cell is missing): the training and held-out parts hold every row
+    held = len(data.heldout) if data.heldout is not None else 0
+    assert len(data.private) + held == len(private) and data.load_report.rows_dropped == 0
+    assert data.schema["smoker"].size == 2
+    assert task_of(data.schema, "smoker").kind == "binary"
+    for name in ("independent", "mst"):
+        mechanism = make_mechanism(name, SETTINGS.get(name, {}))
+        budget = Budget(5.0, 1e-6)
+        out = mechanism.fit_sample(data, budget, Releaser(Ledger(budget)),
+                                   np.random.default_rng(0))
+        assert int(out.isna().sum().sum()) == 0, name
+        assert set(out["smoker"]) <= {"Yes", "No"}
+
+
+@pytest.mark.parametrize("source", ["public", "dp"])
+def test_missing_values_in_the_data_get_a_missing_code(source):
+    df = no_missing_table(4000, 3)
+    df.loc[df.index % 4 == 0, "region"] = np.nan  # a quarter missing
+    df["age"] = df["age"].astype(float)
+    df.loc[df.index % 5 == 0, "age"] = np.nan
+    from dp_arena.data.propose import ProposalSettings, propose
+
+    proposal = propose(df, ProposalSettings(source, epsilon=5.0 if source == "dp" else None))
+    allowed = {c.name for c in proposal.schema.columns if c.allow_missing}
+    assert allowed == {"region", "age"}

@@ -110,6 +110,8 @@ def test_readme_example_runs_as_a_plain_script(tracking_uri, tmp_path):
     ({"mechanisms": ["independent"], "delta": 0.5},
      "at or above 1/(number of persons"),
     ({"mechanisms": ["archetype"]}, "no mechanism applies to this data"),
+    ({"mechanisms": ["independent"], "holdout_fraction": 1.5}, "holdout_fraction must be a share"),
+    ({"mechanisms": ["independent"], "target": "nope"}, "dataset.target 'nope' is not a column"),
     ({"mechanisms": ["independent"], "tracking_uri": "foo://bar"},
      "MLflow cannot store runs at a foo:// address"),
 ])
@@ -191,3 +193,15 @@ def test_dp_schema_spend_is_on_the_board_with_its_composition(tracking_uri, tmp_
     assert re.search(rf"\|\s*{SCHEMA_EPS}\s*\|", text) and TOTAL_EPS in text
     assert "basic sequential composition" in text
     assert f"{row['epsilon_total']:.4g}" in text
+
+
+def test_the_held_out_share_and_target_reach_the_utility_and_risk_views(tracking_uri):
+    """run_competition takes the held-out share and the target (as dataset=csv does) and the
+    owner's opt-in that puts held-out scores on the board: ML efficacy's macro-F1 on 'size'
+    (4 classes) and membership's AUC."""
+    board = run_competition(frame(600), SCHEMA, mechanisms=["independent"], epsilons=[1.0],
+                            trials=1, metrics="heldout", name="heldout_api", progress=False,
+                            holdout_fraction=0.25, target="size", log_heldout_scores=True)
+    row = board[board["mechanism"] == "independent"].iloc[0]
+    assert 0 <= row["ml_efficacy/score"] <= 1 and 0 <= row["membership/auc"] <= 1
+    assert leftovers("heldout_api") == []

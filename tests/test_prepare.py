@@ -146,7 +146,8 @@ def test_cli_round_trips_through_dataset_csv(tmp_path, capsys, fixture_prepared)
     assert "30 trips, 6 taxi-weeks: user-level" in out
     assert "dataset=csv" in out
     ds = load_dataset({"name": "csv", "path": str(tmp_path / "out" / "trips.csv"),
-                       "schema": str(tmp_path / "out" / "parameters.json")})
+                       "schema": str(tmp_path / "out" / "parameters.json"),
+                       "holdout_fraction": 0.0})  # every trip: counted below
     assert ds.unit == "user" and ds.id_column == "taxi_id"
     assert ds.max_records_per_individual == 200
     pd.testing.assert_frame_equal(ds.private.astype(np.int64), fixture_prepared.trips)
@@ -246,7 +247,8 @@ def test_shared_sample_prepares_record_level_and_loads_through_dataset_csv(
     assert code == 0, err
     assert f"prepared {len(raw):,} trips: record-level" in out and "no taxi id" in out
     ds = load_dataset({"name": "csv", "path": str(tmp_path / "out" / "trips.csv"),
-                       "schema": str(tmp_path / "out" / "parameters.json")})
+                       "schema": str(tmp_path / "out" / "parameters.json"),
+                       "holdout_fraction": 0.0})  # every trip: counted below
     assert len(ds.private) == len(raw) == 15_002
     assert ds.unit == "record" and ds.id_column is None
     assert "taxi_id" not in ds.private.columns

@@ -148,8 +148,9 @@ def test_dp_categories_are_exactly_the_values_above_the_threshold():
         releaser = seeded_releaser(1.0, seed)
         prop = propose(df, settings, releaser)
         charges = releaser.ledger.charges
-        assert [c.kind for c in charges] == ["laplace", "laplace"]
-        assert [c.name for c in charges] == ["pay: type", "pay: values"]
+        assert [c.kind for c in charges] == ["laplace", "laplace", "laplace"]
+        # no missing value: the rows outside the kept values are counted (the missing code)
+        assert [c.name for c in charges] == ["pay: type", "pay: values", "pay: outside"]
         # replay: the type histogram (every public class + missing), then the 3 keys
         rng = np.random.default_rng(seed)
         rng.laplace(0.0, charges[0].scale, size=len(CLASSES) + 1)
@@ -158,13 +159,17 @@ def test_dp_categories_are_exactly_the_values_above_the_threshold():
         tau = prop.thresholds["pay"]
         expected = sorted(counts.index[noisy > tau])
         assert list(prop.schema["pay"].values) == expected
+        # one row outside the kept values stays under the noise floor: no missing code
+        assert not prop.schema["pay"].allow_missing
         kept_rare += "Rare" in expected
     assert kept_rare == 0
     eps, delta = prop.spent()
     assert eps <= 1.0 and delta == pytest.approx(1e-6)
-    # the split: 10% of the column's share on its type, the rest on its values
+    # the split: 10% of the column's share on its type, the rest on its values (10% of which
+    # on the count of rows outside the kept values)
     assert charges[0].scale == pytest.approx(1 / (0.1 * 1.0), rel=1e-6)
-    assert charges[1].scale == pytest.approx(1 / (0.9 * 1.0), rel=1e-6)
+    assert charges[1].scale == pytest.approx(1 / (0.9 * 0.9 * 1.0), rel=1e-6)
+    assert charges[2].scale == pytest.approx(1 / (0.9 * 0.1 * 1.0), rel=1e-6)
 
 
 def test_dp_spend_is_the_ledgers_and_never_over_budget():
@@ -302,7 +307,8 @@ def test_a_sweep_refused_for_its_schema_or_columns_leaves_nothing_behind(tmp_pat
     df.to_csv(tmp_path / "d.csv", index=False)
     schema = propose(df, ProposalSettings("public")).schema.to_parameters()
     overrides = ["dataset=csv", "dataset.path=d.csv", "dataset.schema=p.json",
-                 "mechanism=independent,uniform", "privacy.delta=1e-6", "metrics=kmarginal"]
+                 "mechanism=independent,uniform", "privacy.delta=1e-6", "metrics=kmarginal",
+                 "dataset.holdout_fraction=0"]  # every row: the bad values are counted below
     if case == "unknown column":
         overrides.append("dataset.columns=[day,fare,nope]")
         words = "dataset.columns: ['nope'] not among the CSV's 4 columns"
@@ -321,3 +327,39 @@ def test_a_sweep_refused_for_its_schema_or_columns_leaves_nothing_behind(tmp_pat
     assert "the sweep was not started" in text and text.count(words) == 1, text
     assert "Traceback" not in text and "secret" not in text
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "something was left behind"
+
+
+def id_table(n: int = 300) -> pd.DataFrame:
+    """An R export's row numbers, order ids and a real categorical column."""
+    rng = np.random.default_rng(4)
+    return pd.DataFrame({"rownames": np.arange(1, n + 1),
+                         "order_id": [f"A{k:05d}" for k in rng.permutation(n)],
+                         "pay": rng.choice(["cash", "card"], n),
+                         "day": pd.date_range("2020-01-01", periods=n).strftime("%Y-%m-%d"),
+                         "fare": rng.gamma(2, 5, n).round(2)})
+
+
+def test_row_numbers_and_identifiers_of_a_public_sample_are_left_out_with_a_word():
+    prop = propose(id_table(), ProposalSettings("public"))
+    assert set(prop.dropped) == {"rownames", "order_id"}
+    # dates and decimals all distinct (a daily table, measurements): kept
+    assert list(prop.schema.names) == ["pay", "day", "fare"]
+    lines = {line.split(":")[0]: line for line in prop.report}
+    assert "named like a row number" in lines["rownames"]
+    assert "every value distinct in the sample" in lines["order_id"]
+    assert "--hint 'order_id={kind: categorical}'" in lines["order_id"]
+    # a hint says what the column is: kept
+    kept = propose(id_table(), ProposalSettings("public", hints={"order_id": {
+        "kind": "categorical"}}))
+    assert "order_id" in kept.schema.names
+
+
+def test_a_dp_proposal_leaves_out_row_numbers_by_name_only():
+    """All-distinct on the private table is not released: only the name decides (the ids'
+    text release finds no value above its threshold, charged, and says so)."""
+    prop = propose(id_table(2000), ProposalSettings("dp", epsilon=2.0))
+    assert "rownames" in prop.dropped and "order_id" in prop.dropped
+    charged = {c["name"].split(":")[0] for c in prop.ledger["charges"]}
+    assert "rownames" not in charged and "order_id" in charged
+    line = next(r for r in prop.report if r.startswith("order_id"))
+    assert "no value passed the threshold" in line

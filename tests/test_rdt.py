@@ -442,10 +442,18 @@ def test_public_base_without_public_part_is_a_config_error():
     assert "public_fraction" in info.value.fix
 
 
-def test_private_attributes_are_required_without_sex_and_race(small_dataset):
-    with pytest.raises(ConfigError, match="private_attributes is required") as info:
+def test_without_sex_race_or_a_target_rdt_is_na_with_how_to_run_it_alone(small_dataset):
+    from dp_arena.errors import NotApplicable
+    from dp_arena.mechanisms.rdt.attributes import resolve_private_attributes
+
+    with pytest.raises(NotApplicable, match="rdt needs mechanism.private_attributes") as info:
         fit(small_dataset)
     assert "['color', 'size', 'amount']" in str(info.value)
+    assert "to rdt alone, dp-arena mechanism=rdt mechanism.private_attributes=[" in \
+        info.value.problem
+    # the dataset's target (the column its utility view predicts) is the default
+    assert resolve_private_attributes(small_dataset.schema, None, "size") == ["size"]
+    assert resolve_private_attributes(small_dataset.schema, ["color"], "size") == ["color"]
 
 
 def test_unknown_setting_is_refused():

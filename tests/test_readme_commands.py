@@ -101,12 +101,17 @@ CHECKS: dict[str, list[Run | Covered]] = {
         Run(("dp-arena-schema", "data.csv", "--out", "parameters.json", "--public",
              "public.csv"), ("parameters.json",), setup="table"),
     ],
-    "dp-arena dataset=csv dataset.path=data.csv dataset.schema=parameters.json": [
+    ("dp-arena dataset=csv dataset.path=data.csv dataset.schema=parameters.json "
+     "tracking.log_heldout_scores=true"): [
         Run(("dp-arena", "dataset=csv", "dataset.path=data.csv",
-             "dataset.schema=parameters.json", "--cfg", "job"),
-            ("path: data.csv", "schema: parameters.json"), setup="table"),
-        Covered(("tests/test_cli.py::test_sweep_prints_a_ranked_leaderboard_and_board_reads_it_back",),
-                "a sweep on a CSV with its schema"),
+             "dataset.schema=parameters.json", "tracking.log_heldout_scores=true", "--cfg",
+             "job"),
+            ("path: data.csv", "schema: parameters.json", "log_heldout_scores: true"),
+            setup="table"),
+        Covered(("tests/test_cli.py::test_sweep_prints_a_ranked_leaderboard_and_board_reads_it_back",
+                 ("tests/test_own_table.py::"
+                  "test_readmes_own_table_commands_end_with_the_utility_and_risk_views")),
+                "a sweep on a CSV with its schema; README's two commands on titanic"),
     ],
     "dp-arena dataset=csv ...": [cfg("dp-arena dataset=csv", "name: csv")],
     # ----- How to read the board, commands and configs

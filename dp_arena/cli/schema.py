@@ -15,7 +15,8 @@ unless the whole proposal succeeds. Then
 
 runs a competition on it. The report names columns and counts, never a private value.
 
-``--holdout-fraction F --split-seed S`` splits DATA as a run with ``dataset.holdout_fraction=F
+``--holdout-fraction F --split-seed S`` (default for ``--epsilon`` and ``--from-private``: 0.2,
+the share a run holds out by default) splits DATA as a run with ``dataset.holdout_fraction=F
 dataset.split_seed=S`` does (:func:`dp_arena.data.holdout.holdout_mask`, on the raw file's rows,
 by ``--id-column`` when given) and proposes from the training rows only; the schema's
 ``proposal`` block records ``"holdout": {"fraction": F, "split_seed": S, "unit": ...}``, and a
@@ -42,6 +43,7 @@ from dp_arena.data.holdout import (
     holdout_record,
     split_holdout,
 )
+from dp_arena.data.own_table import DEFAULT_HOLDOUT
 from dp_arena.data.proposal_file import write_proposal
 from dp_arena.data.propose import ProposalSettings, propose
 from dp_arena.errors import ConfigError, DPArenaError
@@ -82,9 +84,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "above this many MB")
     p.add_argument("--weight", action="append", default=[], metavar="COLUMN=W",
                    help="a column's weight in the DP budget split (default 1 each)")
-    p.add_argument("--holdout-fraction", type=float, default=0.0, metavar="F",
+    p.add_argument("--holdout-fraction", type=float, default=None, metavar="F",
                    help="propose from the training rows only: hold out this share of the "
-                        "persons as runs with dataset.holdout_fraction=F do (default 0)")
+                        "persons as runs with dataset.holdout_fraction=F do (default 0.2 for "
+                        "--epsilon and --from-private, as runs hold out by default; 0: none)")
     p.add_argument("--split-seed", type=int, default=0, metavar="S",
                    help="the holdout's seed, as dataset.split_seed=S (default 0)")
     p.add_argument("--sep", default="comma", metavar="SEP",
@@ -171,14 +174,17 @@ def run(args: argparse.Namespace) -> None:
         if args.public:
             check_file_fits("--public", Path(args.public).expanduser(), limit,
                             setting="--memory-limit-mb")
-    fraction = checked_fraction(getattr(args, "holdout_fraction", 0.0), "--holdout-fraction")
+    given = getattr(args, "holdout_fraction", None)
+    default = DEFAULT_HOLDOUT if settings.source in ("dp", "private") else 0.0
+    fraction = checked_fraction(default if given is None else given, "--holdout-fraction")
     seed = checked_seed(getattr(args, "split_seed", 0), "--split-seed")
     form = (separator(args.sep, "--sep"), args.encoding, ("--sep", "--encoding"))
     refuse_repeated_names(data, "DATA", form[0])
     if args.public:
         refuse_repeated_names(Path(args.public).expanduser(), "--public", form[0])
-    raw, _ = split_holdout(read_csv_file(data, "DATA", *form), fraction, seed,
-                           args.id_column)
+    whole = read_csv_file(data, "DATA", *form)
+    fraction = fraction if len(whole) else 0.0  # a file without rows: propose() says so
+    raw, _ = split_holdout(whole, fraction, seed, args.id_column)
     private = selected(raw, args, "DATA")  # the training rows: held-out ones are dropped here
     if settings.source == "public":
         public = Path(args.public).expanduser()
@@ -211,8 +217,9 @@ def run(args: argparse.Namespace) -> None:
     for line in proposal.report:
         print(f"  {line}")
     print(f"wrote {', '.join(map(str, written))} (edit freely)")
+    # a proposal read from DATA records its split, which the run takes by default
     split = (f" dataset.holdout_fraction={fraction:g} dataset.split_seed={seed}"
-             if fraction else "")
+             if fraction and (given is not None or seed) else "")
     read_as = form_settings(form[0], args.encoding)
     split += "".join(f" dataset.{key}={value}" for key, value in read_as.items())
     print(f"run: dp-arena dataset=csv dataset.path={data} dataset.schema={written[0]}{split}")

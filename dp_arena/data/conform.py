@@ -142,6 +142,9 @@ def schema_quality(source: SchemaSource | None) -> str:
     return "; ".join(parts)
 
 
+#: a categorical column losing more than this share of its values to values outside its
+#: categories is most likely an identifier: its first fix is ``dataset.drop``
+MOSTLY_OUTSIDE = 0.5
 #: Default largest share of a column's present values (or of the rows) loading may lose
 #: before the sweep refuses (``dataset.max_loss``).
 MAX_LOSS = 0.05
@@ -337,6 +340,10 @@ def column_fix(c: ColumnLoss) -> str:
     """What would keep the column's values (public advice: names the column and its kind)."""
     hint = f"dp-arena-schema DATA --hint '{c.name}="
     fixes = []
+    if c.kind == "categorical" and c.set_missing - c.unparsed > MOSTLY_OUTSIDE * c.present:
+        # most values outside a hundred categories: an identifier, which no category count keeps
+        fixes.append(f"leave it out, dataset.drop=[{c.name}] (most of its values are outside "
+                     "its categories, as an identifier's are)")
     if c.kind == "datetime" and c.unparsed:
         fixes.append(f"its date format as a public hint ({hint}{{kind: datetime, format: "
                      "mixed}' for several formats, or the one it is written in), or the "

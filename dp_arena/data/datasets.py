@@ -46,6 +46,7 @@ from dp_arena.data.csv_format import (
     encoding_label,
     separator,
 )
+from dp_arena.data.own_table import chosen_holdout, chosen_target, setup_notes
 from dp_arena.data.holdout import (
     checked_fraction,
     checked_seed,
@@ -113,6 +114,9 @@ class Dataset:
     heldout: pd.DataFrame | None = None
     #: the column a utility score predicts (``dataset.target``; None: no prediction task)
     target: str | None = None
+    #: what the own-table path chose for the user (held-out share, inferred target): public
+    #: facts said on the console as the plan's notes (:mod:`dp_arena.data.own_table`)
+    setup_notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.unit not in ("record", "user"):
@@ -249,7 +253,7 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
                      max_records_per_individual: int | None = None,
                      label: str | None = None, columns: list[str] | None = None,
                      drop: list[str] | None = None, max_loss: float = MAX_LOSS,
-                     holdout_fraction: float = 0.0, target: str | None = None,
+                     holdout_fraction: float | None = None, target: str | None = None,
                      sep: str = "comma", encoding: str = "utf-8") -> Dataset:
     """Any CSV plus a ``parameters.json`` / ``domain.json`` schema; ``columns`` / ``drop``
     choose the CSV's columns; a proposed schema (``proposal`` block) fits the data to itself
@@ -262,8 +266,9 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     training part), and before ``public_fraction`` splits the training part. A schema that
     ``dp-arena-schema`` proposed from this file (``--epsilon`` / ``--from-private``) must have
     been proposed with the same holdout (``--holdout-fraction`` / ``--split-seed``), else the
-    load is refused (:func:`check_proposal_holdout`). Target: ``target`` (default none), a
-    column of the schema. ``sep`` (``comma``, ``tab``, ``semicolon``, ``pipe``) and
+    load is refused (:func:`check_proposal_holdout`). Unset, the holdout and the target are
+    chosen as :mod:`dp_arena.data.own_table` says (a 20% holdout, an inferred target), and
+    said in ``setup_notes``. ``sep`` (``comma``, ``tab``, ``semicolon``, ``pipe``) and
     ``encoding`` say how the CSVs are written (:mod:`dp_arena.data.csv_format` refuses a file
     they would misread, naming the setting that reads it)."""
     if not path:
@@ -278,11 +283,15 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     source = read_source(_resolve(schema))
     chosen = chosen_columns(columns, drop)
     sch = chosen_schema(sch, chosen)
-    fraction, seed = checked_fraction(holdout_fraction), checked_seed(split_seed)
+    recorded = (proposed_holdout(_resolve(schema))[0]
+                if source is not None and source.source in ("dp", "private") else None)
+    fraction, held_note = chosen_holdout(holdout_fraction, recorded)
+    fraction, seed = checked_fraction(fraction), checked_seed(split_seed)
     unit = unit or ("user" if sch.id_column else "record")
     split_by = sch.id_column if unit == "user" else None
     if source is not None and source.source in ("dp", "private"):
         check_proposal_holdout(_resolve(schema), fraction, seed, split_by)
+    target, target_note = chosen_target(target, sch)
     target = checked_target(target, sch)
     written = (separator(sep), encoding)
     raw_train, raw_heldout = split_holdout(read_csv_file(_resolve(path), "dataset.path",
@@ -309,7 +318,8 @@ def load_csv_dataset(path: str | None = None, schema: str | None = None,
     ds = Dataset(label or Path(path).stem, sch, private, public, unit=unit, id_column=id_col,
                  max_records_per_individual=per_person, schema_source=source,
                  notes=report.notes if report else (), load_report=report,
-                 max_loss=checked_max_loss(max_loss), heldout=heldout, target=target)
+                 max_loss=checked_max_loss(max_loss), heldout=heldout, target=target,
+                 setup_notes=setup_notes(label or Path(path).stem, held_note, target_note))
     return with_public_split(ds, public_fraction, split_seed) if public_fraction else ds
 
 

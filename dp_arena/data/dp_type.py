@@ -16,7 +16,11 @@ every cell (the domain is fixed and public: no cell exists in one neighbour only
 2. **Type**: :func:`dp_arena.data.infer.choose_type` on the floored counts: the most specific
    type whose classes hold 99% of the remaining mass. A text column is read as a date only if
    99% of its noisy mass parses as one: at these scales the chance is about ``exp(-n/scale)``.
-3. **Fallbacks**: when no class passes the floor, the broad family (numbers, dates, times) whose
+3. **Missing values** (:func:`without_code`): the column gets a missing code only when the
+   noisy count of rows the type leaves without a code (the missing cell plus the classes the
+   type does not parse) passes the noise floor of that sum; a Yes/No column without missing
+   values stays binary, and no mechanism can invent a missing cell in it.
+4. **Fallbacks**: when no class passes the floor, the broad family (numbers, dates, times) whose
    summed count passes a floor for a sum (:func:`family_type`), else text, which loses nothing;
    an integer type whose non-integer class reads above 1% of the column plus one noise scale
    becomes a number (:func:`whole_numbers`: an integer type would lose every decimal).
@@ -30,7 +34,15 @@ import numpy as np
 import pandas as pd
 
 from dp_arena.data.datetimes import MIXED
-from dp_arena.data.infer import CLASSES, DATE_CLASSES, TIME_CLASSES, choose_type, value_classes
+from dp_arena.data.infer import (
+    CLASSES,
+    COVERS,
+    DATE_CLASSES,
+    TIME_CLASSES,
+    choose_type,
+    present,
+    value_classes,
+)
 from dp_arena.privacy.release import Releaser
 
 #: chance that some empty value class passes the type histogram's noise floor (per column: at
@@ -39,9 +51,10 @@ TYPE_BETA = 1e-3
 
 
 def dp_type(name: str, values: pd.Series, releaser: Releaser, epsilon: float,
-            bound: int) -> tuple[str, float]:
+            bound: int) -> tuple[str, float, bool]:
     """The column's type from a Laplace histogram of its value classes (module docstring,
-    step 1), and the noisy count of present values (post-processing)."""
+    step 1), the noisy count of present values and whether the column has missing values
+    (:func:`has_missing`; both post-processing)."""
     classes = value_classes(values)
     counts = np.bincount(classes, minlength=len(CLASSES)).astype(float)
     missing = float(len(values) - len(classes))
@@ -54,7 +67,41 @@ def dp_type(name: str, values: pd.Series, releaser: Releaser, epsilon: float,
     chosen = choose_type(above) if above.any() else family_type(classes_noisy, scale)
     if chosen == "integer" and not whole_numbers(classes_noisy, scale, total):
         chosen = "number"
-    return chosen, total
+    return chosen, total, without_code(noisy, chosen, scale)
+
+
+def without_code(noisy: np.ndarray, type_name: str, scale: float,
+                 beta: float = TYPE_BETA) -> bool:
+    """Whether the rows the chosen type leaves without a code (missing, or of a class it does
+    not parse: the ``N`` of an integer column) pass the noise floor of a sum of ``m`` cells,
+    ``scale * (ln(1 / (2 beta)) + m - 1)`` (the conservative sum bound of
+    :func:`family_type`). Post-processing of the type histogram (``noisy``: its class cells,
+    then the missing cell)."""
+    outside = [i for i in range(len(CLASSES)) if i not in COVERS[type_name]]
+    cells = len(outside) + 1
+    mass = float(noisy[-1] + noisy[outside].sum())
+    return has_missing(mass, scale, beta, cells)
+
+
+def dp_missing(name: str, values: pd.Series, releaser: Releaser, epsilon: float,
+               bound: int) -> bool:
+    """Whether a column whose type a hint fixed has missing values: a Laplace histogram of two
+    public cells (present, missing; L1 sensitivity ``bound``), then :func:`has_missing`."""
+    missing = float(len(values) - len(present(values)))
+    noisy = releaser.laplace(f"{name}: missing", np.array([len(values) - missing, missing]),
+                             sensitivity=bound, scale=bound / epsilon,
+                             note="present and missing values")
+    return has_missing(float(noisy[1]), bound / epsilon)
+
+
+def has_missing(noisy_missing: float, scale: float, beta: float = TYPE_BETA,
+                cells: int = 1) -> bool:
+    """Whether a noisy count of missing values (a sum of ``cells`` Laplace cells) says the
+    column has some: above the noise floor ``scale * (ln(1 / (2 beta)) + cells - 1)`` (one
+    cell: a column without missing values passes with probability ``beta``). Post-processing. A column whose few missing values stay under the
+    floor gets no missing code: loading drops those rows, counts them and refuses above
+    ``dataset.max_loss`` with the fix (``allow_missing`` as a hint)."""
+    return noisy_missing > scale * (math.log(1.0 / (2.0 * beta)) + cells - 1)
 
 
 #: classes that make a family (the broad kind of a column), for :func:`family_type`

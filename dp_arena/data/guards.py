@@ -9,11 +9,11 @@
   bin: its marginals are nearly constant and say little (e.g. equal-width bins over a range
   stretched by outliers). Not for the taxi challenge's datasets, whose bins the competition
   fixes (its tips and miles bins hold most trips in one bin by design; the fix would not apply);
-- **one code**: a categorical or datetime column of a *proposed* schema (one with a
-  ``proposal`` block) that puts more than :data:`ONE_BIN_SHARE` of the rows in one code (the
-  missing code included): the proposal kept almost nothing of it (few categories above the DP
-  threshold, the rest missing; a text column typed as a date). A hand-written schema's skewed
-  column (95% "no") is the data, not the schema, so it is not warned about.
+- **mostly missing**: a categorical or datetime column of a *proposed* schema (one with a
+  ``proposal`` block) that leaves more than :data:`ONE_BIN_SHARE` of the rows in its missing
+  code: the proposal kept almost nothing of it (few categories above the DP threshold, the
+  rest set missing; a text column typed as a date). A column whose values are skewed (93% "no",
+  7% "yes") is the data, not the schema, so it is not warned about.
 
 Each fix names what would change the schema for the better (a public hint of the column's
 range or categories, a public sample, a larger proposal epsilon, more categories, editing its
@@ -91,7 +91,8 @@ def one_code_columns(data: Dataset) -> list[str]:
         if col.kind not in ("categorical", "datetime") or col.name not in data.private:
             continue
         codes = encode_column(col, data.private[col.name])
-        if np.bincount(codes).max() <= ONE_BIN_SHARE * len(codes):
+        if not col.allow_missing or \
+                np.sum(codes == col.present_size) <= ONE_BIN_SHARE * len(codes):
             continue
         if col.kind == "categorical":
             fix = ("more categories (dp-arena-schema --max-categories N, or a larger --epsilon: "
@@ -102,10 +103,10 @@ def one_code_columns(data: Dataset) -> list[str]:
             fix = (f"its kind, date format or range as a public hint (--hint '{col.name}="
                    "{kind: datetime, format: ..., min: ..., max: ...}', or kind: categorical "
                    "for text), or a public sample (--public FILE)")
-        out.append(f"{col.kind} column {col.name!r} of the proposed schema puts more than "
-                   f"{ONE_BIN_SHARE:.0%} of the rows in one code, so the schema keeps almost "
-                   f"nothing of it and its marginals say little (fix: {fix}; or "
-                   f"dataset.drop=[{col.name}])")
+        out.append(f"{col.kind} column {col.name!r} of the proposed schema leaves more than "
+                   f"{ONE_BIN_SHARE:.0%} of the rows missing in it (values the schema does not "
+                   "hold are set missing when the data is loaded), so it keeps almost nothing "
+                   f"of the column (fix: {fix}; or dataset.drop=[{col.name}])")
     return out
 
 

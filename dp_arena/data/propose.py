@@ -62,8 +62,19 @@ Then post-processing only. A column with no kept key or no range is left out of 
 
 Exact sources (``public``, ``private``) use the same type rule on exact class counts, every
 text value (the ``max_categories`` most frequent), exact ranges and exact quantile edges; a
-public sample's integer columns of small range get every integer of the range, and every
-column allows missing values (the private table may have them where the sample has none).
+public sample's integer columns of small range get every integer of the range.
+
+**Missing values** are allowed (a missing code) only where the data has them: for DP, when the
+type histogram's noisy count of rows the type leaves without a code (missing, or of a class it
+does not parse) passes the noise floor of that sum (:func:`dp_arena.data.dp_type.without_code`;
+a hinted type releases a two-cell present/missing histogram with the type share instead), and
+for a text column also when a Laplace count of the
+rows its kept values leave out (missing or under the threshold; :data:`OUTSIDE_SHARE` of its
+values share) passes that floor; for exact sources, when the sample has missing values (or, for
+text, more values than ``max_categories``); a hint's ``allow_missing`` overrides either. So a
+Yes/No column without missing values stays binary and no mechanism invents a missing cell.
+Private rows missing where the schema allows none are dropped when the data is loaded, counted
+and refused above ``dataset.max_loss`` with the fix (a hint ``{allow_missing: true}``).
 
 Proposals set ``out_of_domain: "coerce"``: when the data is loaded, values the proposal did
 not see become missing (categorical, datetime) or are clipped into range (numeric), counted
@@ -83,9 +94,10 @@ import pandas as pd
 
 from dp_arena.data.datetimes import ABSOLUTE, ISO8601, parse, strftime_pattern
 from dp_arena.data.dp_numbers import NumericRange, dp_numeric_range, linear_axis, log_axis
-from dp_arena.data.dp_type import dp_type
+from dp_arena.data.dp_type import dp_missing, dp_type, has_missing
 from dp_arena.data.exact_numbers import exact_numeric_range
 from dp_arena.data.hints import ColumnHint, hints_of
+from dp_arena.data.identifiers import identifier_notes
 from dp_arena.data.infer import CLASSES, choose_type, present, resolution_of, value_classes
 from dp_arena.data.overlap import sample_fingerprint
 from dp_arena.data.schema import Column, RunSpec, Schema
@@ -106,6 +118,9 @@ DAY_AXIS = (-25_567.0, 47_482.0)
 KEPT_WARNING = 0.95
 #: a column whose largest code holds more than this share is flagged in the report
 ONE_CODE_WARNING = 0.9
+#: share of a text column's values epsilon spent on the count of rows its kept values leave
+#: out (:func:`dp_outside`; only when its type release found no missing value)
+OUTSIDE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -172,8 +187,10 @@ class ColumnReport:
 
     @property
     def weak(self) -> bool:
+        """Keeps little, or a range's bins hold most values in one (not text: that is data)."""
         return ((self.kept_share is not None and self.kept_share < KEPT_WARNING)
-                or (self.largest_share is not None and self.largest_share > ONE_CODE_WARNING))
+                or (self.type_name != "text" and self.largest_share is not None
+                    and self.largest_share > ONE_CODE_WARNING))
 
 
 def column_size(col: Column) -> str:
@@ -384,8 +401,8 @@ def exact_column(name: str, values: pd.Series, settings: ProposalSettings,
     if not len(s):
         return None, ColumnReport(name, origin, note="no values; left out (fix: a hint)")
     type_name = hinted_type(hint) or exact_type(values)
-    # a public sample may miss what the private table has: allow missing everywhere
-    allow_missing = settings.source == "public" or bool(len(s) < len(values))
+    # missing values where the sample (public, or the private opt-in) has them, or a hint says
+    allow_missing = bool(len(s) < len(values))
     if is_date(type_name):
         days = days_of(values, type_name)
         if not len(days):
@@ -409,8 +426,9 @@ def exact_column(name: str, values: pd.Series, settings: ProposalSettings,
     else:
         counted = text_of(values).value_counts()
         top = counted.index[: settings.max_categories]
+        allow_missing = allow_missing or len(counted) > len(top)
         col = Column(name, "categorical", "str", values=tuple(sorted(map(str, top))),
-                     allow_missing=True)
+                     allow_missing=allow_missing)
     col = with_hint(col, hint)
     return col, exact_report(name, origin, type_name, col, values)
 
@@ -448,9 +466,14 @@ class Shares:
 
 def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
                    releaser: Releaser, epsilon: float, delta: float, bound: int,
-                   present_noisy: float | None) -> tuple[Column | None, float, ColumnReport]:
-    """The thresholded histogram of a text column's values (module docstring, step 2)."""
+                   present_noisy: float | None, allow_missing: bool = True
+                   ) -> tuple[Column | None, float, ColumnReport]:
+    """The thresholded histogram of a text column's values (module docstring, step 2), with
+    :data:`OUTSIDE_SHARE` of ``epsilon`` spent on the count of rows it leaves without a code
+    (:func:`dp_outside`) when the type release found no missing value."""
     counted = text_of(values).value_counts()
+    if not allow_missing:
+        epsilon, eps_outside = epsilon * (1 - OUTSIDE_SHARE), epsilon * OUTSIDE_SHARE
     tau = threshold(epsilon, delta, bound)
     report = ColumnReport(name, "dp", "text", epsilon, delta)
     # an empty column is released like any other (no key, the same charge and note): its
@@ -461,12 +484,16 @@ def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
     keep = noisy > tau
     if not keep.any():
         return None, tau, replace_note(
-            report, f"no value passed the threshold {tau:.0f}; left out (fix: a hint listing "
-                    "its values, --public, a larger --epsilon or --weight)")
+            report, f"no value passed the threshold {tau:.0f} (an identifier's distinct values "
+                    "never do); left out (fix: a hint listing its values, --public, a larger "
+                    "--epsilon or --weight)")
     kept_noisy = noisy[keep]
     order = np.argsort(-kept_noisy, kind="stable")[: settings.max_categories]
     values_kept = sorted(counted.index.to_numpy()[keep][order].tolist())
-    col = Column(name, "categorical", "str", values=tuple(values_kept), allow_missing=True)
+    if not allow_missing:
+        allow_missing = dp_outside(name, values, values_kept, releaser, eps_outside, bound)
+    col = Column(name, "categorical", "str", values=tuple(values_kept),
+                 allow_missing=allow_missing)
     mass = float(kept_noisy[order].sum())
     kept_share = min(1.0, mass / present_noisy) if present_noisy and present_noisy > 0 else None
     largest = float(kept_noisy[order].max() / mass) if mass > 0 else None
@@ -474,12 +501,24 @@ def dp_text_column(name: str, values: pd.Series, settings: ProposalSettings,
                                   f"{len(values_kept)} value(s) above {tau:.0f}")
 
 
+def dp_outside(name: str, values: pd.Series, kept: list[str], releaser: Releaser,
+               epsilon: float, bound: int) -> bool:
+    """Whether a text column needs a missing code for the rows its kept values leave out
+    (missing, or a value under the threshold): one Laplace count of those rows (L1
+    sensitivity ``bound``), then :func:`dp_arena.data.dp_type.has_missing`."""
+    text = values.astype(object).where(values.notna()).astype(str).str.strip()
+    outside = float(len(values) - text[values.notna()].isin(kept).sum())
+    noisy = releaser.laplace(f"{name}: outside", np.array([outside]), sensitivity=bound,
+                             scale=bound / epsilon, note="rows missing or outside the kept values")
+    return has_missing(float(noisy[0]), bound / epsilon)
+
+
 def replace_note(report: ColumnReport, note: str) -> ColumnReport:
     return replace(report, note=note)
 
 
 def dp_range_column(name: str, values: pd.Series, type_name: str, settings: ProposalSettings,
-                    releaser: Releaser, epsilon: float, bound: int
+                    releaser: Releaser, epsilon: float, bound: int, allow_missing: bool = True
                     ) -> tuple[Column | None, ColumnReport]:
     """A number, integer or date column from a DP range and edges (module docstring, 3)."""
     if is_date(type_name):
@@ -493,9 +532,10 @@ def dp_range_column(name: str, values: pd.Series, type_name: str, settings: Prop
         return None, replace_note(report, "no range found above the noise; left out (fix: a "
                                           "hint with its min and max, --public, or more epsilon)")
     if is_date(type_name):
-        col = date_column(name, type_name, found, allow_missing=True)
+        col = date_column(name, type_name, found, allow_missing=allow_missing)
     else:
-        col = number_column(name, type_name, found, settings, True, fill_integers=True)
+        col = number_column(name, type_name, found, settings, allow_missing,
+                            fill_integers=True)
     largest = found.largest_bin_share if col.kind != "categorical" else None
     return col, ColumnReport(name, "dp", type_name, epsilon, 0.0, None, largest)
 
@@ -526,16 +566,21 @@ def dp_columns(rows: pd.DataFrame, names: list[str], settings: ProposalSettings,
     types: dict[str, str] = {}
     present_noisy: dict[str, float | None] = {}
     values_share: dict[str, float] = {}
+    missing: dict[str, bool] = {}
     for name in names:
         fixed = hinted_type(hints.get(name))
-        if fixed is not None:
-            types[name], present_noisy[name] = fixed, None
-            values_share[name] = shares.column[name]
+        eps_type = TYPE_SHARE * shares.column[name]
+        values_share[name] = shares.column[name] - eps_type
+        if fixed is None:
+            types[name], present_noisy[name], missing[name] = dp_type(
+                name, rows[name], releaser, eps_type, bound)
+            continue
+        types[name], present_noisy[name] = fixed, None
+        stated = hints[name].allow_missing if name in hints else None
+        if stated is None:  # the hint fixes the type, not whether values are missing
+            missing[name] = dp_missing(name, rows[name], releaser, eps_type, bound)
         else:
-            eps_type = TYPE_SHARE * shares.column[name]
-            types[name], present_noisy[name] = dp_type(name, rows[name], releaser, eps_type,
-                                                       bound)
-            values_share[name] = shares.column[name] - eps_type
+            missing[name], values_share[name] = stated, shares.column[name]
     needing = [n for n in names if needs_values(types[n])]
     pool = sum(values_share.values())
     weight = {n: hints[n].weight if n in hints else 1.0 for n in needing}
@@ -550,7 +595,7 @@ def dp_columns(rows: pd.DataFrame, names: list[str], settings: ProposalSettings,
         spent_type = shares.column[name] - values_share[name]
         if name not in eps_values:
             col = with_hint(Column(name, "datetime", "str", resolution=resolution_of(t),
-                                   format=t, allow_missing=True), hints.get(name))
+                                   format=t, allow_missing=missing[name]), hints.get(name))
             columns[name] = col
             reports[name] = ColumnReport(name, "dp", t, spent_type, note="no values released "
                                          "(a cyclic part: its codes are public)")
@@ -558,11 +603,11 @@ def dp_columns(rows: pd.DataFrame, names: list[str], settings: ProposalSettings,
         if t == "text":
             col, tau, rep = dp_text_column(name, rows[name], settings, releaser,
                                            eps_values[name], delta_each, bound,
-                                           present_noisy[name])
+                                           present_noisy[name], missing[name])
             thresholds[name] = tau
         else:
             col, rep = dp_range_column(name, rows[name], t, settings, releaser,
-                                       eps_values[name], bound)
+                                       eps_values[name], bound, missing[name])
         rep = replace(rep, epsilon=spent_type + eps_values[name])
         columns[name] = with_hint(col, hints.get(name)) if col is not None else None
         reports[name] = rep
@@ -589,7 +634,10 @@ def propose(df: pd.DataFrame, settings: ProposalSettings,
     complete = {n: hints[n].column(n) for n in attrs if n in hints and hints[n].complete}
     columns: dict[str, Column | None] = dict(complete)
     reports = {n: ColumnReport(n, "hint", note="spends nothing") for n in complete}
-    proposed = [n for n in attrs if n not in complete]
+    ids = identifier_notes(df, attrs, settings.source != "dp", set(hints))  # left out, said
+    reports.update({n: ColumnReport(n, "public" if settings.source == "dp" else
+                                    settings.source, note=note) for n, note in ids.items()})
+    proposed = [n for n in attrs if n not in complete and n not in ids]
     ledger_dict = None
     thresholds: dict[str, float] = {}
     if settings.source == "dp":

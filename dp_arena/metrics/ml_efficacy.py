@@ -322,9 +322,11 @@ class MLEfficacy(SharedReference):
 
     def not_applicable_reason(self, data: Dataset) -> str | None:
         if data.heldout is None:
-            return "ml_efficacy needs held-out rows: dataset.holdout_fraction > 0"
+            return ("ml_efficacy needs held-out rows: dataset.holdout_fraction > 0 "
+                    "(run_competition: holdout_fraction=)")
         if data.target is None:
-            return "ml_efficacy needs dataset.target (the column to predict)"
+            return ("ml_efficacy needs dataset.target (the column to predict; "
+                    "run_competition: target=)")
         task_of(data.schema, data.target)  # a bad target is a configuration error
         return None
 

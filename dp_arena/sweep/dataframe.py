@@ -390,7 +390,9 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
                     tracking_uri: str | None = None, experiment: str | None = None,
                     mechanism_settings: Mapping[str, Mapping[str, Any]] | None = None,
                     limits: Mapping[str, Any] | None = None, metric: str | None = None,
-                    progress: bool = True) -> pd.DataFrame:
+                    progress: bool = True, holdout_fraction: float | None = None,
+                    target: str | None = None,
+                    log_heldout_scores: bool = False) -> pd.DataFrame:
     """Run mechanisms x epsilons x trials on ``data`` (the private table) with ``schema`` and
     return this call's board (one row per mechanism setting and epsilon: ``mean``, ``ci95``,
     ``n``, ``rank``, ``marks``, every score, ``epsilon_spent``, ...), as ``dp-arena`` prints it.
@@ -405,7 +407,12 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
     ``public``: a public table in the same schema; ``name``: the dataset's label (experiment
     ``dp-arena/<name>`` unless ``experiment``); ``mechanism_settings``: per option, settings
     such as ``{"mst_quick": {"iters": 200}}``; ``limits``: e.g. ``{"time_limit_s": 600}``;
-    ``metric``: the board's ranking score (default as ``dp-arena-board``)."""
+    ``metric``: the board's ranking score (default as ``dp-arena-board``);
+    ``holdout_fraction`` / ``target``: ``dataset.holdout_fraction`` / ``dataset.target``
+    (None: as ``dataset=csv`` chooses them, :mod:`dp_arena.data.own_table`: 20% of the rows
+    held out for the utility and risk views, the target inferred and said; ``target="none"``:
+    no prediction task); ``log_heldout_scores``: ``tracking.log_heldout_scores`` (the held-out
+    scores on the board, for a store only the data's owner reads; else an owner-only file)."""
     check_environment()  # the DP_ARENA_* variables, first, as dp-arena checks them
     data = checked_frame(data, "data")
     public = checked_frame(public, "public") if public is not None else None
@@ -415,6 +422,13 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
     if metrics not in metric_options():
         raise ConfigError(f"metrics: no option named {metrics!r}",
                           f"choose from {', '.join(metric_options())}")
+    if holdout_fraction is not None:
+        from dp_arena.data.holdout import checked_fraction
+
+        checked_fraction(holdout_fraction, "holdout_fraction")
+    if target is not None and not isinstance(target, str):
+        raise ConfigError(f"target must be a column name (got {target!r})",
+                          "e.g. target='income', or target='none' for no prediction task")
     if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float))
                               or not 0 <= delta < 1):
         raise ConfigError(f"delta must be a number in [0, 1) (got {delta!r})", "e.g. delta=1e-6")
@@ -425,7 +439,10 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
     refuse_private_as_public(data, public, schema)
     refuse_text_in_numbers({"data": data, "public": public}, schema)
     with private_folder(name) as folder:
-        dataset = {"name": "csv", **write_inputs(folder, data, public, schema), "label": name}
+        dataset = {"name": "csv", **write_inputs(folder, data, public, schema), "label": name,
+                   **({"holdout_fraction": float(holdout_fraction)}
+                      if holdout_fraction is not None else {}),
+                   **({"target": target} if target is not None else {})}
         loaded_check(dataset)
         shared = [f"dataset.{k}={override_value(v)}" for k, v in dataset.items() if k != "name"]
         shared = ["dataset=csv", *shared, f"metrics={metrics}",
@@ -433,6 +450,7 @@ def run_competition(data: pd.DataFrame, schema: Schema | Proposal | str | os.Pat
                     else []),
                   *([f"privacy.accountant={override_value(accountant)}"] if accountant else []),
                   *([f"tracking.uri={override_value(tracking_uri)}"] if tracking_uri else []),
+                  *(["tracking.log_heldout_scores=true"] if log_heldout_scores is True else []),
                   *([f"tracking.experiment={override_value(experiment)}"] if experiment
                     else []),
                   *setting_overrides("limits", limits)]

@@ -213,6 +213,8 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
         metrics_na.update({f"{n} on {data.name}": r for n, r in checked.metrics_na.items()})
         for warning in public_warnings(data):  # once per sweep (a dict key), not per job
             notes[f"warning: {warning}"] = 1
+        for note in data.setup_notes:  # the held-out share and target chosen for the user
+            notes[note] = 1
         say_private_warnings(data, warned)  # once per dataset, on the console only
         preset = label_preset(rc.preset, rc.accountant)
         who = f"{mechanism.name}{f'[{preset}]' if preset else ''} on {data.name}"

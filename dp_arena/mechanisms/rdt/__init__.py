@@ -139,7 +139,7 @@ class RDT(Mechanism):
     - **Predictors X**: public attributes (``predictors``; default every attribute that is neither
       private nor the id column).
     - **Private attributes P** (``private_attributes``; default ``["sex", "race"]`` when the
-      schema has them), synthesized in the order given.
+      schema has them, else ``[dataset.target]``, else n/a), synthesized in the order given.
     - **AD**, the private data: ``data.private`` (X and P).
     - **SD**, the structure data: records with X that are public or already differentially
       private: the public part (``base=public``) or the output of the base mechanism.
@@ -323,7 +323,7 @@ class RDT(Mechanism):
 
     def check_settings(self, data: Dataset) -> RDTPlan:
         """Validate every setting against the dataset (before anything is run)."""
-        private = resolve_private_attributes(data.schema, self.private_attributes)
+        private = resolve_private_attributes(data.schema, self.private_attributes, data.target)
         predictors = resolve_predictors(data.schema, private, self.predictors)
         shares = budget_shares(self.budget_split, private)
         if self.epsilon_per_tree is not None and self.budget_split is not None:

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from dp_arena.data.schema import Column, Schema, encode_column
-from dp_arena.errors import ConfigError
+from dp_arena.errors import ConfigError, NotApplicable
 
 DEFAULT_PRIVATE_ATTRIBUTES: tuple[str, ...] = ("sex", "race")
 #: ``attribute_weights`` value: split weights from the SD association with the private attribute.
@@ -79,19 +79,25 @@ def encode_columns(schema: Schema, frame: pd.DataFrame, columns: list[str]) -> n
     return np.column_stack([encode_column(schema[c], frame[c]) for c in columns])
 
 
-def resolve_private_attributes(schema: Schema, requested: list[str] | None) -> list[str]:
-    """The private attributes, in synthesis order (default: sex then race when present)."""
+def resolve_private_attributes(schema: Schema, requested: list[str] | None,
+                               target: str | None = None) -> list[str]:
+    """The private attributes, in synthesis order (default: sex then race when present, else
+    the dataset's target, the column its utility score predicts; else n/a with how to give
+    them to rdt alone, so a sweep of several mechanisms runs the others)."""
     attrs = schema.attributes
     if requested is None:
         if all(a in attrs for a in DEFAULT_PRIVATE_ATTRIBUTES):
             return list(DEFAULT_PRIVATE_ATTRIBUTES)
+        if target in attrs:
+            return [str(target)]
         fewest = min(reversed(attrs), key=lambda a: schema[a].size)  # ties: the last
-        raise ConfigError(
-            f"mechanism.private_attributes is required: the schema has no "
-            f"{' and '.join(DEFAULT_PRIVATE_ATTRIBUTES)} columns (its columns: {attrs})",
-            f"name the columns to synthesize from the others, e.g. "
-            f"mechanism.private_attributes=[{fewest}] (its fewest-valued column: "
-            f"{schema[fewest].size} values; each private attribute is a tree's target)")
+        raise NotApplicable(
+            f"rdt needs mechanism.private_attributes (no "
+            f"{' and '.join(DEFAULT_PRIVATE_ATTRIBUTES)} columns, no dataset.target): give them "
+            f"to rdt alone, dp-arena mechanism=rdt mechanism.private_attributes=[{fewest}] ..., "
+            "or set dataset.target",
+            f"name the columns to synthesize from the others (its columns: {attrs}; "
+            f"{fewest!r} has the fewest values, {schema[fewest].size})")
     requested = [requested] if isinstance(requested, str) else list(requested)
     if not requested:
         raise ConfigError("mechanism.private_attributes is empty",
