@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib
 import math
 import numbers
@@ -88,17 +89,27 @@ def refuse_bad_values(cls: type, values: Mapping[str, Any], where: str) -> None:
     ``str``, ``None``, a list/tuple/dict, or a union of these. Other annotations are left to the
     class's declared constraints. This runs when a sweep is planned, so
     ``mechanism.noise=bogus`` is refused before any job starts."""
-    import typing
-
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001 - an annotation Python cannot resolve: left to the class
+    hints = type_hints(cls)
+    if hints is None:  # an annotation Python cannot resolve: left to the class
         return
     for key, value in values.items():
         hint = hints.get(key)
         if hint is not None and fits(value, hint) is False:
             raise ConfigError(f"{where}.{key} must be {describe_type(hint)} (got {value!r})",
                               f"e.g. {where}.{key}={example_of(cls, key, hint)}")
+
+
+@functools.lru_cache(maxsize=None)
+def type_hints(cls: type) -> dict[str, Any] | None:
+    """``typing.get_type_hints(cls)``, once per class (it evaluates every annotation: a
+    mechanism built thousands of times in an audit paid it each time); ``None`` when an
+    annotation cannot be resolved. The dict is shared: read it, never change it."""
+    import typing
+
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation Python cannot resolve
+        return None
 
 
 def fits(value: Any, hint: Any) -> bool | None:

@@ -5,8 +5,6 @@ leaderboard is read back from it. Needs nothing beyond the project's dependencie
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,9 +12,8 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.conftest import make_small_frame
-from tests.support.mlflow_server import (
-    mlflow_server,
-)
+from tests.support.forked import run_forked
+from tests.support.mlflow_server import mlflow_server
 
 
 @pytest.mark.slow
@@ -30,18 +27,17 @@ def test_a_sweep_logs_to_a_shared_server_and_the_board_reads_it_back(tmp_path, s
     small_schema.save(work / "parameters.json")
     with mlflow_server(server_root, empty_mlflow_store) as url:
         env = {**os.environ, "MLFLOW_TRACKING_URI": url, "DP_ARENA_JOBS": "1"}
-        sweep = subprocess.run(
-            [sys.executable, "-m", "dp_arena.cli.main", "dataset=csv", "dataset.path=private.csv",
+        # the commands in children of the fork server (tests.support.forked): what they log
+        # over HTTP is the subject, not their interpreters' start
+        sweep = run_forked(
+            ("dp-arena", "dataset=csv", "dataset.path=private.csv",
              "dataset.schema=parameters.json", "dataset.public_path=public.csv",
              "privacy.delta=1e-6", "metrics=kmarginal", "mechanism=independent,uniform",
-             "privacy.epsilon=10", "trial=0"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=600)
+             "privacy.epsilon=10", "trial=0"), work, env, timeout=600)
         assert sweep.returncode == 0, sweep.stderr
         assert "sweep finished: 2 of 2 runs succeeded" in sweep.stdout
-        board = subprocess.run(
-            [sys.executable, "-m", "dp_arena.cli.board", "--tracking-uri", url,
-             "--experiment", "dp-arena/private", "--out", "lb"],
-            cwd=work, capture_output=True, text=True, timeout=300)
+        board = run_forked(("dp-arena-board", "--tracking-uri", url, "--experiment",
+                            "dp-arena/private", "--out", "lb"), work, os.environ, timeout=300)
         assert board.returncode == 0, board.stderr
         assert "### epsilon = 10" in board.stdout
         table = pd.read_csv(work / "lb" / "leaderboard.csv")

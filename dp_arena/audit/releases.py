@@ -61,7 +61,6 @@ epsilon 2.0 for a 1-DP composition.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from dp_arena.data.datasets import Dataset
 from dp_arena.errors import DPArenaError
@@ -158,7 +157,16 @@ def release_log_ratio(rec: ReleaseRecord, m0: np.ndarray, m1: np.ndarray) -> flo
     if rec.kind == "laplace":
         return float(np.sum(np.abs(y - m0) - np.abs(y - m1)) / scale)
     c = int(y)
-    return float((m1[c] / scale - logsumexp(m1 / scale)) - (m0[c] / scale - logsumexp(m0 / scale)))
+    return float((m1[c] / scale - _logsumexp(m1 / scale))
+                 - (m0[c] / scale - _logsumexp(m0 / scale)))
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    """``log(sum(exp(x)))`` of a finite vector, shifted by its maximum as scipy's
+    ``logsumexp`` is (the same arithmetic without its argument handling, which cost 20x the
+    sum on the few candidates of a selection, thousands of times per audit)."""
+    top = float(np.max(x))
+    return top + float(np.log(np.sum(np.exp(x - top))))
 
 
 def thresholded_log_ratio(rec: ReleaseRecord, on_d: ReleaseRecord,

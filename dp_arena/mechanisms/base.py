@@ -174,8 +174,8 @@ def occurrence_rank(values: np.ndarray) -> np.ndarray:
     codes = pd.factorize(values)[0]  # -1 for a missing value
     by_value = np.argsort(codes, kind="stable")  # positions grouped by value, in order
     sorted_codes = codes[by_value]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    first = np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
+    first = np.repeat(starts, np.diff(np.append(starts, len(codes))))
     rank = np.empty(len(codes), dtype=np.int64)
     rank[by_value] = np.arange(len(codes)) - first
     rank[codes < 0] = len(codes)
