@@ -119,7 +119,7 @@ def test_a_failure_line_holding_a_private_value_does_not_reach_mlflow(tmp_path, 
     data.private.to_csv(tmp_path / "private.csv", index=False)
     data.schema.save(tmp_path / "parameters.json")
     cfg = {"dataset": {"name": "csv", "path": str(tmp_path / "private.csv"),
-                       "schema": str(tmp_path / "parameters.json")},
+                       "schema": str(tmp_path / "parameters.json"), "holdout_fraction": 0.0},
            "mechanism": {"name": "external", "script": DOUBLE, "args": [str(ADAPTER_DIR)],
                          "table": "values", "options": {"mode": "leak"}},
            "privacy": {"epsilon": 1.0, "delta": 1e-6}, "metrics": {"kmarginal": {"k": 1}},

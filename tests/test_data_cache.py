@@ -36,7 +36,7 @@ def write_csv(tmp_path, rows: list[tuple[int, str]], age: float = 60.0):
     past = time.time() - age
     for path in (data, schema):
         os.utime(path, (past, past))
-    return {"name": "csv", "path": str(data), "schema": str(schema)}
+    return {"name": "csv", "path": str(data), "schema": str(schema), "holdout_fraction": 0.0}
 
 
 def csv_rows(n: int) -> list[tuple[int, int]]:

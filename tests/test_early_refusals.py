@@ -135,7 +135,7 @@ def test_dp_arena_refuses_before_any_run(csv_dir, case):
         proc = dp_arena(csv_dir, *CSV, "mechanism=rdt", "privacy.epsilon=1",
                         "dataset.target=none", timeout=300)
         assert_one_message(proc, "rdt needs mechanism.private_attributes",
-                           "dp-arena mechanism=rdt mechanism.private_attributes=[color]")
+                           "mechanism.private_attributes=[color]")
         assert "[FAILED]" not in proc.stdout and "[1/1]" not in proc.stdout
     assert leftovers(csv_dir) == []
 

@@ -76,6 +76,7 @@ def test_a_csv_run_holds_out_a_fifth_and_infers_its_target(tmp_path):
     schema = write_proposal(propose(table(300).sample(frac=1, random_state=1),
                                     ProposalSettings("public")), tmp_path / "p.json")[0]
     data = load_csv_dataset(str(tmp_path / "data.csv"), str(schema))
+    # the split rounds the held-out count of persons to a whole person: within one
     assert len(data.heldout) == pytest.approx(DEFAULT_HOLDOUT * len(df), abs=1)
     assert len(data.private) + len(data.heldout) == len(df)
     assert data.target == "smoker"

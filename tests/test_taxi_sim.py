@@ -341,7 +341,7 @@ def test_cli_writes_readable_files(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "private.csv" in printed and "3,000 rows" in printed and "2,000 rows" in printed
     ds = load_csv_dataset(path=str(out / "private.csv"), schema=str(out / "parameters.json"),
-                          public_path=str(out / "public.csv"))
+                          public_path=str(out / "public.csv"), holdout_fraction=0.0)
     assert len(ds.private) == 3000 and len(ds.public) == 2000
     assert ds.unit == "user" and ds.id_column == "taxi_id"
     assert ds.max_records_per_individual == MAX_TRIPS_PER_TAXI
