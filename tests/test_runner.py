@@ -5,6 +5,8 @@ test_budget_edges.assert_spends_the_budget).
 """
 
 import math
+import os
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -78,6 +80,7 @@ def test_the_leak_check_detects_private_rows_when_resample_opts_in(csv_files, tr
     tmp_path, private = csv_files
     cfg = config(tmp_path, tracking_uri, "resample")
     cfg["tracking"]["log_private_synthetic"] = True
+    cfg["dataset"]["holdout_fraction"] = 0.0  # every row is a training row resample can copy
     out = run_one(cfg)
     client = MlflowClient(tracking_uri)
     parquet = [p for p in logged_files(client, out.run_id, tmp_path) if p.suffix == ".parquet"]
@@ -305,3 +308,26 @@ def test_metric_settings_are_written_as_settings():
     assert settings_text({"k": 3}) == "k=3"
     assert settings_text({}) == "defaults"
     assert settings_text({"max_marginals": 50, "k": 2}) == "k=2,max_marginals=50"
+
+
+@pytest.mark.parametrize("end, stopped", [
+    (lambda: os.kill(os.getpid(), signal.SIGTERM), True),
+    (lambda: os.kill(os.getpid(), signal.SIGINT), True),
+    (lambda: os._exit(143), True), (lambda: os._exit(130), True),
+    (lambda: os.kill(os.getpid(), signal.SIGKILL), False), (lambda: os._exit(1), False)])
+def test_a_run_stopped_by_a_stop_signal_is_stopped_not_failed(end, stopped, tmp_path):
+    """A run's child ended by SIGINT/SIGTERM (the terminal's Ctrl-C, a sweep's stop) is a
+    stop: the worker is interrupted (its run then KILLED, no FAILED outcome that a stopped
+    sweep would count as finished); any other end without a result is a failure."""
+    from dp_arena.run.isolation import RunError, _collect, stopped_by_signal
+    from dp_arena.run.settings import Limits
+
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        end()
+    _, status = os.waitpid(pid, 0)
+    assert stopped_by_signal(status) is stopped
+    expected = KeyboardInterrupt if stopped else RunError
+    with pytest.raises(expected):
+        _collect(tmp_path / "no-result.pkl", status, Limits(), None)

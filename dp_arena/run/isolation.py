@@ -236,6 +236,15 @@ def _watch(pid: int, limits: Limits, report: ChildReport) -> int:
         time.sleep(limits.poll_s)
 
 
+def stopped_by_signal(status: int) -> bool:
+    """Whether a child's wait status says a stop signal (SIGINT, SIGTERM) ended it: killed by
+    one, or exiting with the shell's code for one (130, 143)."""
+    if os.WIFSIGNALED(status):
+        return os.WTERMSIG(status) in (signal.SIGINT, signal.SIGTERM)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) in (128 + signal.SIGINT,
+                                                                128 + signal.SIGTERM)
+
+
 def _collect(result_path: Path, status: int, limits: Limits, report: ChildReport) -> Any:
     if status == -1:
         raise RunLimitExceeded.of("time", f"time limit of {limits.time_limit_s:g} s exceeded "
@@ -245,6 +254,10 @@ def _collect(result_path: Path, status: int, limits: Limits, report: ChildReport
         raise RunLimitExceeded.of("memory", f"memory limit of {limits.memory_limit_mb:g} MB "
                                   f"exceeded (resident memory reached {report.peak_rss_mb:.0f} "
                                   "MB)", "raise limits.memory_limit_mb, or make the run smaller")
+    if not result_path.is_file() and stopped_by_signal(status):
+        # the sweep (or the terminal) is stopping: the run is stopped, not failed (the
+        # runner marks it KILLED; a sweep's worker then takes no further job)
+        raise KeyboardInterrupt("the run's process was stopped by a signal")
     if not result_path.is_file():
         how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exit code {os.WEXITSTATUS(status)}")
