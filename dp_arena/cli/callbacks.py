@@ -20,7 +20,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from dp_arena.errors import DPArenaError
-from dp_arena.sweep.lines import silence_gone_streams
+from dp_arena.sweep.lines import say, silence_gone_streams
 
 
 class SweepSummary(Callback):
@@ -40,11 +40,10 @@ class SweepSummary(Callback):
             self.ended = False
             atexit.register(self.close_abandoned, str(config.hydra.sweep.dir))
         except DPArenaError as exc:  # Hydra would turn an exception here into a warning
-            print(f"dp-arena: the sweep was not started: {exc}", file=sys.stderr)
+            say(f"dp-arena: the sweep was not started: {exc}")
             raise SystemExit(2) from None
         except Exception as exc:  # noqa: BLE001 - same: never start a sweep half-prepared
-            print(f"dp-arena: the sweep was not started: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
+            say(f"dp-arena: the sweep was not started: {type(exc).__name__}: {exc}")
             raise SystemExit(2) from None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

@@ -67,6 +67,7 @@ from dp_arena.run.config import (
 from dp_arena.run.content import job_key
 from dp_arena.run.preflight import check_data_size, check_run, with_default_delta
 from dp_arena.run.record import build_record
+from dp_arena.sweep.lines import say as say_line
 from dp_arena.sweep.records import JobPlan, SweepPlan
 from dp_arena.mechanisms import Mechanism
 
@@ -260,7 +261,7 @@ def report_load(data: Dataset, reported: set[int], stream: Any = None) -> None:
     if id(data) not in reported:
         reported.add(id(data))
         for line in loss_report_lines(data.load_report, data.name):
-            print(line, file=stream or sys.stderr, flush=True)
+            say_line(line, stream)
 
 
 def say_private_warnings(data: Dataset, warned: set[int], stream: Any = None) -> None:
@@ -275,7 +276,7 @@ def say_private_warnings(data: Dataset, warned: set[int], stream: Any = None) ->
     if warnings:
         lines = [f"dataset {data.name!r}: warnings ({PRIVATE_VIEW}):",
                  *[f"  warning: {w}" for w in warnings]]
-        print("\n".join(lines), file=stream or sys.stderr, flush=True)
+        say_line("\n".join(lines), stream)
 
 
 def na_row(rc: RunConfig | None, mechanism: Mechanism | None,
@@ -353,8 +354,8 @@ def refuse_first_job(job: RunConfig | DPArenaError, label: str, n_jobs: int) -> 
     problem = settings_problem(job)
     if problem is None:
         return
-    print(f"dp-arena: the sweep was not started: a problem in the first of its {n_jobs} jobs "
-          f"(the other {n_jobs - 1} were not checked):", file=sys.stderr)
+    say_line(f"dp-arena: the sweep was not started: a problem in the first of its {n_jobs} jobs "
+        f"(the other {n_jobs - 1} were not checked):")
     report_problem_lines(str(problem), label)
     raise SystemExit(2)
 
@@ -390,8 +391,7 @@ def planning_reporter(every_s: float = PLANNING_EVERY_S, stream: Any = None):
         from dp_arena.report.terminal import terminal_width, wrap_lines
 
         text = f"planning: {state['step']} ({now - began:.0f}s)"
-        print("\n".join(wrap_lines([text], terminal_width())), file=stream or sys.stderr,
-              flush=True)
+        say_line("\n".join(wrap_lines([text], terminal_width())), stream)
         state["last"] = now
 
     def say(step: str, k: int, n: int, what: str = "") -> None:
@@ -436,9 +436,9 @@ def ticking(say: Any, period_s: float = 1.0) -> Iterator[Any]:
 
 def report_problems(problems: dict[str, list[JobPlan]], n_jobs: int) -> None:
     """Each distinct problem once, with how many jobs it affects; nothing was started."""
-    print(f"dp-arena: the sweep was not started: {len(problems)} problem"
-          f"{'s' if len(problems) > 1 else ''} in its {n_jobs} job"
-          f"{'s' if n_jobs > 1 else ''}:", file=sys.stderr)
+    say_line(f"dp-arena: the sweep was not started: {len(problems)} problem"
+        f"{'s' if len(problems) > 1 else ''} in its {n_jobs} job"
+        f"{'s' if n_jobs > 1 else ''}:")
     for reason, jobs in problems.items():
         who = jobs[0].label if len(jobs) == 1 else f"{len(jobs)} jobs, e.g. {jobs[0].label}"
         report_problem_lines(reason, who)
@@ -447,8 +447,8 @@ def report_problems(problems: dict[str, list[JobPlan]], n_jobs: int) -> None:
 def report_problem_lines(reason: str, who: str) -> None:
     """One problem as ``- first line``, its other lines indented, then ``(who)``."""
     lines = reason.splitlines()
-    print(f"- {lines[0]}\n" + "".join(f"  {line.strip()}\n" for line in lines[1:])
-          + f"  ({who})", file=sys.stderr)
+    say_line(f"- {lines[0]}\n" + "".join(f"  {line.strip()}\n" for line in lines[1:])
+        + f"  ({who})")
 
 
 def announce(plan: SweepPlan) -> None:
@@ -457,4 +457,4 @@ def announce(plan: SweepPlan) -> None:
     from dp_arena.sweep.summary import announce_lines
 
     for line in announce_lines(plan):
-        print(line, flush=True)
+        say_line(line, sys.stdout)

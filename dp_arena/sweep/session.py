@@ -82,7 +82,7 @@ def open_sweep(config: DictConfig) -> ProgressMonitor:
     announce(plan)
     nothing = nothing_runs(plan)
     if nothing:
-        print(f"dp-arena: {nothing}", file=sys.stderr)
+        say(f"dp-arena: {nothing}")
         raise SystemExit(2)
     command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
     with stops_deferred() as held:  # a stop now waits for the handlers that close the runs
