@@ -56,9 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         problem = out_folder_problem(args.out)  # before any run is read or drawn
         if problem:
             raise DPArenaError(problem, OUT_FIX)
-        from dp_arena.report.audits import attach_audits, load_audits
-        from dp_arena.report.experiments import latest_experiment
-        from dp_arena.report.leaderboard import build_leaderboard, load_runs
+        from dp_arena.report.experiments import board_of, latest_experiment
+        from dp_arena.report.leaderboard import load_runs
         from dp_arena.report.render import render_markdown, write_outputs
         from dp_arena.report.terminal import board_format, files_lines, render_terminal
         from dp_arena.sweep.launch_checks import tracking_scheme_problem
@@ -75,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
                                f"{' in sweep ' + args.sweep if args.sweep else ''}",
                                "run dp-arena first, or check --experiment / --sweep")
-        board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),
-                              load_audits(experiment, args.tracking_uri))
+        board = board_of(runs, experiment, args.tracking_uri, args.metric, args.alpha)
         try:
             paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
         except OSError as exc:  # what the check cannot see: a read-only disk, a full one

@@ -26,6 +26,7 @@ from dp_arena.data.datasets import Dataset
 from dp_arena.errors import ConfigError, NotApplicable
 from dp_arena.privacy.accounting import Budget
 from dp_arena.privacy.release import Releaser
+from dp_arena.report.record import SAMPLE_FRACTION_TAG
 
 from .base import Mechanism, Reference, assign_ids
 
@@ -60,6 +61,10 @@ class Subsample(Mechanism):
     def fit_sample(self, data: Dataset, budget: Budget, release: Releaser,
                    rng: np.random.Generator) -> pd.DataFrame:
         return subsample(data, float(self.fraction), rng)
+
+    def setting_tags(self) -> dict[str, str]:
+        """The fraction, read by the board's "as good as a k% sample" column."""
+        return {SAMPLE_FRACTION_TAG: f"{float(self.fraction):g}"}
 
 
 def subsample(data: Dataset, fraction: float, rng: np.random.Generator) -> pd.DataFrame:

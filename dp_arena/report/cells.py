@@ -113,6 +113,8 @@ def rank_text(row: pd.Series | dict) -> str:
         return "ref"
     if row["kind"] == "non-private":
         return "n/p"
+    if row["kind"] == "external":  # a published row (dp_arena.report.crc_scale)
+        return "ext"
     if pd.isna(row["rank"]):
         return "-"
     return f"{int(row['rank'])}{'=' if row.get('tied') else ''}"

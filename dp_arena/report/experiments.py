@@ -2,8 +2,11 @@
 Python API's :func:`dp_arena.api.read_board` read it the same way).
 
 - :func:`latest_experiment`: the most recently created ``dp-arena/*`` experiment of a store;
-- :func:`experiment_board`: an experiment's runs and its board, audits attached
-  (:func:`dp_arena.report.leaderboard.build_leaderboard`, :mod:`dp_arena.report.audits`);
+- :func:`board_of`: the board every command shows of some runs: ranked
+  (:func:`dp_arena.report.leaderboard.build_leaderboard`), audits attached
+  (:mod:`dp_arena.report.audits`), on NIST's CRC scale where it applies
+  (:mod:`dp_arena.report.crc_scale`);
+- :func:`experiment_board`: an experiment's runs and its board;
 - :func:`read_board`: the board as a DataFrame, the table ``dp-arena-board`` prints.
 
 Nothing here touches private data: the runs' logged params, tags and scores are what a run
@@ -16,6 +19,7 @@ import pandas as pd
 
 from dp_arena.errors import ConfigError, DPArenaError
 from dp_arena.report.audits import attach_audits, load_audits
+from dp_arena.report.crc_scale import on_crc_scale
 from dp_arena.report.leaderboard import build_leaderboard, load_runs
 from dp_arena.report.tracking import client_for
 
@@ -32,6 +36,14 @@ def latest_experiment(tracking_uri: str | None) -> str:
     return max(exps, key=lambda e: e.creation_time or 0).name
 
 
+def board_of(runs: pd.DataFrame, experiment: str, tracking_uri: str | None = None,
+             metric: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """The board of ``runs`` (of ``experiment``) as every command shows it (see the module
+    docstring)."""
+    board = build_leaderboard(runs, metric, alpha=alpha)
+    return on_crc_scale(attach_audits(board, load_audits(experiment, tracking_uri)))
+
+
 def experiment_board(experiment: str, tracking_uri: str | None = None,
                      metric: str | None = None, sweep: str | None = None,
                      alpha: float = 0.05,
@@ -42,9 +54,7 @@ def experiment_board(experiment: str, tracking_uri: str | None = None,
         raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
                            f"{' in sweep ' + sweep if sweep else ''}",
                            "run a competition first, or check experiment / sweep")
-    board = attach_audits(build_leaderboard(runs, metric, alpha=alpha),
-                          load_audits(experiment, tracking_uri))
-    return runs, board
+    return runs, board_of(runs, experiment, tracking_uri, metric, alpha)
 
 
 def read_board(experiment: str | None = None, tracking_uri: str | None = None,

@@ -83,7 +83,7 @@ from dp_arena.report.marks import (  # noqa: F401 - the marks' names are read fr
     group_marks,
 )
 from dp_arena.report.ranks import ALPHA, compare, mean_order_ranks  # noqa: F401 - read from here too
-from dp_arena.report.record import TAG_FIELDS, RunRecord
+from dp_arena.report.record import SAMPLE_FRACTION_TAG, TAG_FIELDS, RunRecord
 from dp_arena.report.risk import with_risk_bounds
 from dp_arena.report.scores import CI_METRICS, CI_PREFIX, owner_side_metrics
 from dp_arena.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
@@ -163,6 +163,7 @@ def run_row(r) -> dict[str, Any]:
         "failure_reason": tags.get("failure_reason", ""),
         "claim_reads": tags.get(CLAIM_READS_TAG, ""),
         "contestant_isolation": tags.get(ISOLATION_TAG, ""),
+        SAMPLE_FRACTION_TAG: tags.get(SAMPLE_FRACTION_TAG, ""),
         DIRECTION_COLUMN: tagged_lower_keys(tags), "direction_metrics": tagged_metrics(tags),
         **{METRIC_KEY_PREFIX + name: key for name, key in record.metric_keys},
         **{METRIC_SETTINGS_PREFIX + name: text for name, text in record.metric_settings},
@@ -419,7 +420,8 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
         "running": int((unfinished["status"] == "RUNNING").sum()),
         "failure_reason": failure_summary(failed["failure_reason"].astype(str))[:300],
         "schema_digests": digests_of(group),
-        "schema_quality": first_text(group, "schema_quality")}
+        "schema_quality": first_text(group, "schema_quality"),
+        SAMPLE_FRACTION_TAG: first_text(group, SAMPLE_FRACTION_TAG)}
     if not (len(ok) and key in ok and ok[key].notna().any()):
         row["mean"] = row["std"] = row["ci95"] = math.nan
         return row, None

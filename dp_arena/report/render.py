@@ -58,6 +58,13 @@ from dp_arena.report.cells import (
     status_text,
     text_cell,
 )
+from dp_arena.report.crc_scale import (
+    EXTERNAL_LEGEND,
+    SAMPLE_COLUMN,
+    SAMPLE_HEADER,
+    SAMPLE_LEGEND,
+    is_external,
+)
 from dp_arena.report.headline import headline_lines, not_applied_line, owner_side_line
 from dp_arena.report.leaderboard import (
     ALPHA,
@@ -174,7 +181,7 @@ def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Col
     incomplete row); ``full`` (HTML) adds the std and the synthetic row count to an epsilon's
     table."""
     key = board.attrs.get("metric", "score")
-    scored = board[~is_not_applicable(board)]
+    scored = board[~is_not_applicable(board) & ~is_external(board)]
     varying = varying_columns(scored, key)
     decimals = column_decimals(scored["mean"]) if "mean" in scored else 1
     score = (lambda col: cell_of(col, lambda x: fmt_number(x, decimals)))
@@ -187,6 +194,8 @@ def board_columns(board: pd.DataFrame, *, overall: bool, full: bool) -> list[Col
             Column("mean" if overall else key, score("mean")), Column("± CI", score("ci95")),
             *([Column("std", score("std"))] if full and not overall else []),
             Column("n", cell_of("n", fmt_count))]
+    if not overall and SAMPLE_COLUMN in board:
+        cols.append(Column(SAMPLE_HEADER, text_cell(SAMPLE_COLUMN), False))
     if not overall:
         for extra in shown_scores(board, key):
             d = column_decimals(scored[extra]) if extra in scored else 3
@@ -238,6 +247,10 @@ def md_legend(board: pd.DataFrame) -> list[str]:
     lines += [f"- n/a in a score column, {md_escape(text)}" for text in metric_na_legend(board)]
     if has_schema_spend(board):
         lines.append(f"- {SCHEMA_EPS}: {md_escape(SCHEMA_EPS_LEGEND)}")
+    if SAMPLE_COLUMN in board:
+        lines.append(f"- {SAMPLE_HEADER}: {md_escape(SAMPLE_LEGEND)}")
+    if is_external(board).any():
+        lines.append(f"- {md_escape(EXTERNAL_LEGEND)}")
     return lines
 
 
@@ -289,7 +302,7 @@ def board_findings(board: pd.DataFrame) -> list[str]:
 
 def overall_table(board: pd.DataFrame) -> pd.DataFrame:
     """``overall_board`` of the scored rows, then one n/a row per not-applicable setting."""
-    scored = board[~is_not_applicable(board)]
+    scored = board[~is_not_applicable(board) & ~is_external(board)]  # published: one epsilon
     overall = overall_board(scored) if len(scored) else pd.DataFrame()
     na = board[is_not_applicable(board)].drop_duplicates(
         ["mechanism", "hyperparameters", "dataset", "delta"])
@@ -356,6 +369,7 @@ td.pin{background:#fff}
 td.pin-last,th.pin-last{box-shadow:3px 0 3px -2px rgba(0,0,0,.25)}
 td.reference{color:#666;font-style:italic;background:#f7f7f7}
 td.non-private{color:#8a4b00;font-style:italic;background:#fff6e8}
+td.external{color:#2f5d2f;font-style:italic;background:#f1f8f1}
 td.failed{color:#b00020}
 td.marked{color:#555;font-style:italic;background:#eef3ff}
 td.na{color:#777;font-style:italic;background:#f2f2f2}
@@ -417,8 +431,9 @@ _PAGE = """<!doctype html>
 <body><h1>{{ title }}</h1>
 <p>ranked by <code>{{ key }}</code> among rows of the same dataset, unit, delta and metric
 settings; mean ± 95% CI (Student t) over n trials; {{ ranks }}; grey italic rows are
-references, orange rows non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
-apply); click a header to sort.</p>
+references, orange rows non-private, green rows published by others (ext), blue rows marked
+and unranked, grey rows at the end n/a (the mechanism does not apply); click a header to
+sort.</p>
 {% if findings %}<ul class="findings">
 {% for text in findings %}<li>{{ text }}</li>{% endfor %}</ul>{% endif %}
 {% if notes %}<p><b>Notes:</b></p>
@@ -543,11 +558,12 @@ def write_outputs(board: pd.DataFrame, runs: pd.DataFrame, out_dir: Path | str,
                   title: str = "dp-arena leaderboard") -> list[Path]:
     """leaderboard.md/.csv/.html, leaderboard_overall.csv, score_vs_epsilon.png, pareto.png
     (utility_vs_epsilon.png when some row has ``ml_efficacy/score``; tuning_gap.csv when
-    tuned rows exist) in ``out_dir``."""
+    tuned rows exist) in ``out_dir``. The plots leave out published archive rows."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    plots = [plot_score_vs_epsilon(board, out / "score_vs_epsilon.png"),
-             plot_pareto(board, out / "pareto.png")]
+    own = board[~is_external(board)]  # published rows: one point each, no trials, no time
+    plots = [plot_score_vs_epsilon(own, out / "score_vs_epsilon.png"),
+             plot_pareto(own, out / "pareto.png")]
     if has_any(board[~is_not_applicable(board)], [ML_SCORE]):
         plots.append(plot_utility_vs_epsilon(board, out / "utility_vs_epsilon.png"))
     paths = [out / "leaderboard.md", out / "leaderboard.csv", out / "leaderboard_overall.csv",

@@ -8,8 +8,9 @@ table).
   DP row or the best DP row scores below the ``uniform`` floor; the single-trial note), a note
   per dataset whose runs used different schemas, the scores that applied to no row, then the
   overall table (or the one epsilon's table): rank, mechanism, settings (when some row has
-  any), mean ± 95% CI, n, epsilon spent (per-epsilon tables only: a mean over epsilons is no
-  spend), status. When
+  any), mean ± 95% CI, n, "k% sample" (where the table has sample rows:
+  :mod:`dp_arena.report.crc_scale`), epsilon spent (per-epsilon tables only: a mean over
+  epsilons is no spend), status. When
   some row logged them, the utility view and the risk view ("empirical risk, not a DP
   guarantee", with the bound each row's claimed budget implies) follow, one table per
   epsilon (:func:`view_lines`).
@@ -46,6 +47,7 @@ from dp_arena.report.cells import (
     rank_text,
     status_text,
 )
+from dp_arena.report.crc_scale import EXTERNAL_LEGEND, SAMPLE_COLUMN, is_external
 from dp_arena.report.headline import headline_lines, not_applied_line, owner_side_line, score_text
 from dp_arena.report.leaderboard import board_ranks_lower, is_not_applicable, row_label
 from dp_arena.report.ranks import ALPHA, rank_meaning
@@ -64,6 +66,8 @@ SHRINKABLE = ("status", "settings", "mechanism")
 #: Columns left out, in this order, when cutting the shrinkable ones to ``SOFT_MIN`` is not
 #: enough.
 DROPPABLE = ("eps spent",)
+#: Header of the sample equivalent (:mod:`dp_arena.report.crc_scale`) in a terminal's table.
+SAMPLE_SHORT = "k% sample"
 #: How far a shrinkable column is cut before a droppable column is left out.
 SOFT_MIN = {"status": 24, "settings": 16, "mechanism": 20}
 
@@ -181,16 +185,19 @@ def table_lines(frame: pd.DataFrame, overall: bool, width: int) -> list[str]:
     """One board table (an epsilon's, or the overall one, which has no epsilon spent)."""
     decimals = column_decimals(frame["mean"]) if "mean" in frame else 1
     status = overall_status if overall else status_text
+    with_sample = not overall and SAMPLE_COLUMN in frame and frame[SAMPLE_COLUMN].ne("").any()
     rows = []
     for _, r in frame.iterrows():
         hyper = str(r.get("hyperparameters", "") or "")
         tuning = str(r.get("tuning", "") or "")
         settings = "; ".join(p for p in (hyper if hyper != "-" else "", tuning) if p) or "-"
         n = r.get("n")
+        sample = [] if not with_sample else [str(r.get(SAMPLE_COLUMN) or "")]
         rows.append([rank_text(r), row_label(r), settings, score_text(r, decimals),
-                     "" if n is None or pd.isna(n) else str(int(n)),
+                     "" if n is None or pd.isna(n) else str(int(n)), *sample,
                      *([] if overall else [fmt_epsilon(r.get("epsilon_spent"))]), status(r)])
     headers = ["rank", "mechanism", "settings", "mean ± 95% CI", "n",
+               *([SAMPLE_SHORT] if with_sample else []),
                *([] if overall else ["eps spent"]), "status"]
     if all(r[2] == "-" for r in rows):  # no row has settings: no column of dashes
         headers, rows = headers[:2] + headers[3:], [r[:2] + r[3:] for r in rows]
@@ -216,7 +223,9 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
     lines += wrap_lines(findings[scored["epsilon"].nunique():], width)
     lines += wrap_lines([f"note: {note}" for note in schema_notes(board)], width)
     gone = not_applied_line(board)
-    lines += wrap_lines([text for text in (gone, owner_side_line(board)) if text], width)
+    external = EXTERNAL_LEGEND if is_external(board).any() else ""
+    lines += wrap_lines([text for text in (gone, owner_side_line(board), external) if text],
+                        width)
     several = scored["epsilon"].nunique() > 1
     if several:
         overall = overall_table(board)

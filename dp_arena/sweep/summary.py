@@ -134,18 +134,14 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     returns the files written. ``not_applicable``: the sweep's n/a outcomes, shown as rows;
     ``parent``: the sweep's parent run, which gets the headline and the board as a table."""
     from dp_arena.report import terminal
-    from dp_arena.report.audits import attach_audits, load_audits
-    from dp_arena.report.leaderboard import (
-        build_leaderboard,
-        load_runs,
-        with_not_applicable,
-    )
+    from dp_arena.report.experiments import board_of
+    from dp_arena.report.leaderboard import load_runs, with_not_applicable
     from dp_arena.report.render import render_markdown, write_outputs
 
     runs = load_runs(experiment, tracking_uri, run_ids=run_ids)
     if runs.empty:
         return []
-    board = attach_audits(build_leaderboard(runs), load_audits(experiment, tracking_uri))
+    board = board_of(runs, experiment, tracking_uri)
     board = with_not_applicable(board, not_applicable_records(not_applicable))
     out = write_outputs(board, runs, Path(sweep) / "leaderboard", title=f"dp-arena: {experiment}")
     if parent:
