@@ -8,6 +8,10 @@ Debian's server binaries; skipped without them, failed on CI).
 - The database's password, given in the tracking URI, is in none of what dp-arena prints or
   writes: console, MLflow params and tags, artifacts, the sweep folder.
 - The launch check refuses a wrong password in one message, before anything starts.
+- Four processes making their first use of an empty database at the same moment (sweeps
+  started at once on four machines) all succeed: the advisory lock lets one create MLflow's
+  tables (without it, plain MLflow fails in three of the four with a unique-key violation
+  while creating them).
 """
 
 from __future__ import annotations
@@ -175,3 +179,50 @@ def test_a_wrong_database_password_is_refused_before_anything_starts(postgres):
         in err.value.problem
     assert "not-the-password" not in str(err.value) and "~/.pgpass" in err.value.fix
     launch_checks.check_database_server(postgres.uri(), timeout_s=5)  # the right one passes
+
+
+#: Each process imports dp-arena, says it is ready, waits for the start file, then makes its
+#: first use of the
+#: store (which creates MLflow's tables when the database is empty).
+FIRST_USE = """
+import sys, time
+from pathlib import Path
+import mlflow.store.tracking.sqlalchemy_store, psycopg  # noqa: F401 - imported before the start
+from dp_arena.report.tracking import client_for
+start = Path(sys.argv[1])
+(start.parent / f"ready-{sys.argv[3]}").touch()
+while not start.exists():
+    time.sleep(0.05)
+client_for(sys.argv[2]).search_experiments()
+"""
+
+
+@pytest.mark.slow
+def test_processes_first_using_an_empty_database_at_once_create_the_tables_once(tmp_path,
+                                                                                postgres):
+    """Four processes (as four machines' sweeps would) start on an empty database at the same
+    moment: each one's first use runs under the advisory lock, so one creates MLflow's tables
+    and the others find them; all succeed and the schema is at one revision."""
+    import psycopg
+
+    start = tmp_path / "start"
+    procs = [subprocess.Popen([sys.executable, "-c", FIRST_USE, str(start), postgres.uri(),
+                               str(k)], env=ENV, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+             for k in range(4)]
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while len(list(tmp_path.glob("ready-*"))) < 4:  # all imported: start them together
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+            time.sleep(0.1)
+        start.touch()
+        outputs = [p.communicate(timeout=DEADLINE_S)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [0] * 4, "\n".join(outputs)[-3000:]
+    with psycopg.connect(postgres.uri()) as con:
+        revisions = con.execute("SELECT version_num FROM alembic_version").fetchall()
+        experiments = con.execute("SELECT name FROM experiments").fetchall()
+    assert len(revisions) == 1 and experiments == [("Default",)]
