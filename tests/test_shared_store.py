@@ -171,7 +171,8 @@ def assert_password_nowhere(client: MlflowClient, output: str, work: Path) -> No
     assert not files_holding(work, PASSWORD)
 
 
-def test_a_wrong_database_password_is_refused_before_anything_starts(postgres):
+def test_a_wrong_database_password_is_refused_before_anything_starts(postgres, tmp_path,
+                                                                     monkeypatch):
     wrong = postgres.uri().replace(PASSWORD, "not-the-password")
     with pytest.raises(ConfigError) as err:
         launch_checks.check_database_server(wrong, timeout_s=5)
@@ -179,6 +180,27 @@ def test_a_wrong_database_password_is_refused_before_anything_starts(postgres):
         in err.value.problem
     assert "not-the-password" not in str(err.value) and "~/.pgpass" in err.value.fix
     launch_checks.check_database_server(postgres.uri(), timeout_s=5)  # the right one passes
+    # docs/running.md's way: no password in the URI, libpq finds it in a password file
+    bare = postgres.uri(password=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
+    with pytest.raises(ConfigError, match="refuses the login"):
+        launch_checks.check_database_server(bare, timeout_s=5)
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"{postgres.host}:{postgres.port}:*:dparena:{PASSWORD}\n")
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    launch_checks.check_database_server(bare, timeout_s=5)
+
+
+def test_a_database_driver_that_is_not_installed_is_named_with_its_package():
+    import importlib.util
+
+    if importlib.util.find_spec("pg8000") is not None:
+        pytest.skip("pg8000 is installed here: the test needs a driver that is not")
+    with pytest.raises(ConfigError) as err:  # pg8000: a driver SQLAlchemy knows, not installed
+        launch_checks.check_database_server("postgresql+pg8000://u:s3cret@127.0.0.1/db")
+    assert "the postgresql driver is not installed (pg8000)" in err.value.problem
+    assert "pip install pg8000" in err.value.fix and "s3cret" not in str(err.value)
 
 
 #: Each process imports dp-arena, says it is ready, waits for the start file, then makes its
