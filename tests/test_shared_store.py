@@ -248,3 +248,31 @@ def test_processes_first_using_an_empty_database_at_once_create_the_tables_once(
         revisions = con.execute("SELECT version_num FROM alembic_version").fetchall()
         experiments = con.execute("SELECT name FROM experiments").fetchall()
     assert len(revisions) == 1 and experiments == [("Default",)]
+
+
+@pytest.mark.slow
+def test_a_password_in_tracking_uri_on_the_command_line_is_not_printed_nor_logged(
+        tmp_path, small_schema, postgres):
+    """``tracking.uri=postgresql://user:password@...`` given as an override: the run logs to
+    the database, and neither the console nor any param or tag (the sweep's ``command``, the
+    run's ``tracking.uri``) holds the password. (Hydra's own record of the command line in the
+    sweep folder does: docs/running.md says to keep the password out of the URI.)"""
+    from tests.support.forked import run_forked
+
+    write_table(tmp_path, small_schema)
+    env = {**ENV, "COLUMNS": "1000"}
+    done = run_forked(("dp-arena", *CSV, "mechanism=uniform", "privacy.epsilon=1", "trial=0",
+                       f"tracking.uri={postgres.uri()}"), tmp_path, env, timeout=DEADLINE_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "sweep finished: 1 of 1 runs succeeded" in done.stdout
+    assert PASSWORD not in done.stdout + done.stderr
+    client = MlflowClient(postgres.uri())
+    every = [r for e in client.search_experiments()
+             for r in client.search_runs([e.experiment_id], max_results=1000)]
+    assert sorted(r.data.tags.get("kind", "run") for r in every) == ["run", "sweep"]
+    params = {k: v for r in every for k, v in r.data.params.items()}
+    assert "tracking.uri=postgresql://127.0.0.1:" in params["command"]
+    assert params["tracking.uri"].startswith("postgresql://127.0.0.1:")
+    assert not [v for r in every for v in (*r.data.params.values(), *r.data.tags.values())
+                if PASSWORD in v]
+    assert not (tmp_path / "mlflow.db").exists()
