@@ -129,8 +129,8 @@ def is_database_server(uri: str) -> bool:
 @contextmanager
 def database_lock(uri: str) -> Iterator[None]:
     """A PostgreSQL session advisory lock on the store's database, held for the block (taken
-    over a connection of its own, released when it closes even if this process dies); a no-op
-    for other databases."""
+    over a connection of its own, released when it closes even if this process dies, so a
+    waiter waits for a first use of seconds at most); a no-op for other databases."""
     if not uri.lower().startswith("postgresql"):
         yield
         return

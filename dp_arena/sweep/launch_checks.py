@@ -151,7 +151,8 @@ DATABASES = {"postgresql": (("psycopg2", "psycopg"), "psycopg2-binary", 5432),
              "mysql": (("MySQLdb", "pymysql"), "pymysql", 3306),
              "mssql": (("pyodbc", "pymssql"), "pyodbc", 1433)}
 #: SQLAlchemy's driver name -> (the module it imports, the pip package that has it).
-DRIVERS = {"psycopg": ("psycopg", '"psycopg[binary]"'), "psycopg2": ("psycopg2", "psycopg2-binary"),
+DRIVERS = {"psycopg": ("psycopg", '"psycopg[binary]"'),
+           "psycopg2": ("psycopg2", "psycopg2-binary"),
            "pg8000": ("pg8000", "pg8000"), "mysqldb": ("MySQLdb", "mysqlclient"),
            "pymysql": ("pymysql", "pymysql"), "pyodbc": ("pyodbc", "pyodbc"),
            "pymssql": ("pymssql", "pymssql")}
