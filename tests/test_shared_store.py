@@ -29,6 +29,7 @@ import pytest
 from mlflow import MlflowClient
 
 from dp_arena.errors import ConfigError
+from dp_arena.report.tracking import client_for
 from dp_arena.sweep import launch_checks
 from tests.conftest import make_small_frame
 from tests.support.postgres import PASSWORD
@@ -56,14 +57,14 @@ def start_sweep(work: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
                                 start_new_session=True)
 
 
-def job_runs(client: MlflowClient) -> list:
+def job_runs(client) -> list:
     """Every job's run (not the sweeps' parent runs) in every experiment of the store."""
     runs = [r for e in client.search_experiments()
             for r in client.search_runs([e.experiment_id], max_results=1000)]
     return [r for r in runs if r.data.tags.get("kind", "run") == "run"]
 
 
-def statuses(client: MlflowClient) -> Counter:
+def statuses(client) -> Counter:
     try:
         return Counter(r.info.status for r in job_runs(client))
     except Exception:  # noqa: BLE001 - the experiment may not exist yet
@@ -107,7 +108,9 @@ def test_four_workers_share_a_postgres_store_and_a_killed_sweep_resumes_exactly(
     # folder by Hydra, so that is no place for one)
     env = {**ENV, "MLFLOW_TRACKING_URI": postgres.uri(), "DP_ARENA_JOBS": "4",
            "COLUMNS": "1000"}
-    client = MlflowClient(postgres.uri())
+    # dp-arena's client: its first use takes the advisory lock, so polling while the sweep
+    # creates MLflow's tables does not race it
+    client = client_for(postgres.uri())
 
     first = start_sweep(work, env, tmp_path / "first.log")
     try:
@@ -159,7 +162,7 @@ def test_four_workers_share_a_postgres_store_and_a_killed_sweep_resumes_exactly(
     assert_password_nowhere(client, both, work)
 
 
-def assert_password_nowhere(client: MlflowClient, output: str, work: Path) -> None:
+def assert_password_nowhere(client, output: str, work: Path) -> None:
     """The database password is in no console line, param, tag or logged text, nor in any
     file of the working folder (sweep folder, artifacts), while the store's address is."""
     assert PASSWORD not in output
