@@ -124,6 +124,16 @@ def empty_mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def postgres():
+    """A throwaway PostgreSQL server with an empty database (tests.support.postgres): skipped
+    without Debian's server binaries, failed on CI."""
+    from tests.support.postgres import postgres_server
+
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture
 def no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A temporary working folder without an MLflow store, and the URI of the SQLite store
     that would be created there (for tests of what must not create one)."""

@@ -1,7 +1,10 @@
 """Scale-out that has actually run: a small sweep goes through the Hydra submitit launcher
 (submitit's local executor: the SLURM code path on this machine) and through the Hydra Ray
 launcher on a local Ray cluster (head on this machine, started and stopped here), both logging
-to a real ``mlflow server``; the leaderboard reads the runs back from the server.
+to a real ``mlflow server``; the leaderboard reads the runs back from the server. The path for
+several machines runs too: the Ray cluster's workers log to an ``mlflow server`` whose store is
+a real PostgreSQL database (tests.support.postgres; skipped without its server binaries,
+failed on CI).
 
 The Ray test needs the optional ``ray`` extra (``pip install -e ".[ray]"``) and skips with a
 reason without it. Neither test touches another Ray cluster or process: the head runs in its
@@ -34,15 +37,15 @@ EXPERIMENT = "dp-arena/taxi_sim"
 RAY_READY_TIMEOUT_S = 120
 
 
-def sweep_through(launcher: str, url: str, work: Path,
-                  extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def sweep_through(launcher: str, url: str, work: Path, extra_env: dict[str, str] | None = None,
+                  sweep: tuple[str, ...] = SWEEP) -> subprocess.CompletedProcess:
     """``dp-arena`` on :data:`SWEEP` through ``hydra/launcher=<launcher>``, logging to ``url``.
     The sweep folder is absolute: a job may run in another working directory (Ray workers run
     in the raylet's), and on a cluster it must be on a filesystem every node shares."""
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     env.update(extra_env or {})
     return subprocess.run(
-        [sys.executable, "-m", "dp_arena.cli.main", *SWEEP, f"hydra/launcher={launcher}",
+        [sys.executable, "-m", "dp_arena.cli.main", *sweep, f"hydra/launcher={launcher}",
          f"tracking.uri={url}", f"hydra.sweep.dir={work / 'multirun'}"],
         check=False, cwd=work, env=env, capture_output=True, text=True, timeout=600)
 
@@ -152,3 +155,41 @@ def test_a_sweep_through_the_ray_launcher_on_a_local_cluster_logs_to_a_server(tm
         # the config gives each job a fresh worker)
         assert ray_head.workers_that_ran("_run_job") == 2
         assert_board_reads_back(url, work)
+
+
+#: Four jobs (two mechanisms at two epsilons): more than the cluster's two CPUs run at once.
+SWEEP_OF_FOUR = tuple("privacy.epsilon=1,2" if o.startswith("privacy.epsilon=") else o
+                      for o in SWEEP)
+
+
+@pytest.mark.slow
+def test_a_ray_cluster_sweep_logs_through_a_server_to_postgres(tmp_path, ray_head, postgres):
+    """What docs/running.md gives for several machines: Ray's workers log over HTTP to an
+    ``mlflow server`` whose backend store is PostgreSQL and which serves the artifacts."""
+    import psycopg
+
+    server_root, work = tmp_path / "server", tmp_path / "work"
+    server_root.mkdir()
+    work.mkdir()
+    with mlflow_server(server_root, backend=postgres.uri()) as url:
+        sweep = sweep_through("ray_cluster", url, work, {"RAY_ADDRESS": ray_head.address},
+                              SWEEP_OF_FOUR)
+        assert sweep.returncode == 0, sweep.stdout[-3000:] + sweep.stderr[-3000:]
+        assert "sweep finished: 4 of 4 runs succeeded" in sweep.stdout
+        assert ray_head.workers_that_ran("_run_job") == 4  # one fresh worker per job
+        runs = load_runs(EXPERIMENT, url)
+        assert sorted(zip(runs["mechanism"], runs["epsilon"])) == [
+            ("independent", 1.0), ("independent", 2.0), ("uniform", 1.0), ("uniform", 2.0)]
+        assert set(runs["status"]) == {"FINISHED"}
+        board = build_leaderboard(runs)
+        assert len(board) == 4 and set(board["n"]) == {1}
+        client = MlflowClient(url)
+        for run_id in runs["run_id"]:
+            assert client.get_run(run_id).info.artifact_uri.startswith("mlflow-artifacts:")
+    # the runs are rows of the PostgreSQL database: four jobs and the sweep's parent run
+    with psycopg.connect(postgres.uri()) as con:
+        counts = dict(con.execute("SELECT status, count(*) FROM runs GROUP BY status"))
+    assert counts == {"FINISHED": 5}
+    assert not (work / "mlflow.db").exists()
+    stored = {p.name for p in (server_root / "artifacts").rglob("*") if p.is_file()}
+    assert {"scores.json", "ledger.json", "synthetic.parquet"} <= stored

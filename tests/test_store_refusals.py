@@ -273,15 +273,16 @@ def test_a_database_store_needs_its_driver_and_a_server_that_answers(monkeypatch
         launch_checks.check_database_server("mysql+mysqldb://u:s3cret@127.0.0.1/db")
     assert "the mysql driver is not installed (MySQLdb)" in err.value.problem
     assert "s3cret" not in str(err.value) and "pip install" in err.value.fix
-    # with a driver (as if installed), the server must accept a connection
+    # with a driver (as if installed), the server must accept a connection (a MySQL one: a
+    # PostgreSQL server must also take the login, tests/test_shared_store.py)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: object())
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         port = listening.getsockname()[1]
-        launch_checks.check_database_server(f"postgresql://u:pw@127.0.0.1:{port}/db")
+        launch_checks.check_database_server(f"mysql://u:pw@127.0.0.1:{port}/db")
     with pytest.raises(ConfigError) as err:  # closed now: nothing listens on the port
-        launch_checks.check_database_server(f"postgresql://u:s3cret@127.0.0.1:{port}/db",
+        launch_checks.check_database_server(f"mysql://u:s3cret@127.0.0.1:{port}/db",
                                             timeout_s=2)
-    assert "the postgresql server of tracking.uri postgresql://127.0.0.1:" in err.value.problem
+    assert "the mysql server of tracking.uri mysql://127.0.0.1:" in err.value.problem
     assert "does not answer" in err.value.problem and "s3cret" not in str(err.value)

@@ -10,6 +10,14 @@ that creates the tables once and switches the file to write-ahead logging
 (:func:`store_lock`, :func:`enable_wal`), experiment creation tolerates a concurrent creator
 (:func:`ensure_experiment`), and every client call is retried with jittered backoff while
 SQLite reports ``database is locked`` (:class:`RetryingClient`).
+
+A store many workers (and machines) share: MLflow on a PostgreSQL server
+(``tracking.uri=postgresql://user@host:port/db``). Each process's first use of it runs under a
+PostgreSQL advisory lock (:func:`database_lock`), so only one creates or migrates MLflow's
+tables, whichever machine it runs on; a sweep's launching process is the first (it creates the
+sweep's parent runs before any worker starts). Two runs logging the same dataset at once
+(a unique-key violation for the loser) and PostgreSQL's deadlock and serialization errors are
+retried like SQLite's lock errors.
 """
 
 from __future__ import annotations
@@ -74,6 +82,11 @@ def _cached_client(resolved: str, pid: int) -> RetryingClient:
     from mlflow import MlflowClient
 
     quiet_mlflow_logs()  # importing mlflow resets its loggers
+    if is_database_server(resolved):
+        with database_lock(resolved):  # the client creates/migrates the tables at first use
+            client = RetryingClient(MlflowClient(tracking_uri=resolved))
+            client.search_experiments(max_results=1)
+        return client
     if not resolved.startswith("sqlite:///"):
         return RetryingClient(retry(lambda: MlflowClient(tracking_uri=resolved)))
     db = Path(resolved.removeprefix("sqlite:///"))
@@ -101,6 +114,51 @@ def store_lock(db: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+#: Database servers MLflow's SQL store runs on (a URI scheme, maybe with ``+driver``).
+DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
+#: The PostgreSQL advisory lock key of a store's first use (any fixed 64-bit number: the
+#: database's other users do not take it).
+STORE_LOCK_KEY = 0x6470_6172_656E_61  # "dparena"
+
+
+def is_database_server(uri: str) -> bool:
+    """Whether ``uri`` names a database server (PostgreSQL, MySQL, SQL Server)."""
+    return uri.partition("://")[0].partition("+")[0].lower() in DATABASE_SCHEMES
+
+
+@contextmanager
+def database_lock(uri: str) -> Iterator[None]:
+    """A PostgreSQL session advisory lock on the store's database, held for the block (taken
+    over a connection of its own, released when it closes even if this process dies, so a
+    waiter waits for a first use of seconds at most); a no-op for other databases."""
+    if not uri.lower().startswith("postgresql"):
+        yield
+        return
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    engine = sqlalchemy.create_engine(uri, poolclass=NullPool)
+    try:
+        with engine.connect() as con:
+            con.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": STORE_LOCK_KEY})
+            try:
+                yield
+            finally:
+                con.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"),
+                            {"key": STORE_LOCK_KEY})
+    finally:
+        engine.dispose()
+
+
+def uri_to_record(resolved: str | None) -> str | None:
+    """What a file of the sweep folder says of a run's store: ``None`` when it is the store
+    ``$MLFLOW_TRACKING_URI`` names (the reader resolves ``None`` from that variable too, so a
+    password in it is never written to a file), else ``resolved``."""
+    if resolved and resolved == os.environ.get("MLFLOW_TRACKING_URI"):
+        return None
+    return resolved
+
+
 def enable_wal(db: Path) -> None:
     """Switch a SQLite file to write-ahead logging (persistent; readers never block the
     writer, and writers wait on each other instead of failing)."""
@@ -109,11 +167,14 @@ def enable_wal(db: Path) -> None:
             con.execute("PRAGMA journal_mode=WAL")
 
 
-#: Substrings of errors worth retrying: SQLite lock contention between sweep workers.
+#: Substrings of errors worth retrying: store contention between sweep workers.
 TRANSIENT_ERRORS = ("database is locked", "database table is locked", "database is busy",
                     # two runs logging the same dataset input at once: the loser's retry
                     # finds the row the winner created
-                    "unique constraint failed: datasets.")
+                    "unique constraint failed: datasets.",
+                    # the same on PostgreSQL, and its errors a retried transaction gets past
+                    'violates unique constraint "dataset_pk"', "deadlock detected",
+                    "could not serialize access")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -135,7 +196,7 @@ def retry(call: Callable[[], Any], attempts: int = 12, base_delay: float = 0.05)
 
 
 class RetryingClient:
-    """An ``MlflowClient`` whose methods retry on transient SQLite errors."""
+    """An ``MlflowClient`` whose methods retry on transient store errors."""
 
     def __init__(self, client: Any):
         self._client = client

@@ -33,6 +33,7 @@ from typing import Any
 
 from dp_arena.errors import DPArenaError
 from dp_arena.redact import scrubbed_reason
+from dp_arena.report.tracking import uri_to_record
 from dp_arena.run.config import RunConfig, parse_run_config, preset_of, tuning_of
 from dp_arena.run.runner import RunStarted, run_one
 from dp_arena.sweep.lines import (  # noqa: F401 - API
@@ -186,7 +187,7 @@ def execute_job(source: Any, context: JobContext = JobContext(), swept: list[str
         outcome = run_one(rc, on_start=started.append)
         return Outcome("SKIPPED" if outcome.skipped else outcome.status, rc.label,
                        run_id=outcome.run_id, experiment=outcome.experiment,
-                       tracking_uri=outcome.tracking_uri or rc.tracking_uri,
+                       tracking_uri=uri_to_record(outcome.tracking_uri or rc.tracking_uri),
                        seconds=outcome.seconds, scores=outcome.scores,
                        objective=objective_value(outcome.scores, rc),
                        setting=setting_of(rc, swept), redone=outcome.redone,
@@ -210,7 +211,8 @@ def failed(rc: RunConfig | None, source: Any, started: list[RunStarted], swept: 
     return Outcome("FAILED", rc.label if rc is not None else fallback_label(source),
                    message=message, run_id=run.run_id if run else None,
                    experiment=run.experiment if run else "",
-                   tracking_uri=run.tracking_uri if run else (rc.tracking_uri if rc else None),
+                   tracking_uri=uri_to_record(run.tracking_uri if run else
+                                              (rc.tracking_uri if rc else None)),
                    setting=setting_of(rc, swept) if rc is not None else {}, **extra)
 
 

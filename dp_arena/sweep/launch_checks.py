@@ -11,7 +11,8 @@ parent run is created, each in seconds, each as one :class:`ConfigError` with th
 - :func:`check_tracking_store`: a local SQLite store can be written within
   :data:`STORE_WAIT_S` (one held by another process used to end in hundreds of lines of
   tracebacks and a hang; a read-only one in an SQL dump), is an SQLite file, and can be
-  created where it does not exist yet; a database server's store has its driver and answers.
+  created where it does not exist yet; a database server's store has its driver and answers
+  (PostgreSQL's also takes the login).
 - :func:`check_tracking_server`: the tracking URI's scheme is one MLflow stores runs in
   (``foo://bar`` got MLflow's model-registry message after the sweep folder existed); an
   ``http(s)`` tracking URI answers within a few seconds
@@ -149,22 +150,45 @@ def check_tracking_store(uri: str, wait_s: float = STORE_WAIT_S) -> None:
 DATABASES = {"postgresql": (("psycopg2", "psycopg"), "psycopg2-binary", 5432),
              "mysql": (("MySQLdb", "pymysql"), "pymysql", 3306),
              "mssql": (("pyodbc", "pymssql"), "pyodbc", 1433)}
+#: SQLAlchemy's driver name -> (the module it imports, the pip package that has it).
+DRIVERS = {"psycopg": ("psycopg", '"psycopg[binary]"'),
+           "psycopg2": ("psycopg2", "psycopg2-binary"),
+           "pg8000": ("pg8000", "pg8000"), "mysqldb": ("MySQLdb", "mysqlclient"),
+           "pymysql": ("pymysql", "pymysql"), "pyodbc": ("pyodbc", "pyodbc"),
+           "pymssql": ("pymssql", "pymssql")}
+
+
+def database_driver(uri: str, scheme: str) -> tuple[tuple[str, ...], str]:
+    """(driver modules, pip package) ``uri`` needs: the driver it names (``+psycopg2``) or
+    SQLAlchemy's default for the scheme (for ``postgresql``: psycopg from SQLAlchemy 2.1 on,
+    psycopg2 before), else any of :data:`DATABASES`'s."""
+    try:
+        from sqlalchemy.engine.url import make_url
+
+        driver = make_url(uri).get_dialect().driver
+    except Exception:  # noqa: BLE001 - an unknown driver or a URI SQLAlchemy cannot parse
+        driver = urllib.parse.urlsplit(uri).scheme.lower().partition("+")[2]
+    if driver in DRIVERS:
+        module, package = DRIVERS[driver]
+        return (module,), package
+    modules, package, _ = DATABASES[scheme]
+    return modules, package
 
 
 def check_database_server(uri: str, timeout_s: float = SERVER_TIMEOUT_S) -> None:
     """A ``postgresql``/``mysql``/``mssql`` tracking URI needs a database driver installed and
     its server accepting connections within ``timeout_s`` (a missing driver was a bare
-    ``ModuleNotFoundError``). Named without credentials."""
+    ``ModuleNotFoundError``); a PostgreSQL server must also take the URI's login
+    (:func:`check_database_login`). Named without credentials."""
     import socket
 
     parts = urllib.parse.urlsplit(uri)
-    scheme, _, driver = parts.scheme.lower().partition("+")
+    scheme = parts.scheme.lower().partition("+")[0]
     if scheme not in DATABASES:
         return
-    modules, package, port = DATABASES[scheme]
+    port = DATABASES[scheme][2]
     shown = without_credentials(uri)
-    wanted = {"psycopg2": ("psycopg2",), "psycopg": ("psycopg",),
-              "pymysql": ("pymysql",), "mysqldb": ("MySQLdb",)}.get(driver, modules)
+    wanted, package = database_driver(uri, scheme)
     if all(importlib.util.find_spec(m) is None for m in wanted):
         raise ConfigError(f"tracking.uri {shown}: the {scheme} driver is not installed "
                           f"({' or '.join(wanted)})",
@@ -178,6 +202,33 @@ def check_database_server(uri: str, timeout_s: float = SERVER_TIMEOUT_S) -> None
                           f"({getattr(exc, 'strerror', None) or type(exc).__name__})",
                           "start it, or fix tracking.uri (leave it unset for the local store "
                           "mlflow.db)") from None
+    if scheme == "postgresql":
+        check_database_login(uri, timeout_s)
+
+
+def check_database_login(uri: str, timeout_s: float = SERVER_TIMEOUT_S) -> None:
+    """The PostgreSQL server of ``uri`` takes its user, password (from the URI, ``PGPASSWORD``
+    or ``~/.pgpass``) and database: a wrong one used to end in MLflow's retries and a long
+    traceback. The server's reason is passed on scrubbed (no values; it never quotes the
+    password)."""
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    from dp_arena.redact import scrubbed
+
+    engine = sqlalchemy.create_engine(uri, poolclass=NullPool,
+                                      connect_args={"connect_timeout": max(1, int(timeout_s))})
+    try:
+        engine.connect().close()
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        reason = scrubbed(str(getattr(exc, "orig", exc)).splitlines()[0] if str(exc) else "")
+        raise ConfigError(f"the postgresql server of tracking.uri {without_credentials(uri)} "
+                          f"refuses the login ({reason or type(exc).__name__})",
+                          "fix the user, password or database in tracking.uri (or put the "
+                          "password in ~/.pgpass or PGPASSWORD), or create the database "
+                          "(createdb)") from None
+    finally:
+        engine.dispose()
 
 
 def store_write_problem(path: Path, wait_s: float) -> str | None:

@@ -26,6 +26,7 @@ from typing import Any
 from dp_arena.redact import without_credentials
 from dp_arena.report.leaderboard import NotApplicableRow
 from dp_arena.report.terminal import relative, terminal_width, wrap_lines
+from dp_arena.report.tracking import is_database_server, resolve_tracking_uri
 from dp_arena.sweep.records import JobPlan, Outcome, SweepPlan
 
 
@@ -156,9 +157,9 @@ def print_leaderboard(experiment: str, tracking_uri: str | None, sweep: str,
     # every line within the terminal's width (dp_arena.report.terminal.files_lines)
     print("\n" + "\n".join(terminal.files_lines(Path(sweep) / "leaderboard",
                                                 [Path(p).name for p in out])))
-    uri = without_credentials(tracking_uri or "")
-    browse = ("mlflow ui --backend-store-uri sqlite:///mlflow.db" if not uri
-              or uri.startswith("sqlite:") else uri)
+    uri = without_credentials(resolve_tracking_uri(tracking_uri))
+    browse = ("mlflow ui --backend-store-uri sqlite:///mlflow.db" if uri.startswith("sqlite:")
+              else f"mlflow ui --backend-store-uri {uri}" if is_database_server(uri) else uri)
     board_command = (f"every run of the experiment: dp-arena-board --experiment '{experiment}'"
                      f"{' --tracking-uri ' + uri if uri.startswith('http') else ''}")
     print("\n".join(terminal.wrap_lines([board_command, f"browse: {browse}"],

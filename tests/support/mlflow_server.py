@@ -46,15 +46,17 @@ def wait_ready(url: str, server: subprocess.Popen, log: Path) -> None:
 
 
 @contextmanager
-def mlflow_server(root: Path, store: Path | None = None) -> Iterator[str]:
+def mlflow_server(root: Path, store: Path | None = None,
+                  backend: str | None = None) -> Iterator[str]:
     """``mlflow server`` on a free loopback port (its backend a copy of ``store``, an empty
-    store whose tables exist, when given); always terminated."""
+    store whose tables exist, when given; or the database ``backend``, e.g. a PostgreSQL
+    URI); always terminated."""
     if store is not None:
         shutil.copyfile(store, root / "server.db")
     port = free_port()
     log = root / "server.log"
     cmd = [sys.executable, "-m", "mlflow", "server",
-           "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
+           "--backend-store-uri", backend or f"sqlite:///{root / 'server.db'}",
            "--artifacts-destination", str(root / "artifacts"), "--serve-artifacts",
            "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     with open(log, "w") as out:
