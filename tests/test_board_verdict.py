@@ -186,3 +186,52 @@ def test_every_format_says_the_schemas_are_ranked_apart():
                   if line.startswith("| rank"))
     assert "| schema " in header  # the schema column: ranks restart per schema
     assert "ranked within their schema" in flat(render_html(board, "t"))
+
+
+# ----- held-out scores read on the owner's side ---------------------------------------------
+HELDOUT = ("ml_efficacy/", "membership/")
+
+
+def test_the_owners_board_reads_heldout_scores_from_the_owner_files(tracking_uri, tmp_path,
+                                                                    monkeypatch, capsys):
+    """The default sweep's runs at epsilon 1 (three trials) stored without their held-out
+    scores, which sit in the owner-only files instead: the board names them as kept on the
+    owner's side; with --heldout-scores it reads them back, names the winner under held-out
+    utility and labels itself the owner's, and the store still holds none of them."""
+    from mlflow import MlflowClient
+
+    from dp_arena.cli.board import main
+    from dp_arena.run.heldout import write_heldout_scores
+    from tests.support.default_board import EXPERIMENT, store_runs, stored_runs, with_trials
+
+    runs = with_trials([r for r in stored_runs() if r["tags"]["epsilon"] == "1"])
+    heldout = {r["tags"]["run_key"]: {k: v for k, v in r["metrics"].items()
+                                      if k.startswith(HELDOUT)} for r in runs}
+    store_runs(tracking_uri, [{**r, "metrics": {k: v for k, v in r["metrics"].items()
+                                                if not k.startswith(HELDOUT)}} for r in runs])
+    client = MlflowClient(tracking_uri)
+    stored = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    for r in stored:
+        write_heldout_scores(r.info.run_id, heldout[r.data.tags["run_key"]])
+    monkeypatch.setenv("DP_ARENA_BOARD", "text")
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["--tracking-uri", tracking_uri, "--out", str(tmp_path / "lb")]) == 0
+    plain = flat(capsys.readouterr().out)
+    assert "held-out scores not in the store: membership, ml_efficacy" in plain
+    assert "the winners above are by challenge/overall, kmarginal/score alone" in plain
+    assert "by ml_efficacy/score" not in plain
+
+    assert main(["--tracking-uri", tracking_uri, "--out", str(tmp_path / "lb"),
+                 "--heldout-scores"]) == 0
+    owner = capsys.readouterr().out
+    assert max(len(line) for line in owner.splitlines()) <= 80
+    owner = flat(owner)
+    assert "winner at epsilon 1 by ml_efficacy/score (held-out utility, higher is better):" \
+        in owner
+    assert "epsilon 1, ml_efficacy/score: public_only (the public data alone)" in owner
+    assert ("held-out scores shown: membership, ml_efficacy: exact statistics of held-out "
+            "persons, read from this machine's owner-only files (dp-arena-board "
+            "--heldout-scores); this board is for the data owner, not for publication") in owner
+    assert "not for publication" in flat((tmp_path / "lb" / "leaderboard.md").read_text())
+    assert not any(k.startswith(HELDOUT) for r in client.search_runs(
+        [client.get_experiment_by_name(EXPERIMENT).experiment_id]) for k in r.data.metrics)

@@ -9,11 +9,19 @@
   artifact view and ``mlflow.load_table`` read.
 
 - :func:`headline_lines`: the same findings as sentences, shared by the terminal board and
-  the HTML page: the winner per epsilon (:func:`winner_text`, ties named together), a line when
-  the ``public_only`` reference beats every DP row or the best DP row scores below the
-  ``uniform`` floor (:func:`reference_lines`), and why rows with a single trial are tied;
-  :func:`not_applied_line` names the scores that applied to no row (their columns are left
-  out).
+  the HTML page, per block of rows that may be compared (one epsilon, dataset, schema, unit,
+  delta and metric settings: :func:`dp_arena.report.verdict.blocks`; a block's label in
+  brackets when its epsilon has several, so rows of two schemas are never one tie). With one
+  headline score: the winner (:func:`winner_text`, ties named together), a line when the
+  ``public_only`` reference beats every DP row or the best DP row scores below the ``uniform``
+  floor (:func:`reference_lines`). With several (:func:`verdict_lines`: the ranking score and
+  the marginals, held-out utility and risks some row logged): the winner under each, each
+  score's public-data and floor line (:func:`score_reference_line`), then the row that wins
+  them all or, when they disagree, the Pareto set (:func:`agreement_line`). Then why rows
+  with a single trial are not ranked. :func:`not_applied_line` names the scores that applied
+  to no row (their columns are left out), :func:`owner_side_line` the held-out scores kept on
+  the owner's side (so the winners are by the other scores alone), and
+  :func:`heldout_logged_line` labels a board that shows held-out scores as the owner's.
 
 Everything here is on the board already (scores are aggregates of the runs' logged metrics).
 """
@@ -298,14 +306,17 @@ def owner_side_line(board: pd.DataFrame) -> str:
 
 def heldout_logged_line(board: pd.DataFrame) -> str:
     """One sentence when the board shows scores of metrics that read held-out persons (they
-    reach a store only by the owner's opt-in ``tracking.log_heldout_scores=true``): the
-    board is the data owner's, not for publication; "" when it shows none."""
+    reach a store only by the owner's opt-in ``tracking.log_heldout_scores=true``, or a board
+    by ``dp-arena-board --heldout-scores``: :mod:`dp_arena.report.owner_scores`): the board is
+    the data owner's, not for publication; "" when it shows none."""
     names = heldout_families(board)
     if not names:
         return ""
+    how = ("read from this machine's owner-only files (dp-arena-board --heldout-scores)"
+           if board.attrs.get("heldout_read_owner_side") else
+           "logged by the data owner's opt-in tracking.log_heldout_scores=true")
     return (f"held-out scores shown: {', '.join(names)}: exact statistics of held-out persons, "
-            "logged by the data owner's opt-in tracking.log_heldout_scores=true; this board "
-            "is for the data owner, not for publication")
+            f"{how}; this board is for the data owner, not for publication")
 
 
 def heldout_families(board: pd.DataFrame) -> list[str]:

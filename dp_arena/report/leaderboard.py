@@ -17,8 +17,8 @@ other score, seconds, peak memory and the epsilon actually spent (from the ledge
 are failed rows with their reason, never a silent gap.
 
 **Ranks.** Rows are ranked only against like rows: the same (epsilon, delta, privacy unit,
-dataset_id, ranking-metric settings) -- a *pool* (different accountants are compared on
-purpose). Only differentially private, untuned-or-honestly-tuned rows are ranked; reference
+dataset_id, schema digest, ranking-metric settings) -- a *pool* (different accountants are
+compared on purpose; rows of different schemas never are: a coarser schema can score higher). Only differentially private, untuned-or-honestly-tuned rows are ranked; reference
 rows (``resample``, ``public_only``, ``uniform``), ``oracle``-tuned rows, ``noise=replayable``
 rows (not a DP release to holders of the local key) and ``large_delta`` rows are shown, marked,
 set apart and never ranked; ``private_tables`` rows are ranked but marked. Ranks follow the
@@ -39,14 +39,18 @@ epsilon's table has its own).
 **Order.** Within a pool, every row by its mean, best first, ranked or not
 (:func:`rank_order`); so ranks never decrease down a pool.
 
-**Schemas, utility and risk.** A row carries its runs' distinct keyed schema digests
-(``schema_digests``, from tag ``schema_digest``) and their ``schema_quality``, from which
+**Schemas, utility and risk.** A row carries its runs' keyed schema digest
+(``schema_digest``, part of its pool; ``schema_digests`` as the notes read it) and their
+``schema_quality``, from which
 :mod:`dp_arena.report.schema_notes` writes the board's notes about schemas; the mean over trials
 of every score and, for ``CI_METRICS`` (:mod:`dp_arena.report.scores`: ``ml_efficacy/score``,
 ``membership/auc``, ...), the half-width of its 95% CI (``ci95:<metric>``); and, when runs
 logged a membership attack, the bound its claimed budget implies on the attack's TPR and the
 mark ``MARK_BEATS_BOUND`` where the attack beats it (:func:`dp_arena.report.risk.with_risk_bounds`:
-empirical risk, not a DP guarantee).
+empirical risk, not a DP guarantee). ``board.attrs`` keeps, per headline score other than the
+ranking one (``HEADLINE_SCORES``: marginals, held-out utility, risks), each row's per-trial
+values (``score_values``) and the score's direction (``score_lower``), from which
+:mod:`dp_arena.report.verdict` names the winner under each score by the same rule.
 
 **Output.** Columns that tell rows apart (dataset, data id, unit, delta, noise, metric
 settings) are shown in Markdown/HTML only when they vary on the board, and a metric family

@@ -4,10 +4,13 @@ table).
 
 - :func:`render_terminal`: a headline naming the ranking metric and its direction, then the
   findings shared with the HTML page (:func:`dp_arena.report.headline.headline_lines`: the
-  winner per epsilon, ties named together; a line when the ``public_only`` reference beats every
-  DP row or the best DP row scores below the ``uniform`` floor; the single-trial note), a note
-  per dataset whose runs used different schemas, the scores that applied to no row, then the
-  overall table (or the one epsilon's table): rank, mechanism, settings (when some row has
+  winner per epsilon, ties named together, or, when the board has several headline scores,
+  the winner under each, each score's public-data and floor line and the Pareto set; a line
+  when the ``public_only`` reference beats every DP row or the best DP row scores below the
+  ``uniform`` floor; the single-trial note), a note per dataset whose runs used different
+  schemas, the scores that applied to no row, then the overall table (or the one epsilon's
+  table), one per pool when rows of several datasets or schemas are on the board
+  (:func:`pool_parts`: never ranked together): rank, mechanism, settings (when some row has
   any), mean ± 95% CI, n, epsilon spent (per-epsilon tables only: a mean over epsilons is no
   spend), status. When
   some row logged them, the utility view and the risk view ("empirical risk, not a DP
