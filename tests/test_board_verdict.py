@@ -69,16 +69,15 @@ def test_each_score_has_its_public_data_and_floor_line():
     marginals, = [t for t in lines if t.startswith("epsilon 1, kmarginal/score:")]
     utility, = [t for t in lines if t.startswith("epsilon 1, ml_efficacy/score:")]
     # marginals: public_only 0.85 < aim 0.95; uniform 0.30 < 0.95
-    assert "public_only (the public data alone) 0.850, worse than the best DP row (0.950)" \
+    assert "public_only (public data only) 0.850, worse than the best DP row (0.950)" \
         in marginals
-    assert "uniform (floor: random values in the domain) 0.300, worse than the best DP row" \
+    assert "uniform (floor) 0.300, worse than the best DP row" \
         in marginals
     assert "add nothing" not in marginals
     # held-out utility: public_only 0.91 > mst 0.70, the best DP row
-    assert ("public_only (the public data alone) 0.910, better than every DP row (best DP "
-            "0.700): the mechanisms add nothing beyond the public data here") in utility
-    assert "uniform (floor: random values in the domain) 0.500, worse than the best DP row " \
-           "(0.700)" in utility
+    assert ("public_only (public data only) 0.910, better than every DP row (0.700): "
+            "the mechanisms add nothing beyond the public data here") in utility
+    assert "uniform (floor) 0.500, worse than the best DP row" in utility
 
 
 def test_the_pareto_set_is_the_rows_no_other_row_matches_or_beats_on_every_score():
@@ -101,7 +100,7 @@ def test_a_risk_score_names_the_lowest_risk_and_draws_no_utility_conclusion():
     winner, = [t for t in lines if t.startswith("winner at epsilon 1 by membership/auc")]
     assert "(membership risk, lower is better): independent 0.510" in winner
     risk, = [t for t in lines if t.startswith("epsilon 1, membership/auc:")]
-    assert "public_only (the public data alone) 0.500, better than every DP row (best DP 0.510)" \
+    assert "public_only (public data only) 0.500, better than every DP row (0.510)" \
         in risk and "add nothing" not in risk
 
 
@@ -129,7 +128,9 @@ def test_every_format_shows_the_verdict_and_the_terminal_fits_80_columns():
     assert "winner at epsilon 1 by ml_efficacy/score (held-out utility, higher is better): " \
            "mst 0.700" in flat(text)
     assert "(membership risk, lower is better): independent 0.510" in flat(text)
-    assert "Pareto set" in text and flat(text).count("public_only (the public data alone) 0.") == 3
+    assert "Pareto set" in text
+    for key in ("kmarginal/score", "ml_efficacy/score", "membership/auc"):
+        assert f"epsilon 1, {key}: public_only (public data only) 0." in flat(text)
     markdown = render_markdown(board).replace("\\", "")
     html = render_html(board, "t")
     for page in (markdown, html):
@@ -137,6 +138,22 @@ def test_every_format_shows_the_verdict_and_the_terminal_fits_80_columns():
                "mst 0.700" in page
         assert "the mechanisms add nothing beyond the public data here" in page
         assert "Pareto set" in page
+
+
+def test_winners_under_another_score_come_best_mean_first_and_a_tie_is_named():
+    """x leads the marginals, y the held-out utility by a margin no paired test confirms
+    (x - y per trial: -0.005, +0.01, -0.02): both share rank 1 under utility, y named first."""
+    ml = {"x": (0.70, 0.71, 0.69), "y": (0.705, 0.700, 0.710)}
+    km = {"x": 0.9, "y": 0.8}
+    data = [{**run(m, 1.0, t, km[m] + NOISE[t], **TAGS), "ml_efficacy/score": ml[m][t]}
+            for m in ml for t in range(3)]
+    assert compare(dict(enumerate(ml["x"])), dict(enumerate(ml["y"])), True) == 0
+    lines = headline_lines(build_leaderboard(frame(data)))
+    utility, = [t for t in lines if t.startswith("winner at epsilon 1 by ml_efficacy")]
+    assert utility.endswith(": y 0.705 ± 0.012 = x 0.700 ± 0.025 (tied)")
+    # y: std 0.005 -> 4.303 * 0.005 / sqrt(3) = 0.0124; x: std 0.01 -> 0.0248
+    # x is rank 1 under both, shared under utility
+    assert "epsilon 1: x wins under every headline score (tied under ml_efficacy/score)" in lines
 
 
 # ----- rows of different schemas ------------------------------------------------------------
@@ -228,7 +245,7 @@ def test_the_owners_board_reads_heldout_scores_from_the_owner_files(tracking_uri
     owner = flat(owner)
     assert "winner at epsilon 1 by ml_efficacy/score (held-out utility, higher is better):" \
         in owner
-    assert "epsilon 1, ml_efficacy/score: public_only (the public data alone)" in owner
+    assert "epsilon 1, ml_efficacy/score: public_only (public data only)" in owner
     assert ("held-out scores shown: membership, ml_efficacy: exact statistics of held-out "
             "persons, read from this machine's owner-only files (dp-arena-board "
             "--heldout-scores); this board is for the data owner, not for publication") in owner

@@ -163,18 +163,14 @@ def at_text(eps: float, label: str) -> str:
     return f"epsilon {eps:g}" + (f" ({label})" if label else "")
 
 
-def side_text(value: float, best: float, higher: bool, decimals: int) -> str:
-    """Where a reference value lies against the best DP mean."""
+def side_text(value: float, best: float, higher: bool, best_text: str) -> str:
+    """Where a reference value lies against the best DP mean (``best_text``: how the best
+    is named, e.g. `` (0.700)``, or "" when the line said it already)."""
     if (value > best) if higher else (value < best):
-        return f"better than every DP row (best DP {fmt_number(best, decimals)})"
+        return f"better than every DP row{best_text}"
     if value == best:
-        return f"equal to the best DP row ({fmt_number(best, decimals)})"
-    return f"worse than the best DP row ({fmt_number(best, decimals)})"
-
-
-#: How a score's reference lines name the public-data and floor rows.
-REFERENCE_NAMES = (("public", "public_only (the public data alone)"),
-                   ("floor", "uniform (floor: random values in the domain)"))
+        return f"equal to the best DP row{best_text}"
+    return f"worse than the best DP row{best_text}"
 
 
 def score_reference_line(view: pd.DataFrame, at: str, score: HeadlineScore) -> str:
@@ -188,12 +184,14 @@ def score_reference_line(view: pd.DataFrame, at: str, score: HeadlineScore) -> s
     best = float(dp["mean"].max() if higher else dp["mean"].min())
     decimals = column_decimals(view["mean"])
     parts = []
-    for ref, name in REFERENCE_NAMES:
+    for ref in ("public", "floor"):
         rows = view[(view["reference"] == ref) & view["mean"].notna()]
         if rows.empty:
             continue
         value = float(rows["mean"].iloc[0])
-        text = f"{name} {fmt_number(value, decimals)}, {side_text(value, best, higher, decimals)}"
+        best_text = "" if parts else f" ({fmt_number(best, decimals)})"
+        text = (f"{row_label(rows.iloc[0])} {fmt_number(value, decimals)}, "
+                f"{side_text(value, best, higher, best_text)}")
         beats = (value > best) if higher else (value < best)
         if beats and not score.risk:
             text += dict(REFERENCE_CONCLUSIONS)[ref]
@@ -221,7 +219,9 @@ def agreement_line(views: list[pd.DataFrame], scores: list[HeadlineScore], at: s
     first = views[0]
     if common:
         names = ", ".join(short_name(first.loc[i], label_width) for i in sorted(common))
-        return f"{at}: {names} wins under every headline score"
+        tied = [s.key for s, v in zip(scores, views) if v.loc[sorted(common), "tied"].any()]
+        return (f"{at}: {names} {'win' if len(common) > 1 else 'wins'} under every headline "
+                f"score" + (f" (tied under {', '.join(tied)})" if tied else ""))
     front = pareto_rows(views, scores)
     if not front:
         return ""

@@ -34,6 +34,7 @@ from dp_arena.report.leaderboard import (
     board_ranks_lower,
     is_not_applicable,
     mean_ci,
+    rank_order,
 )
 from dp_arena.report.ranks import ALPHA, mean_order_ranks
 from dp_arena.report.scores import HEADLINE_SCORES
@@ -134,7 +135,7 @@ def row_key(row: pd.Series) -> tuple:
 
 def scored_as(rows: pd.DataFrame, board: pd.DataFrame, score: HeadlineScore) -> pd.DataFrame:
     """``rows`` (one block) with ``mean``, ``std``, ``ci95``, ``n`` and ``rank``/``tied``
-    under ``score`` (the rows as they are for the ranking score)."""
+    under ``score``, best mean first (the rows as they are for the ranking score)."""
     if score.key == board.attrs.get("metric"):
         return rows
     per_row = board.attrs.get("score_values", {}).get(score.key, {})
@@ -153,7 +154,7 @@ def scored_as(rows: pd.DataFrame, board: pd.DataFrame, score: HeadlineScore) -> 
     out["rank"] = pd.array([rank_of.get(i, math.nan) for i in range(len(out))],
                            dtype="Float64").astype("Int64")
     out["tied"] = [bool(tied_of.get(i, False)) for i in range(len(out))]
-    return out
+    return out.loc[rank_order(out, not score.lower)]
 
 
 def winners(rows: pd.DataFrame) -> list:
