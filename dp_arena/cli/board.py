@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                                f"{' in sweep ' + args.sweep if args.sweep else ''}",
                                "run dp-arena first, or check --experiment / --sweep")
         if args.heldout_scores:
-            from dp_arena.report.owner_scores import OWNER_READ, with_owner_scores
+            from dp_arena.report.headline import OWNER_READ
+            from dp_arena.run.heldout import with_owner_scores
 
             runs = with_owner_scores(runs)
         board = attach_audits(build_leaderboard(runs, args.metric, alpha=args.alpha),

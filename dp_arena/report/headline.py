@@ -51,6 +51,9 @@ from dp_arena.report.verdict import (
 
 #: The board's table artifact on the parent run.
 TABLE_FILE = "leaderboard.json"
+#: ``board.attrs`` key set by ``dp-arena-board --heldout-scores``: the board's held-out scores
+#: were read from the owner-only files (:func:`dp_arena.run.heldout.with_owner_scores`).
+OWNER_READ = "heldout_read_owner_side"
 
 
 def eps_key(epsilon: float) -> str:
@@ -307,13 +310,13 @@ def owner_side_line(board: pd.DataFrame) -> str:
 def heldout_logged_line(board: pd.DataFrame) -> str:
     """One sentence when the board shows scores of metrics that read held-out persons (they
     reach a store only by the owner's opt-in ``tracking.log_heldout_scores=true``, or a board
-    by ``dp-arena-board --heldout-scores``: :mod:`dp_arena.report.owner_scores`): the board is
-    the data owner's, not for publication; "" when it shows none."""
+    by ``dp-arena-board --heldout-scores``: :func:`dp_arena.run.heldout.with_owner_scores`):
+    the board is the data owner's, not for publication; "" when it shows none."""
     names = heldout_families(board)
     if not names:
         return ""
     how = ("read from this machine's owner-only files (dp-arena-board --heldout-scores)"
-           if board.attrs.get("heldout_read_owner_side") else
+           if board.attrs.get(OWNER_READ) else
            "logged by the data owner's opt-in tracking.log_heldout_scores=true")
     return (f"held-out scores shown: {', '.join(names)}: exact statistics of held-out persons, "
             f"{how}; this board is for the data owner, not for publication")

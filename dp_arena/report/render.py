@@ -420,8 +420,8 @@ document.querySelectorAll('div.scroll').forEach(function(box){
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css }}</style></head>
 <body><h1>{{ title }}</h1>
-<p>ranked by <code>{{ key }}</code> among rows of the same dataset, schema, unit, delta and metric
-settings; mean ± 95% CI (Student t) over n trials; {{ ranks }}; grey italic rows are
+<p>ranked by <code>{{ key }}</code> among rows of the same dataset, schema, unit, delta and
+metric settings; mean ± 95% CI (Student t) over n trials; {{ ranks }}; grey italic rows are
 references, orange rows non-private, blue rows marked and unranked, grey rows at the end n/a (the mechanism does not
 apply); click a header to sort.</p>
 {% if findings %}<ul class="findings">
