@@ -156,6 +156,25 @@ def test_winners_under_another_score_come_best_mean_first_and_a_tie_is_named():
     assert "epsilon 1: x wins under every headline score (tied under ml_efficacy/score)" in lines
 
 
+def test_a_score_a_block_never_logged_gets_no_line_there():
+    """Two datasets at one epsilon, only diamonds with a held-out score: the other dataset's
+    block names its marginals winner alone, no held-out winner and no Pareto line."""
+    other = {**TAGS, "dataset": "adult", "dataset_id": "a1"}
+    data = runs() + [{k: v for k, v in r.items() if k != "ml_efficacy/score"}
+                     for r in runs(tags=other)]
+    lines = headline_lines(build_leaderboard(frame(data)))
+    adult = [t for t in lines if "(dataset adult)" in t]
+    diamonds = [t for t in lines if "(dataset diamonds)" in t]
+    assert adult == [
+        "winner at epsilon 1 (dataset adult) by kmarginal/score (marginals, higher is better): "
+        "aim 0.950 ± 0.025",
+        "epsilon 1 (dataset adult), kmarginal/score: public_only (public data only) 0.850, "
+        "worse than the best DP row (0.950); uniform (floor) 0.300, worse than the best DP row"]
+    assert any(t.startswith("winner at epsilon 1 (dataset diamonds) by ml_efficacy") and
+               t.endswith(": mst 0.700 ± 0.025") for t in diamonds)
+    assert sum("Pareto set" in t for t in diamonds) == 1
+
+
 # ----- rows of different schemas ------------------------------------------------------------
 COARSE = {**TAGS, "schema_digest": "cccc0000cccc0000"}
 FINE = {**TAGS, "schema_digest": "ffff0000ffff0000"}

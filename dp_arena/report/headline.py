@@ -237,18 +237,21 @@ def agreement_line(views: list[pd.DataFrame], scores: list[HeadlineScore], at: s
 
 def verdict_lines(board: pd.DataFrame, label_width: int = 40) -> list[str]:
     """Per block (:func:`dp_arena.report.verdict.blocks`): the winner under each headline
-    score, the public-data and floor line of each score, then whether one row wins them all,
-    else the Pareto set."""
-    scores = headline_scores(board)
+    score some row of the block has (the ranking score always), the public-data and floor line
+    of each, then whether one row wins them all, else the Pareto set (when the block has
+    several scores)."""
+    every = headline_scores(board)
     lines = []
     for block in blocks(board):
         at = at_text(block.epsilon, block.label)
-        views = [scored_as(block.rows, board, s) for s in scores]
+        pairs = [(s, scored_as(block.rows, board, s)) for s in every]
+        pairs = pairs[:1] + [(s, v) for s, v in pairs[1:] if v["mean"].notna().any()]
+        scores, views = [s for s, _ in pairs], [v for _, v in pairs]
         lines += [f"winner at {at} by {s.title}: {winner_text(v, label_width, not s.lower)}"
                   for s, v in zip(scores, views)]
         lines += [text for text in (score_reference_line(v, at, s)
                                     for s, v in zip(scores, views)) if text]
-        agreement = agreement_line(views, scores, at, label_width)
+        agreement = agreement_line(views, scores, at, label_width) if len(scores) > 1 else ""
         lines += [agreement] if agreement else []
     return lines
 
