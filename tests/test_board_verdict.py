@@ -6,9 +6,14 @@ Hand-made runs: each row's three trials are its score plus (0, +0.01, -0.01), so
 difference between two rows is constant across trials and the board's paired test separates
 any two rows whose scores differ (:func:`dp_arena.report.ranks.compare`, its constant-difference
 branch); the means are the scores as written, the values below are those scores.
+
+Tolerance: pytest.approx's default (1e-6 relative) compares a mean of three sums of decimals
+with its exact value: far above float rounding (about 1e-16), far below any wrong formula.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from dp_arena.report.headline import headline, headline_lines
 from dp_arena.report.leaderboard import build_leaderboard
@@ -78,6 +83,14 @@ def test_each_score_has_its_public_data_and_floor_line():
     assert ("public_only (public data only) 0.910, better than every DP row (0.700): "
             "the mechanisms add nothing beyond the public data here") in utility
     assert "uniform (floor) 0.500, worse than the best DP row" in utility
+
+
+def test_the_parent_run_tags_the_winner_under_each_headline_score():
+    metrics, tags = headline(build_leaderboard(frame(runs(risk=True))))
+    assert tags["winner/eps_1"] == "aim"
+    assert tags["winner_by/ml_efficacy/score/eps_1"] == "mst"
+    assert tags["winner_by/membership/auc/eps_1"] == "independent"
+    assert metrics["winner/eps_1/mean"] == pytest.approx(0.95)  # 0.95 + mean(NOISE) = 0.95
 
 
 def test_the_pareto_set_is_the_rows_no_other_row_matches_or_beats_on_every_score():

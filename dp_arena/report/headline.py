@@ -3,7 +3,8 @@
 - :func:`headline`: per epsilon, the best DP row of the board (rank 1; the first of a tie, the
   tie named in the tag) as metrics ``winner/eps_<e>/mean``, ``.../ci95``, ``.../n`` and tags
   ``winner/eps_<e>`` (mechanism and settings, ``tied with ...``), plus ``ranked_by`` (the
-  ranking metric and its direction);
+  ranking metric and its direction), and the winner under each other headline score on the
+  board as tags ``winner_by/<score>/eps_<e>``;
 - :func:`log_headline`: logs those on the parent run and the board itself as an MLflow table
   (``leaderboard.json``: the columns of the CSV, one row per board row), which the UI's
   artifact view and ``mlflow.load_table`` read.
@@ -76,26 +77,42 @@ def headline(board: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]:
     by_eps: dict[float, list] = {}
     for block in blocks(board):
         by_eps.setdefault(block.epsilon, []).append(block)
+    scores = headline_scores(board)
     for eps, parts in by_eps.items():
         name = f"winner/{eps_key(eps)}"
-        texts = []
-        for block in parts:
-            part = block.rows
-            top = part[(part["kind"] == "dp") & part["rank"].notna() & (part["rank"] == 1)]
-            if top.empty:
-                text = "no ranked DP row"
-            else:
-                others = [setting_text(r) for _, r in top.iloc[1:].iterrows()]
-                text = setting_text(top.iloc[0]) + (f"; tied with {', '.join(others)}"
-                                                    if others else "")
-            texts.append(f"{block.label}: {text}" if block.label else text)
-            if len(parts) == 1 and not top.empty:
-                for stat in ("mean", "ci95", "n"):
-                    value = top.iloc[0].get(stat)
-                    if value is not None and not pd.isna(value) and math.isfinite(float(value)):
-                        metrics[f"{name}/{stat}"] = float(value)
-        tags[name] = " | ".join(texts)
+        tops = [top_rows(block.rows) for block in parts]
+        tags[name] = " | ".join(labelled(block.label, winner_tag(top))
+                                for block, top in zip(parts, tops))
+        if len(parts) == 1 and not tops[0].empty:
+            for stat in ("mean", "ci95", "n"):
+                value = tops[0].iloc[0].get(stat)
+                if value is not None and not pd.isna(value) and math.isfinite(float(value)):
+                    metrics[f"{name}/{stat}"] = float(value)
+        for score in scores[1:]:  # the winner under each other headline score, as a tag
+            texts = [labelled(block.label, winner_tag(top_rows(view)))
+                     for block in parts
+                     for view in [scored_as(block.rows, board, score)]
+                     if view["mean"].notna().any()]
+            if texts:
+                tags[f"winner_by/{score.key}/{eps_key(eps)}"] = " | ".join(texts)
     return metrics, {k: v[:5000] for k, v in tags.items()}
+
+
+def top_rows(part: pd.DataFrame) -> pd.DataFrame:
+    """The DP rows ranked first in ``part``."""
+    return part[(part["kind"] == "dp") & part["rank"].notna() & (part["rank"] == 1)]
+
+
+def winner_tag(top: pd.DataFrame) -> str:
+    """``mst (settings); tied with aim`` ("no ranked DP row" when ``top`` is empty)."""
+    if top.empty:
+        return "no ranked DP row"
+    others = [setting_text(r) for _, r in top.iloc[1:].iterrows()]
+    return setting_text(top.iloc[0]) + (f"; tied with {', '.join(others)}" if others else "")
+
+
+def labelled(label: str, text: str) -> str:
+    return f"{label}: {text}" if label else text
 
 
 def score_text(row: pd.Series, decimals: int) -> str:
