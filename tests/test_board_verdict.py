@@ -284,3 +284,15 @@ def test_the_owners_board_reads_heldout_scores_from_the_owner_files(tracking_uri
     assert "not for publication" in flat((tmp_path / "lb" / "leaderboard.md").read_text())
     assert not any(k.startswith(HELDOUT) for r in client.search_runs(
         [client.get_experiment_by_name(EXPERIMENT).experiment_id]) for k in r.data.metrics)
+
+
+def test_the_overall_table_on_a_terminal_is_one_table_per_schema():
+    data = two_schemas() + [{**r, "epsilon": 10.0, "run_id": r["run_id"] + "-10",
+                             "run_key": r["run_key"] + "-10"} for r in two_schemas()]
+    text = render_terminal(build_leaderboard(frame(data)), width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for digest in ("cccc0000", "ffff0000"):
+        assert f"overall (mean over epsilon 1, 10; schema {digest}):" in text
+    caption = text.index("overall (mean over epsilon 1, 10; schema ffff0000):")
+    fine = text[caption:].splitlines()[3:5]  # the two rows under the header and its rule
+    assert [row.split()[:2] for row in fine] == [["1", "a"], ["2", "c"]]

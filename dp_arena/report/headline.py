@@ -322,7 +322,8 @@ def owner_side_line(board: pd.DataFrame) -> str:
         return ""
     shown = ", ".join(s.key for s in headline_scores(board))
     return (f"held-out scores not in the store: {', '.join(names)} (kept on the data owner's "
-            "side, so that a submitter cannot read held-out people through them; an owner's "
+            "side, so that a submitter cannot read held-out people through them; the owner "
+            "reads them on this machine with dp-arena-board --heldout-scores, and an owner's "
             "own store takes them with tracking.log_heldout_scores=true); the winners above "
             f"are by {shown} alone")
 
