@@ -49,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="significance level of the paired tests that decide ties "
                              "(default 0.05)")
     parser.add_argument("--out", default="leaderboard", help="output folder (default: leaderboard)")
+    parser.add_argument("--heldout-scores", action="store_true",
+                        help="the data owner's board: read the held-out scores (ml_efficacy, "
+                             "membership, attribute_inference) kept in this machine's "
+                             "owner-only files, so the verdict covers held-out utility and "
+                             "risk; the board printed and the files written then hold them "
+                             "and say so (not for publication)")
     args = parser.parse_args(argv)
     if not 0 < args.alpha < 1:
         parser.error(f"--alpha must be in (0, 1) (got {args.alpha})")
@@ -74,7 +80,14 @@ def main(argv: list[str] | None = None) -> int:
             raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
                                f"{' in sweep ' + args.sweep if args.sweep else ''}",
                                "run dp-arena first, or check --experiment / --sweep")
+        if args.heldout_scores:
+            from dp_arena.report.headline import OWNER_READ
+            from dp_arena.run.heldout import with_owner_scores
+
+            runs = with_owner_scores(runs)
         board = board_of(runs, experiment, args.tracking_uri, args.metric, args.alpha)
+        if args.heldout_scores:
+            board.attrs[OWNER_READ] = True
         try:
             paths = write_outputs(board, runs, args.out, title=f"dp-arena: {experiment}")
         except OSError as exc:  # what the check cannot see: a read-only disk, a full one

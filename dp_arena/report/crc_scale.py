@@ -30,6 +30,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from dp_arena.report.leaderboard import POOL
 from dp_arena.report.record import SAMPLE_FRACTION_TAG
 
 #: The ranking score the archive's rows carry (SDNist's k-marginal, :mod:`dp_arena.metrics.sdnist`).
@@ -126,8 +127,8 @@ def with_archive_rows(board: pd.DataFrame,
     published = archive_rows() if published is None else published
     higher = not board.attrs.get("lower_is_better", False)
     out = board
-    pools = board[board["mean"].notna()].groupby(["epsilon", "dataset_id"], sort=False)
-    for (epsilon, _data_id), pool in pools:
+    pools = board[board["mean"].notna()].groupby(["epsilon", *POOL], sort=False, dropna=False)
+    for (epsilon, *_pool), pool in pools:
         first = pool.iloc[0]
         for row in rows_for(str(first["dataset"]), float(epsilon), published):
             out = insert_by_mean(out, archive_board_row(row, first), higher)
@@ -137,8 +138,7 @@ def with_archive_rows(board: pd.DataFrame,
 def archive_board_row(row: ArchiveRow, like: pd.Series) -> dict:
     """A board row for ``row`` in the pool of ``like`` (its pool columns, so it is shown in that
     table; no trials, no interval, no spend)."""
-    pool = {c: like[c] for c in ("epsilon", "dataset_id", "privacy_unit", "delta",
-                                 "metric_setting", "dataset") if c in like}
+    pool = {c: like[c] for c in ("epsilon", *POOL, "dataset") if c in like}
     return {**pool, "rank": pd.NA, "tied": False, "mechanism": row.label(),
             "hyperparameters": row.variant or "-", "tuning": "", "kind": EXTERNAL,
             "marks": row.mark(), "mean": row.kmarginal, "ci95": math.nan, "std": math.nan,
@@ -147,10 +147,10 @@ def archive_board_row(row: ArchiveRow, like: pd.Series) -> dict:
 
 
 def insert_by_mean(board: pd.DataFrame, row: dict, higher: bool) -> pd.DataFrame:
-    """``board`` with ``row`` after the last row of its table (epsilon and data) whose mean is at
-    least as good, else before the table's first row; ``attrs`` kept."""
-    same = board.index[(board["epsilon"] == row["epsilon"])
-                       & (board["dataset_id"] == row["dataset_id"])].tolist()
+    """``board`` with ``row`` after the last row of its pool (epsilon and ``POOL``) whose mean is
+    at least as good, else before the pool's first row; ``attrs`` kept."""
+    keys = [c for c in ("epsilon", *POOL) if c in row]
+    same = board.index[np.logical_and.reduce([board[c].eq(row[c]) for c in keys])].tolist()
     better = [i for i in same if pd.notna(board.at[i, "mean"])
               and (board.at[i, "mean"] >= row["mean"] if higher
                    else board.at[i, "mean"] <= row["mean"])]
@@ -236,7 +236,8 @@ def with_sample_equivalent(board: pd.DataFrame) -> pd.DataFrame:
     higher = not board.attrs.get("lower_is_better", False)
     shares = pd.to_numeric(board[SAMPLE_FRACTION_TAG].replace("", np.nan), errors="coerce")
     texts = pd.Series("", index=board.index, dtype=object)
-    for _key, part in board.groupby(["epsilon", "dataset_id"], sort=False):
+    for _key, part in board.groupby(["epsilon", *[c for c in POOL if c in board]], sort=False,
+                                    dropna=False):
         samples = part[shares[part.index].notna() & part["mean"].notna()]
         curve = sample_curve(shares[samples.index].tolist(), samples["mean"].tolist(), higher) \
             if len(samples) else None

@@ -17,8 +17,8 @@ other score, seconds, peak memory and the epsilon actually spent (from the ledge
 are failed rows with their reason, never a silent gap.
 
 **Ranks.** Rows are ranked only against like rows: the same (epsilon, delta, privacy unit,
-dataset_id, ranking-metric settings) -- a *pool* (different accountants are compared on
-purpose). Only differentially private, untuned-or-honestly-tuned rows are ranked; reference
+dataset_id, schema digest, ranking-metric settings) -- a *pool* (different accountants are
+compared on purpose; rows of different schemas never are: a coarser schema can score higher). Only differentially private, untuned-or-honestly-tuned rows are ranked; reference
 rows (``resample``, ``public_only``, ``uniform``), ``oracle``-tuned rows, ``noise=replayable``
 rows (not a DP release to holders of the local key) and ``large_delta`` rows are shown, marked,
 set apart and never ranked; ``private_tables`` rows are ranked but marked. Ranks follow the
@@ -39,14 +39,18 @@ epsilon's table has its own).
 **Order.** Within a pool, every row by its mean, best first, ranked or not
 (:func:`rank_order`); so ranks never decrease down a pool.
 
-**Schemas, utility and risk.** A row carries its runs' distinct keyed schema digests
-(``schema_digests``, from tag ``schema_digest``) and their ``schema_quality``, from which
+**Schemas, utility and risk.** A row carries its runs' keyed schema digest
+(``schema_digest``, part of its pool; ``schema_digests`` as the notes read it) and their
+``schema_quality``, from which
 :mod:`dp_arena.report.schema_notes` writes the board's notes about schemas; the mean over trials
 of every score and, for ``CI_METRICS`` (:mod:`dp_arena.report.scores`: ``ml_efficacy/score``,
 ``membership/auc``, ...), the half-width of its 95% CI (``ci95:<metric>``); and, when runs
 logged a membership attack, the bound its claimed budget implies on the attack's TPR and the
 mark ``MARK_BEATS_BOUND`` where the attack beats it (:func:`dp_arena.report.risk.with_risk_bounds`:
-empirical risk, not a DP guarantee).
+empirical risk, not a DP guarantee). ``board.attrs`` keeps, per headline score other than the
+ranking one (``HEADLINE_SCORES``: marginals, held-out utility, risks), each row's per-trial
+values (``score_values``) and the score's direction (``score_lower``), from which
+:mod:`dp_arena.report.verdict` names the winner under each score by the same rule.
 
 **Output.** Columns that tell rows apart (dataset, data id, unit, delta, noise, metric
 settings) are shown in Markdown/HTML only when they vary on the board, and a metric family
@@ -85,11 +89,12 @@ from dp_arena.report.marks import (  # noqa: F401 - the marks' names are read fr
 from dp_arena.report.ranks import ALPHA, compare, mean_order_ranks  # noqa: F401 - read from here too
 from dp_arena.report.record import SAMPLE_FRACTION_TAG, TAG_FIELDS, RunRecord
 from dp_arena.report.risk import with_risk_bounds
-from dp_arena.report.scores import CI_METRICS, CI_PREFIX, owner_side_metrics
+from dp_arena.report.scores import CI_METRICS, CI_PREFIX, HEADLINE_SCORES, owner_side_metrics
 from dp_arena.report.tracking import INF_THRESHOLD, METRIC_NA_TAG, client_for
 
-#: Rows ranked against each other share these (plus epsilon).
-POOL = ["dataset_id", "privacy_unit", "delta", "metric_setting"]
+#: Rows ranked against each other share these (plus epsilon): rows of different schemas
+#: (``schema_digest``) are never ranked or tied together.
+POOL = ["dataset_id", "schema_digest", "privacy_unit", "delta", "metric_setting"]
 #: One board row per distinct value of these; epsilon first, the rest is the setting.
 GROUP = ["epsilon", *POOL, "dataset", "accountant", "mechanism", "hyperparameters", "tuning",
          "noise", "sampler", "large_delta", "private_tables"]
@@ -108,7 +113,8 @@ METRIC_SETTINGS_PREFIX = "metric_settings:"  # run frame column of ``metric_sett
 METRIC_NA_PREFIX = "na:"  # run frame / board column of the tag ``metric_na/<name>`` (reason)
 #: Distinguishing columns shown in Markdown/HTML when they vary: (column, header).
 #: (The noise mode needs no column: replayable rows carry a mark.)
-VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("privacy_unit", "unit"),
+VARYING = (("dataset", "dataset"), ("dataset_id", "data id"), ("schema_digest", "schema"),
+           ("privacy_unit", "unit"),
            ("delta", "delta"), ("metric_setting", "metric settings"), ("sampler", "sampler"))
 RANKING_PREFERENCE = ("challenge/overall", "kmarginal/score")
 #: Numbers a run logs as a tag when infinite (``resample``'s spend; a schema proposed from the
@@ -343,11 +349,17 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
     # (group, trial) is finer than run_key (same content key => same group and trial), and
     # never merges runs whose tags differ even if an older runner gave them one key
     keyed = resolve_trials(with_metric_setting(runs, key))
+    headline = [s for s in HEADLINE_SCORES if s != key and s in keyed]
     rows, values = [], []
+    score_values: dict[str, dict[tuple, dict[int, float]]] = {s: {} for s in headline}
     for group_key, group in keyed.groupby(GROUP, sort=True, dropna=False):
         row, trial_values = group_row(dict(zip(GROUP, group_key)), group, key)
         rows.append(row)
         values.append(trial_values)
+        for score in headline:
+            per_trial = trial_scores(group, score)
+            if per_trial:
+                score_values[score][tuple(group_key)] = per_trial
     board = pd.DataFrame(rows)
     board["rank"], board["tied"] = math.nan, False
     for _pool, part in board.groupby(["epsilon", *POOL], sort=False, dropna=False):
@@ -365,6 +377,9 @@ def build_leaderboard(runs: pd.DataFrame, metric: str | None = None,
     out = with_risk_bounds(out)
     out.attrs.update(metric=key, alpha=alpha, lower_is_better=lower,
                      owner_side=owner_side_metrics(runs, METRIC_KEY_PREFIX),
+                     score_values={s: v for s, v in score_values.items() if v},
+                     score_lower={s: ranks_lower(s, runs) for s in headline
+                                  if score_values[s]},
                      values={tuple(r[c] for c in GROUP): v
                              for r, v in zip(board.to_dict("records"), board["_values"])})
     return out
@@ -374,7 +389,7 @@ def sort_pools(frame: pd.DataFrame, first: list[str], higher: bool) -> pd.DataFr
     """Rows by ``first``, then pool (delta numerically, smallest first), then within a pool
     in ``rank_order``: ranked rows by rank (a ``1=`` row never below a ``2`` row), the unranked
     rows (references, set-apart rows) placed among them by their mean."""
-    pool = [*first, "dataset_id", "privacy_unit", "_delta", "metric_setting"]
+    pool = [*first, "dataset_id", "schema_digest", "privacy_unit", "_delta", "metric_setting"]
     keyed = frame.assign(_delta=pd.to_numeric(frame["delta"], errors="coerce"))
     keyed = keyed.sort_values(pool, na_position="last", kind="stable")
     order = [i for _key, part in keyed.groupby(pool, sort=False, dropna=False)
@@ -436,6 +451,15 @@ def group_row(ident: dict[str, Any], group: pd.DataFrame,
             if ok[col].notna().any() else math.nan
     row.update({METRIC_NA_PREFIX + m: r for m, r in metrics_not_applicable(ok).items()})
     return row, trial_values
+
+
+def trial_scores(group: pd.DataFrame, score: str) -> dict[int, float]:
+    """Trial -> ``score`` of a row's finished runs that logged it ({} when none did)."""
+    ok = group[(group["status"] == "FINISHED")]
+    if score not in ok:
+        return {}
+    ok = ok.dropna(subset=[score])
+    return dict(zip(ok["trial"].astype(int), ok[score].astype(float)))
 
 
 def digests_of(group: pd.DataFrame) -> str:

@@ -65,7 +65,12 @@ from dp_arena.report.crc_scale import (
     SAMPLE_LEGEND,
     is_external,
 )
-from dp_arena.report.headline import headline_lines, not_applied_line, owner_side_line
+from dp_arena.report.headline import (
+    headline_lines,
+    heldout_logged_line,
+    not_applied_line,
+    owner_side_line,
+)
 from dp_arena.report.leaderboard import (
     ALPHA,
     MARK_LEGEND,
@@ -262,7 +267,7 @@ def render_markdown(board: pd.DataFrame, title: str = "Leaderboard") -> str:
     scored = board[~is_not_applicable(board)]
     lines = [f"## {md_escape(title)}",
              (f"ranked by {md_escape(key)} ({direction}) among rows of the same dataset, "
-              "unit, delta and metric settings; mean ± 95% CI over n trials; "
+              "schema, unit, delta and metric settings; mean ± 95% CI over n trials; "
               f"{md_escape(rank_meaning(board.attrs.get('alpha', ALPHA)))}. *Italic* rows are "
               "reference points (`ref`), "
               "non-private (`n/p`, e.g. oracle tuning), not applicable (`n/a`) or marked "
@@ -297,7 +302,7 @@ def board_findings(board: pd.DataFrame) -> list[str]:
     full) and the scores that applied to no row."""
     gone = not_applied_line(board, reasons=True)
     return headline_lines(board, label_width=200) + [
-        text for text in (gone, owner_side_line(board)) if text]
+        text for text in (gone, owner_side_line(board), heldout_logged_line(board)) if text]
 
 
 def overall_table(board: pd.DataFrame) -> pd.DataFrame:
@@ -429,8 +434,8 @@ document.querySelectorAll('div.scroll').forEach(function(box){
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css }}</style></head>
 <body><h1>{{ title }}</h1>
-<p>ranked by <code>{{ key }}</code> among rows of the same dataset, unit, delta and metric
-settings; mean ± 95% CI (Student t) over n trials; {{ ranks }}; grey italic rows are
+<p>ranked by <code>{{ key }}</code> among rows of the same dataset, schema, unit, delta and
+metric settings; mean ± 95% CI (Student t) over n trials; {{ ranks }}; grey italic rows are
 references, orange rows non-private, green rows published by others (ext), blue rows marked
 and unranked, grey rows at the end n/a (the mechanism does not apply); click a header to
 sort.</p>

@@ -3,8 +3,9 @@ terminal).
 
 - :func:`mixed_schema_notes`: one note per dataset whose rows ran on different schemas
   (distinct keyed digests, tag ``schema_digest``, collected per row as ``schema_digests``),
-  since a coarser schema can score higher. A note, not a split: rows are still grouped and
-  ranked by ``dataset_id``;
+  since a coarser schema can score higher. The board ranks such rows apart (the schema is part
+  of a row's pool, :data:`dp_arena.report.leaderboard.POOL`): one winner per schema, never a
+  rank or a tie across schemas, and the note says so;
 - :func:`schema_notes`: those notes, then, per dataset on a proposed schema, what the schema
   keeps (tag ``schema_quality``: its source and spend, the columns that keep little, the
   columns loading changed).
@@ -49,5 +50,6 @@ def mixed_schema_notes(board: pd.DataFrame) -> list[str]:
             notes.append(f"dataset {name!r}: its runs used {len(digests)} different schemas "
                          "(tag schema_digest), so its scores are not all measured on the same "
                          "columns, bins and categories, and a coarser schema can score higher: "
-                         "compare rows of one schema (filter the runs by schema_digest)")
+                         "rows are ranked within their schema (column schema), never across "
+                         "schemas, and each schema has its own winner")
     return notes

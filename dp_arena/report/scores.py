@@ -38,6 +38,11 @@ MEMBERSHIP_METRICS = (MIA_AUC, *(f"membership/tpr_at_fpr_{f:g}" for f in MIA_FPR
 #: mean over secrets, each with its bootstrap CI ends ``..._lo`` and ``..._hi``.
 AI_RISK, AI_RISK_MEAN = "attribute_inference/risk", "attribute_inference/risk_mean"
 RISK_METRICS = (*MEMBERSHIP_METRICS, AI_RISK, AI_RISK_MEAN)
+#: The headline scores a board gives a verdict under (besides its ranking score), with what
+#: each measures: the marginals, the held-out utility, the empirical risks.
+MARGINALS = "kmarginal/score"
+HEADLINE_SCORES = {MARGINALS: "marginals", ML_SCORE: "held-out utility",
+                   MIA_AUC: "membership risk", AI_RISK: "attribute risk"}
 #: Scores whose 95% CI over trials a board row carries (column ``ci95:<metric>``) besides
 #: the ranking metric's.
 CI_METRICS = (ML_SCORE, MIA_AUC, PMSE_RATIO, RANGE_ERROR)

@@ -4,10 +4,13 @@ table).
 
 - :func:`render_terminal`: a headline naming the ranking metric and its direction, then the
   findings shared with the HTML page (:func:`dp_arena.report.headline.headline_lines`: the
-  winner per epsilon, ties named together; a line when the ``public_only`` reference beats every
-  DP row or the best DP row scores below the ``uniform`` floor; the single-trial note), a note
-  per dataset whose runs used different schemas, the scores that applied to no row, then the
-  overall table (or the one epsilon's table): rank, mechanism, settings (when some row has
+  winner per epsilon, ties named together, or, when the board has several headline scores,
+  the winner under each, each score's public-data and floor line and the Pareto set; a line
+  when the ``public_only`` reference beats every DP row or the best DP row scores below the
+  ``uniform`` floor; the single-trial note), a note per dataset whose runs used different
+  schemas, the scores that applied to no row, then the overall table (or the one epsilon's
+  table), one per pool when rows of several datasets or schemas are on the board
+  (:func:`pool_parts`: never ranked together): rank, mechanism, settings (when some row has
   any), mean ± 95% CI, n, "k% sample" (where the table has sample rows:
   :mod:`dp_arena.report.crc_scale`), epsilon spent (per-epsilon tables only: a mean over
   epsilons is no spend), status. When
@@ -48,11 +51,18 @@ from dp_arena.report.cells import (
     status_text,
 )
 from dp_arena.report.crc_scale import EXTERNAL_LEGEND, SAMPLE_COLUMN, is_external
-from dp_arena.report.headline import headline_lines, not_applied_line, owner_side_line, score_text
-from dp_arena.report.leaderboard import board_ranks_lower, is_not_applicable, row_label
+from dp_arena.report.headline import (
+    headline_lines,
+    heldout_logged_line,
+    not_applied_line,
+    owner_side_line,
+    score_text,
+)
+from dp_arena.report.leaderboard import POOL, board_ranks_lower, is_not_applicable, row_label
 from dp_arena.report.ranks import ALPHA, rank_meaning
 from dp_arena.report.render import overall_table
 from dp_arena.report.schema_notes import schema_notes
+from dp_arena.report.verdict import block_label, varying_pool
 from dp_arena.report.views import view_legends, view_tables
 
 #: The width when neither ``$COLUMNS`` nor a terminal says one.
@@ -218,28 +228,61 @@ def render_terminal(board: pd.DataFrame, title: str = "Leaderboard", files: str 
                  + rank_meaning(board.attrs.get("alpha", ALPHA)))
     lines = wrap_lines([title, ranked_by], width)
     findings = headline_lines(board, label_width=40)
-    lines += [cut(text, width) if text.startswith("winner at") else text
-              for text in findings[:scored["epsilon"].nunique()]]
-    lines += wrap_lines(findings[scored["epsilon"].nunique():], width)
+    lines += [line for text in findings
+              for line in ([cut(text, width)] if is_ranking_winner(text)
+                           else wrap_lines([text], width))]
     lines += wrap_lines([f"note: {note}" for note in schema_notes(board)], width)
     gone = not_applied_line(board)
     external = EXTERNAL_LEGEND if is_external(board).any() else ""
-    lines += wrap_lines([text for text in (gone, owner_side_line(board), external) if text],
-                        width)
+    lines += wrap_lines([text for text in (gone, owner_side_line(board),
+                                           heldout_logged_line(board), external) if text], width)
     several = scored["epsilon"].nunique() > 1
     if several:
         overall = overall_table(board)
         eps_list = ", ".join(f"{e:g}" for e in overall.attrs.get("epsilons", []))
-        lines += ["", *wrap_lines([f"overall (mean over epsilon {eps_list}):"], width),
-                  *table_lines(overall, True, width)]
+        for label, part in pool_parts(overall):
+            caption = f"overall (mean over epsilon {eps_list}{'; ' + label if label else ''}):"
+            lines += ["", *wrap_lines([caption], width), *table_lines(part, True, width)]
     else:
         for eps, part in board.groupby("epsilon", sort=True):
-            lines += ["", f"epsilon = {eps:g}:", *table_lines(part, False, width)]
+            for label, rows in pool_parts(part):
+                caption = f"epsilon = {eps:g}{', ' + label if label else ''}:"
+                lines += ["", *wrap_lines([caption], width), *table_lines(rows, False, width)]
     lines += view_lines(board, width)
     if files:
         what = "per-epsilon tables, every score column" if several else "every score column"
         lines += ["", *wrap_lines([f"{what}: {relative(files)}"], width)]
     return "\n".join(lines)
+
+
+def is_ranking_winner(text: str) -> bool:
+    """Whether a finding is the ranking score's winner line (``winner at epsilon 1: ...``,
+    one line, cut to the width: what is cut is the winner's settings); the winner lines under
+    each headline score (``winner at epsilon 1 by <score> (...): ...``) are wrapped, so the
+    winner's name is never cut."""
+    return text.startswith("winner at") and " by " not in text.partition(": ")[0]
+
+
+def pool_parts(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """``frame``'s rows per pool (rows ranked together: one dataset, schema, unit, delta and
+    metric settings), each with the label that tells it from the others ("" when there is one
+    pool); rows without a pool (not-applicable rows) go with the first part."""
+    pool = [c for c in POOL if c in frame]
+    na = is_not_applicable(frame)
+    scored = frame[~na]
+    if not pool or scored.empty:
+        return [("", frame)]
+    varying = varying_pool(scored, pool)
+    if not varying:
+        return [("", frame)]
+    parts = []
+    for key, rows in scored.groupby(pool, sort=False, dropna=False):
+        ident = dict(zip(pool, key))
+        ident["dataset"] = rows["dataset"].iloc[0] if "dataset" in rows else ""
+        parts.append((block_label(ident, varying), rows))
+    label, first = parts[0]
+    parts[0] = (label, pd.concat([first, frame[na]]) if na.any() else first)
+    return parts
 
 
 def wrap_lines(texts: Sequence[str], width: int) -> list[str]:

@@ -13,7 +13,11 @@ non-zero exactly when the guess is a held-out person's record). Hence:
   (the state dir is ``$DP_ARENA_STATE_DIR``, else ``~/.local/state/dp-arena``: folders 0700,
   the file 0600), which :func:`read_heldout_scores` reads;
 - ``tracking.log_heldout_scores=true`` logs them as scores anyway, for a store only the data's
-  owner reads: a labelled opt-in (tag ``heldout_scores``).
+  owner reads: a labelled opt-in (tag ``heldout_scores``);
+- ``dp-arena-board --heldout-scores`` reads them back on the owner's machine
+  (:func:`with_owner_scores`: the store's runs with their owner-side scores), so the owner's
+  board gives its verdict under held-out utility and risk without the store holding them; that
+  board says it is the owner's (:func:`dp_arena.report.headline.heldout_logged_line`).
 
 One held-out person's effect on what a submitter reads is then nothing at all: the store's
 content is the same whichever values the held-out rows hold (``tests/test_heldout_oracle.py``).
@@ -26,6 +30,8 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
+
+import pandas as pd
 
 from dp_arena.data.provenance import STATE_ENV
 
@@ -84,3 +90,24 @@ def read_heldout_scores(run_id: str) -> dict[str, float]:
     except (OSError, ValueError):
         return {}
     return {k: float(v) for k, v in body.get("scores", {}).items()}
+
+
+def owner_scores(run_id: str) -> dict[str, float]:
+    """One run's owner-side scores ({} for an id that is no run id or has no file)."""
+    try:
+        return read_heldout_scores(str(run_id))
+    except ValueError:  # not a run id: no file is named after it
+        return {}
+
+
+def with_owner_scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` (as :func:`dp_arena.report.leaderboard.load_runs` returns them) with each run's
+    owner-side scores, a column per score, where the store has no value (scores a store holds
+    by the owner's opt-in are kept as they are). Reading only: nothing is written."""
+    found = pd.DataFrame([owner_scores(r) for r in runs["run_id"]], index=runs.index)
+    if found.empty or not len(found.columns):
+        return runs
+    out = runs.copy()
+    for col in found.columns:
+        out[col] = out[col].fillna(found[col]) if col in out else found[col]
+    return out
