@@ -83,6 +83,9 @@ class RunState:
     seconds: float = 0.0
     label: str = ""
     group: str = ""
+    #: the cost model's CPU seconds for this run (:mod:`dp_arena.sweep.cost_estimate`;
+    #: None: the model has no finished run of its mechanism to go by, or no model)
+    predicted: float | None = None
 
     @property
     def key(self) -> str:
@@ -119,14 +122,18 @@ class Eta:
 
     seconds: float
     unseen: tuple[str, ...] = ()
+    #: priced by the cost model alone: no run of this sweep has finished to scale it by
+    modelled: bool = False
 
     @property
     def at_least(self) -> bool:
         return bool(self.unseen)
 
     def text(self) -> str:
-        """``ETA 3m20s``, or ``ETA >= 3m20s`` for a lower bound."""
-        return f"ETA {'>= ' if self.at_least else ''}{duration(self.seconds)}"
+        """``ETA 3m20s``, ``ETA >= 3m20s`` for a lower bound, ``ETA ~3m20s`` for the cost
+        model's figure before any run of the sweep finished."""
+        mark = ">= " if self.at_least else "~" if self.modelled else ""
+        return f"ETA {mark}{duration(self.seconds)}"
 
 
 def measured_costs(runs: list[RunState]) -> dict[str, float]:
@@ -161,29 +168,63 @@ def time_left(run: RunState, cost: float, known: bool) -> float:
     return max(cost - run.seconds, IN_FLIGHT_FLOOR * max(cost, run.seconds), 1.0)
 
 
+def load_factor(runs: list[RunState]) -> float | None:
+    """How much longer this sweep's runs take than the cost model predicts: the median, over
+    the finished runs the model priced, of wall seconds / predicted CPU seconds (the job's
+    overhead and the machine's load are in it); ``None`` when no such run has finished."""
+    ratios = [r.seconds / r.predicted for r in runs
+              if r.status in ("done", "failed") and r.predicted and r.seconds > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def group_scale(run: RunState, runs: list[RunState]) -> float:
+    """A run's cost relative to its cost group's finished runs by the model (its dataset
+    may be larger than theirs): its prediction over theirs, else 1."""
+    seen = [r.predicted for r in runs if r.status in ("done", "failed")
+            and cost_group(r) == cost_group(run)]
+    if run.predicted is None or not seen or any(p is None for p in seen):
+        return 1.0
+    return run.predicted / statistics.fmean(seen)  # type: ignore[arg-type]
+
+
 def estimate(runs: list[RunState], workers: int) -> Eta | None:
     """The time until every run has ended (module docstring): each run left costs the mean
-    of its cost group's finished runs, the sum over ``workers`` and at least the longest run
-    left. A run whose group has no finished run is unknown: it counts at its lower bound
-    (:func:`least_cost`) and the ETA is a lower bound. ``None`` while nothing has finished
-    (no figure to give) with runs left."""
+    of its cost group's finished runs (scaled by the cost model's ratio when it prices
+    them: :func:`group_scale`), the sum over ``workers`` and at least the longest run
+    left. A run whose group has no finished run costs the cost model's prediction times
+    this sweep's :func:`load_factor` when the model prices it; otherwise it is unknown: it
+    counts at its lower bound (:func:`least_cost`) and the ETA is a lower bound. ``None``
+    while nothing has finished (no figure to give) with runs left, unless the model prices
+    every run left (an ``ETA ~...`` at the model's own scale)."""
     left = [r for r in runs if r.status in ("pending", "running")]
     if not left:
         return Eta(0.0)
     costs = measured_costs(runs)
     if not costs:
-        return None
+        return modelled_estimate(left, workers)
     floor = min(costs.values())
+    load = load_factor(runs)
     unseen: list[str] = []
     times = []
     for r in left:
         group = cost_group(r)
-        known = group in costs
+        known = group in costs or (r.predicted is not None and load is not None)
         if not known and group not in unseen:
             unseen.append(group)
-        cost = costs[group] if known else least_cost(r, runs, floor)
+        cost = (costs[group] * group_scale(r, runs) if group in costs
+                else r.predicted * load if known  # type: ignore[operator]
+                else least_cost(r, runs, floor))
         times.append(time_left(r, cost, known))
     return Eta(max(sum(times) / max(workers, 1), max(times)), tuple(unseen))
+
+
+def modelled_estimate(left: list[RunState], workers: int) -> Eta | None:
+    """Before any run finished: the cost model's CPU seconds of every run left over the
+    workers (at least the longest), when it prices them all; else ``None``."""
+    if any(r.predicted is None for r in left):
+        return None
+    times = [time_left(r, r.predicted, True) for r in left]  # type: ignore[arg-type]
+    return Eta(max(sum(times) / max(workers, 1), max(times)), modelled=True)
 
 
 def eta_seconds(runs: list[RunState], workers: int) -> float | None:
@@ -217,12 +258,14 @@ def sweep_state(sweep_dir: str | Path, plan: SweepPlan, now: float | None = None
             outcome = ended.pop(job.index)
             status = ("failed" if outcome.failed else
                       "skipped" if outcome.status == "SKIPPED" else "done")
-            runs.append(RunState(mech, status, outcome.elapsed, job.label, run_group(job.label)))
+            runs.append(RunState(mech, status, outcome.elapsed, job.label, run_group(job.label),
+                                 job.predicted_seconds))
         elif job.index in started:
             runs.append(RunState(mech, "running", max(now - started[job.index].started, 0.0),
-                                 job.label, run_group(job.label)))
+                                 job.label, run_group(job.label), job.predicted_seconds))
         else:
-            runs.append(RunState(mech, "pending", 0.0, job.label, run_group(job.label)))
+            runs.append(RunState(mech, "pending", 0.0, job.label, run_group(job.label),
+                                 job.predicted_seconds))
     return runs
 
 
