@@ -24,6 +24,13 @@ joblib, SLURM, Ray), shown by one writer in the launching process.
   run that will turn out to be a skip is priced as a run). On a replay of the default
   competition (tests/test_progress.py, benchmarks/eta_replay.py) the ETA is within 2 times
   the time left from the first finished run of every cost group on, fresh and resumed.
+  With the cost model (:mod:`dp_arena.sweep.cost_estimate`: each planned run's predicted CPU
+  seconds, fitted on the store's finished runs, in the plan), a run of a group none of
+  whose runs has finished costs its prediction times this sweep's load factor (the median of
+  measured / predicted over its finished runs: overhead and load) instead of the lower
+  bound, and a measured group's mean is scaled to each run by the model's ratio (a larger
+  dataset); before any run finished, the model's figures give an ``ETA ~3m20s`` when they
+  price every run left. Without predictions (no model, an unknown mechanism) it is as above.
 - :class:`Console`: the one writer for the terminal (stdout if it is one, else stderr if it is
   one). The progress line (:func:`status_text`, within the terminal's width) is drawn with
   ``\\r`` and ``ESC [ K``; a line for a terminal stream clears it, is written, and the

@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dp_arena.report.tracking import resolve_tracking_uri
 from dp_arena.redact import without_credentials
+from dp_arena.report.terminal import terminal_width, wrap_lines
 from dp_arena.sweep.cost_estimate import (
     Models,
     estimate_lines,
@@ -105,7 +106,8 @@ def dry_run(config: DictConfig) -> None:
     uri = resolve_tracking_uri(plan.tracking_uri)
     models = Models.of(read_history(uri))
     cost = price_plan(plan, models)
-    for line in estimate_lines(cost, models, plan.workers or 2, without_credentials(uri)):
+    lines = estimate_lines(cost, models, plan.workers or 2, without_credentials(uri))
+    for line in wrap_lines(lines, terminal_width()):
         print(line, flush=True)
     nothing = nothing_runs(plan)
     if nothing:
@@ -124,7 +126,8 @@ def priced(plan: SweepPlan) -> SweepPlan:
         print(f"cost estimate: not available ({type(exc).__name__}: the store could not be "
               "read)", file=sys.stderr)
         return plan
-    print(summary_line(price_plan(plan, models)), flush=True)
+    for line in wrap_lines([summary_line(price_plan(plan, models))], terminal_width()):
+        print(line, flush=True)
     return with_predictions(plan, models)
 
 
