@@ -44,14 +44,41 @@ def dp_arena(folder: Path, args: list[str]) -> tuple[subprocess.CompletedProcess
     return done, cpu
 
 
-def run_ids(folder: Path) -> dict[str, float]:
-    """Every job run of the store: id -> cpu_seconds (0 when absent)."""
+def run_ids(folder: Path) -> dict[str, tuple[str, str, float]]:
+    """Every finished job run of the store: id -> (cost key, dataset, cpu_seconds)."""
+    from dp_arena.sweep.cost_history import cost_key
+
     client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
     out = {}
     for exp in client.search_experiments():
         for run in client.search_runs([exp.experiment_id], max_results=5000):
-            if run.data.tags.get("kind", "run") == "run" and run.info.status == "FINISHED":
-                out[run.info.run_id] = float(run.data.metrics.get("cpu_seconds", 0.0))
+            tags = run.data.tags
+            if tags.get("kind", "run") == "run" and run.info.status == "FINISHED":
+                key = cost_key(tags.get("mechanism", ""), tags.get("hyperparameters", ""))
+                out[run.info.run_id] = (key, tags.get("dataset", ""),
+                                        float(run.data.metrics.get("cpu_seconds", 0.0)))
+    return out
+
+
+def table_of(stdout: str) -> dict[tuple[str, str], tuple[str, float | None]]:
+    """The dry run's rows: (cost key, dataset) -> (its CPU text, its mean; None unknown)."""
+    lines = stdout.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.strip().startswith("mechanism "))
+    out = {}
+    for line in lines[head + 1:]:
+        if line.startswith("total:"):
+            break
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) >= 4:
+            mean = None if cells[3] == "unknown" else seconds_of(cells[3].split(" (")[0])
+            out[(cells[0], cells[1])] = (cells[3], mean)
+    return out
+
+
+def by_group(runs: dict[str, tuple[str, str, float]]) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = {}
+    for key, dataset, cpu in runs.values():
+        out[(key, dataset)] = out.get((key, dataset), 0.0) + cpu
     return out
 
 
@@ -97,10 +124,18 @@ def main() -> None:
     wall = time.time() - start
     after = run_ids(args.folder)
     added = {k: v for k, v in after.items() if k not in before}
-    measured = sum(added.values())
+    measured = sum(cpu for _, _, cpu in added.values())
     print(f"suite: exit {ran.returncode}, {len(added)} runs added, wall {wall:.0f}s")
     if ran.returncode:
         print(ran.stderr[-3000:])
+    print(f"{'mechanism':14}{'dataset':18}{'estimate':>10}{'measured':>10}{'ratio':>7}"
+          "   (estimate, 90% interval)")
+    groups = by_group(added)
+    for (key, dataset), (text, guess) in table_of(dry.stdout).items():
+        got = groups.get((key, dataset), 0.0)
+        ratio = f"{guess / got:7.2f}" if guess and got else "      -"
+        print(f"{key:14}{dataset:18}{(f'{guess:.1f}' if guess else 'unknown'):>10}{got:10.1f}"
+              f"{ratio}   {text}")
     print(f"{'':34}{'CPU seconds':>12}")
     print(f"{'dry-run estimate (mean)':34}{mean:12.1f}   90% interval {low:.1f}-{high:.1f}")
     print(f"{'measured: sum of runs cpu_seconds':34}{measured:12.1f}")

@@ -112,6 +112,7 @@ def test_dry_run_prices_from_a_real_run_and_starts_nothing(csv_dir: Path):
     unknown and how to price it, and leaves the folder and the store as they were."""
     done = dp_arena(csv_dir, "mechanism=independent", "privacy.epsilon=1", *CSV)
     assert done.returncode == 0, done.stderr
+    assert "cost estimate: unknown (no finished run of these mechanisms" in done.stdout
     (run,) = runs_of(csv_dir)
     assert run.data.metrics["cpu_seconds"] > 0
     from dp_arena.data.datasets import load_dataset

@@ -9,10 +9,15 @@ fitted by least squares on that key's finished runs (:func:`fit_cost_model`). ``
 ``columns`` and ``cells`` are the public sizes of :mod:`dp_arena.run.cost_inputs`. A term
 enters a key's own fit only when that key's runs vary in it and leave at least one degree of
 freedom (terms in the order rows, cells, columns, epsilon: the first ones first). A term a key
-cannot fit (its runs are all on one dataset, say) takes the slope pooled over every key
-(the within-key least squares: each key its own intercept, shared slopes), so a mechanism
-seen on one dataset is still scaled to another; a slope that no key's runs can fit is 0 and
-the prediction says it extrapolated (:attr:`Prediction.unmodelled`).
+cannot fit because its runs never vary in it (all on one dataset, say) takes the slope
+pooled over every key (the within-key least squares: each key its own intercept, shared
+slopes), so a mechanism seen on one dataset is still scaled to another; a slope that no
+key's runs can fit is 0 and the prediction says it extrapolated
+(:attr:`Prediction.unmodelled`). For a dataset the key has not run on, the dataset's terms
+(rows, cells, columns) also keep one degree of freedom among the datasets seen (the fit
+must not pass through every dataset's mean, or its residuals would show only the trials'
+spread, not how far a new dataset falls from the law); a dataset the key has run on is priced
+by the fit without that rule (its own runs' level): :class:`KeyModel`.
 
 Uncertainty: the residual standard deviation of the key's fit (the pooled one when the key's
 own has no degree of freedom left), with the parameters' uncertainty (the prediction's
@@ -33,6 +38,8 @@ from scipy import stats
 
 #: The model's terms, in the order a key's own fit takes them.
 TERMS = ("rows", "cells", "columns", "epsilon")
+#: The terms a dataset fixes (epsilon is the run's).
+DATASET_TERMS = ("rows", "cells", "columns")
 #: Central share of the prediction intervals.
 LEVEL = 0.90
 #: A term whose log varies less than this across a key's runs is constant for that key.
@@ -92,6 +99,27 @@ class KeyFit:
     dof: int
     centre: Mapping[str, float]
     runs: int
+    #: the terms the key's runs vary in (a term left out of ``terms`` for lack of degrees of
+    #: freedom is in the residuals, not priced by a pooled slope)
+    varied: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeyModel:
+    """A cost key's two fits: ``general`` for a dataset it has not run on (one degree of
+    freedom kept among its datasets: :func:`chosen_terms`), ``local`` for one it has
+    (``seen``: those datasets' :func:`dataset_point`)."""
+
+    general: KeyFit
+    local: KeyFit
+    seen: frozenset[tuple[float, ...]]
+
+    @property
+    def runs(self) -> int:
+        return self.general.runs
+
+    def for_sizes(self, sizes: Sizes) -> KeyFit:
+        return self.local if dataset_point(sizes) in self.seen else self.general
 
 
 @dataclass(frozen=True)
@@ -109,7 +137,7 @@ class PooledFit:
 class CostModel:
     """Per-key fits and the pooled slopes (:func:`fit_cost_model`)."""
 
-    keys: Mapping[str, KeyFit]
+    keys: Mapping[str, KeyModel]
     pooled: PooledFit
 
     def knows(self, key: str) -> bool:
@@ -117,8 +145,8 @@ class CostModel:
 
     def predict(self, key: str, sizes: Sizes) -> Prediction | None:
         """The cost of a run of ``key`` at ``sizes``; ``None`` when no run of ``key`` is known."""
-        fit = self.keys.get(key)
-        return None if fit is None else predict_key(fit, self.pooled, sizes)
+        found = self.keys.get(key)
+        return None if found is None else predict_key(found.for_sizes(sizes), self.pooled, sizes)
 
 
 def fit_cost_model(observations: Iterable[Observation]) -> CostModel:
@@ -128,7 +156,7 @@ def fit_cost_model(observations: Iterable[Observation]) -> CostModel:
         if o.value > 0 and math.isfinite(o.value):
             by_key.setdefault(o.key, []).append(o)
     pooled = fit_pooled(by_key)
-    return CostModel({k: fit_key(v) for k, v in by_key.items()}, pooled)
+    return CostModel({k: fit_key_model(v) for k, v in by_key.items()}, pooled)
 
 
 def log_rows(obs: Sequence[Observation]) -> tuple[np.ndarray, np.ndarray]:
@@ -142,21 +170,41 @@ def varying(x: np.ndarray) -> list[int]:
     return [j for j in range(x.shape[1]) if np.ptp(x[:, j]) > MIN_SPREAD] if len(x) else []
 
 
-def chosen_terms(x: np.ndarray) -> list[int]:
+def chosen_terms(x: np.ndarray, new_dataset: bool = True) -> list[int]:
     """The terms a key's own fit takes: those its runs vary in, first ones first, while one
-    degree of freedom is left (n - 1 - terms >= 1), and only if the design has full rank."""
+    degree of freedom is left (n - 1 - terms >= 1), and only if the design has full rank.
+    A dataset's terms (:data:`DATASET_TERMS`) also leave one degree of freedom among the
+    key's distinct datasets (datasets - 1 - dataset terms >= 1): with as many terms as
+    datasets allow, the fit would pass through every dataset's mean and its residuals (the
+    trials' spread only) would not show how far a new dataset can fall from the law. That
+    rule is for a ``new_dataset``; a dataset the key has run on is priced by the fit
+    without it (its own runs' level)."""
+    datasets = len({tuple(row) for row in x[:, [TERMS.index(t) for t in DATASET_TERMS]]})
     picked: list[int] = []
     for j in varying(x):
         trial = [*picked, j]
         design = np.column_stack([np.ones(len(x)), x[:, trial]])
-        if len(x) - 1 - len(trial) >= 1 and np.linalg.matrix_rank(design) == len(trial) + 1:
+        per_dataset = sum(TERMS[k] in DATASET_TERMS for k in trial)
+        if (len(x) - 1 - len(trial) >= 1 and (datasets - 1 - per_dataset >= 1 or not new_dataset)
+                and np.linalg.matrix_rank(design) == len(trial) + 1):
             picked = trial
     return picked
 
 
-def fit_key(obs: Sequence[Observation]) -> KeyFit:
+def dataset_point(sizes: Sizes) -> tuple[float, ...]:
+    """What identifies a dataset to the model: its sizes' logs, rounded (a tag's integer)."""
+    logs = sizes.logs()
+    return tuple(round(logs[t], 9) for t in DATASET_TERMS)
+
+
+def fit_key_model(obs: Sequence[Observation]) -> KeyModel:
+    return KeyModel(fit_key(obs, True), fit_key(obs, False),
+                    frozenset(dataset_point(o.sizes) for o in obs))
+
+
+def fit_key(obs: Sequence[Observation], new_dataset: bool = True) -> KeyFit:
     x, y = log_rows(obs)
-    cols = chosen_terms(x)
+    cols = chosen_terms(x, new_dataset)
     design = np.column_stack([np.ones(len(x)), x[:, cols]])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
@@ -166,12 +214,13 @@ def fit_key(obs: Sequence[Observation]) -> KeyFit:
     centre = {t: float(x[:, j].mean()) for j, t in enumerate(TERMS)}
     return KeyFit(tuple(TERMS[j] for j in cols), tuple(float(c) for c in coef),
                   tuple(tuple(float(v) for v in row) for row in xtx_inv), sd, dof, centre,
-                  len(obs))
+                  len(obs), tuple(TERMS[j] for j in varying(x)))
 
 
 def fit_pooled(by_key: Mapping[str, Sequence[Observation]]) -> PooledFit:
     """Within-key least squares: every key's logs centred on its means, shared slopes for the
-    terms some key varies in (and that the centred design can separate)."""
+    terms some key varies in (and that the centred design can separate), a dataset's terms
+    while one degree of freedom is left among all the datasets (as :func:`chosen_terms`)."""
     xs, ys = [], []
     for obs in by_key.values():
         x, y = log_rows(obs)
@@ -180,9 +229,12 @@ def fit_pooled(by_key: Mapping[str, Sequence[Observation]]) -> PooledFit:
     if not xs:
         return PooledFit()
     x, y = np.vstack(xs), np.concatenate(ys)
+    points = {dataset_point(o.sizes) for obs in by_key.values() for o in obs}
     cols: list[int] = []
     for j in varying(x):
-        if np.linalg.matrix_rank(x[:, [*cols, j]]) == len(cols) + 1:
+        per_dataset = sum(TERMS[k] in DATASET_TERMS for k in [*cols, j])
+        if (len(points) - 1 - per_dataset >= 1  # as chosen_terms: room among the datasets
+                and np.linalg.matrix_rank(x[:, [*cols, j]]) == len(cols) + 1):
             cols.append(j)
     dof = len(y) - len(by_key) - len(cols)
     if not cols or dof < 1:
@@ -207,7 +259,7 @@ def predict_key(fit: KeyFit, pooled: PooledFit, sizes: Sizes) -> Prediction:
     sd, dof = (fit.sd, fit.dof) if own else (pooled.sd, pooled.dof)
     extra_var, unmodelled = 0.0, []
     for t in TERMS:
-        if t in fit.terms:
+        if t in fit.terms or t in fit.varied:  # a varied term left out: in the residuals
             continue
         gap = logs[t] - fit.centre[t]
         if abs(gap) <= MIN_SPREAD:
