@@ -24,7 +24,8 @@ own has no degree of freedom left), with the parameters' uncertainty (the predic
 leverage), as a Student-t interval on the log scale. A key with one run and no pooled fit
 has no spread: its interval is unknown (``None``), never invented. Totals over many runs
 (:func:`total_interval`) are drawn by Monte Carlo with one error per cost key (runs of one
-key share their model's error) and independent keys.
+key share their model's error) and independent keys, each a normal error on the log scale
+with the run's predictive standard deviation.
 """
 
 from __future__ import annotations
@@ -249,8 +250,9 @@ def fit_pooled(by_key: Mapping[str, Sequence[Observation]]) -> PooledFit:
 
 
 def predict_key(fit: KeyFit, pooled: PooledFit, sizes: Sizes) -> Prediction:
-    """The key's own fit at ``sizes``, plus the pooled slope times the distance from the
-    key's runs for each term the key could not fit (module docstring)."""
+    """The key's fit at ``sizes``, plus the pooled slope times the distance from the key's
+    runs for each term its runs never varied in (module docstring); a term they varied in
+    but the fit left out is in the residual spread."""
     logs = sizes.logs()
     row = np.array([1.0, *[logs[t] for t in fit.terms]])
     mu = float(row @ np.array(fit.coef))
