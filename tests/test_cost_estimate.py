@@ -19,7 +19,13 @@ from dp_arena.run.cost_inputs import cost_inputs
 from dp_arena.sweep.cost_estimate import Models, estimate_lines, price_plan, with_predictions
 from dp_arena.sweep.cost_history import History
 from dp_arena.sweep.cost_model import Observation, Sizes
-from dp_arena.sweep.progress import RunState, estimate, run_group
+from dp_arena.sweep.progress import (
+    RunState,
+    WallCalibration,
+    estimate,
+    run_group,
+    wall_calibration,
+)
 from dp_arena.sweep.records import JobPlan, SweepPlan
 from tests.sweep_support import CSV, dp_arena, runs_of
 
@@ -83,15 +89,27 @@ def test_the_eta_before_any_run_is_the_models_figure():
     assert estimate([*runs, state("d", "pending")], 2) is None  # one run the model cannot price
 
 
-def test_the_eta_scales_the_model_by_this_sweeps_runs():
-    """'a' took 20 s where the model said 10: the load factor is 2, so the unseen 'c'
-    (model 30 s) costs 60 s; 'a' at eps 10 is its group's 20 s times 40/10 (model ratio)."""
+def test_the_eta_prices_the_model_in_this_sweeps_wall_time():
+    """'a' took 20 s where the model said 10: with one run, the slope is 1 and the job's
+    overhead 20 - 10 = 10 s, so the unseen 'c' (model 30 s) costs 10 + 30 = 40 s; 'a' at
+    eps 10 (model 40 s) is its group's 20 s moved by 1 x (40 - 10): 50 s."""
     runs = [state("a", "done", 20.0, predicted=10.0),
             state("a", "pending", eps=10, trial=1, predicted=40.0),
             state("c", "pending", predicted=30.0)]
+    assert wall_calibration(runs) == WallCalibration(10.0, 1.0)
     eta = estimate(runs, 1)
-    assert eta.seconds == pytest.approx(80.0 + 60.0)
-    assert not eta.at_least and not eta.modelled and eta.text() == "ETA 2m20s"
+    assert eta.seconds == pytest.approx(50.0 + 40.0)
+    assert not eta.at_least and not eta.modelled and eta.text() == "ETA 1m30s"
+
+
+def test_the_wall_time_of_a_run_is_overhead_plus_slope_times_the_model():
+    """Three finished runs on the line wall = 10 + 2 x predicted (predictions 1 to 4: spread
+    enough to fit the slope): recovered exactly; an unseen run of 8 s costs 26 s."""
+    runs = [state("a", "done", 12.0, predicted=1.0), state("b", "done", 14.0, predicted=2.0),
+            state("c", "done", 18.0, predicted=4.0), state("d", "pending", predicted=8.0)]
+    cal = wall_calibration(runs)
+    assert (cal.overhead, cal.slope) == pytest.approx((10.0, 2.0))
+    assert estimate(runs, 1).seconds == pytest.approx(26.0)
 
 
 # ----- end to end ------------------------------------------------------------------------------

@@ -26,10 +26,10 @@ joblib, SLURM, Ray), shown by one writer in the launching process.
   the time left from the first finished run of every cost group on, fresh and resumed.
   With the cost model (:mod:`dp_arena.sweep.cost_estimate`: each planned run's predicted CPU
   seconds, fitted on the store's finished runs, in the plan), a run of a group none of
-  whose runs has finished costs its prediction times this sweep's load factor (the median of
-  measured / predicted over its finished runs: overhead and load) instead of the lower
-  bound, and a measured group's mean is scaled to each run by the model's ratio (a larger
-  dataset); before any run finished, the model's figures give an ``ETA ~3m20s`` when they
+  whose runs has finished costs its prediction in this sweep's wall time (overhead + slope x
+  prediction, fitted on its finished runs: the job's overhead and the machine's load)
+  instead of the lower bound, and a measured group's mean is moved to each run by the
+  model's difference (a larger dataset); before any run finished, the model's figures give an ``ETA ~3m20s`` when they
   price every run left. Without predictions (no model, an unknown mechanism) it is as above.
 - :class:`Console`: the one writer for the terminal (stdout if it is one, else stderr if it is
   one). The progress line (:func:`status_text`, within the terminal's width) is drawn with
@@ -175,31 +175,66 @@ def time_left(run: RunState, cost: float, known: bool) -> float:
     return max(cost - run.seconds, IN_FLIGHT_FLOOR * max(cost, run.seconds), 1.0)
 
 
-def load_factor(runs: list[RunState]) -> float | None:
-    """How much longer this sweep's runs take than the cost model predicts: the median, over
-    the finished runs the model priced, of wall seconds / predicted CPU seconds (the job's
-    overhead and the machine's load are in it); ``None`` when no such run has finished."""
-    ratios = [r.seconds / r.predicted for r in runs
-              if r.status in ("done", "failed") and r.predicted and r.seconds > 0]
-    return statistics.median(ratios) if ratios else None
+#: Finished runs the model priced needed to fit the wall time's slope on the prediction
+#: (with fewer, or predictions within a factor :data:`SLOPE_SPREAD` of each other, the slope
+#: is 1: a run's CPU seconds are wall seconds on one core).
+SLOPE_RUNS = 3
+SLOPE_SPREAD = 2.0
 
 
-def group_scale(run: RunState, runs: list[RunState]) -> float:
-    """A run's cost relative to its cost group's finished runs by the model (its dataset
-    may be larger than theirs): its prediction over theirs, else 1."""
+@dataclass(frozen=True)
+class WallCalibration:
+    """This sweep's wall seconds of a run from the model's CPU seconds ``p``:
+    ``overhead + slope * p`` (the job's own cost, interpreter, data, MLflow: ``overhead``;
+    the machine's load: ``slope``)."""
+
+    overhead: float
+    slope: float
+
+    def wall(self, predicted: float) -> float:
+        return self.overhead + self.slope * predicted
+
+
+def wall_calibration(runs: list[RunState]) -> WallCalibration | None:
+    """From the finished runs the model priced: wall = overhead + slope x predicted, by
+    non-negative least squares when :data:`SLOPE_RUNS` or more spread over a factor
+    :data:`SLOPE_SPREAD`; else slope 1 and the median overhead; ``None`` when none has
+    finished. A cheap run's wall time is mostly the job's overhead, which a ratio would
+    spread over the dear ones (a ratio of 40 from a 0.2 s run priced a 5 s run at 200 s)."""
+    pairs = [(r.predicted, r.seconds) for r in runs
+             if r.status in ("done", "failed") and r.predicted and r.seconds > 0]
+    if not pairs:
+        return None
+    predicted = [p for p, _ in pairs]
+    if len(pairs) >= SLOPE_RUNS and max(predicted) >= SLOPE_SPREAD * min(predicted):
+        from scipy.optimize import nnls
+        import numpy as np
+
+        (overhead, slope), _ = nnls(np.array([[1.0, p] for p, _ in pairs]),
+                                    np.array([w for _, w in pairs]))
+        return WallCalibration(float(overhead), float(slope))
+    return WallCalibration(max(statistics.median(w - p for p, w in pairs), 0.0), 1.0)
+
+
+def group_cost(run: RunState, runs: list[RunState], mean: float,
+               calibration: WallCalibration | None) -> float:
+    """A run of a measured cost group: the group's mean wall time, moved by the model's
+    difference between this run and the group's finished runs (its dataset may be larger
+    than theirs) at the sweep's slope; the mean alone without a model."""
     seen = [r.predicted for r in runs if r.status in ("done", "failed")
             and cost_group(r) == cost_group(run)]
-    if run.predicted is None or not seen or any(p is None for p in seen):
-        return 1.0
-    return run.predicted / statistics.fmean(seen)  # type: ignore[arg-type]
+    if run.predicted is None or calibration is None or not seen or None in seen:
+        return mean
+    shift = calibration.slope * (run.predicted - statistics.fmean(seen))  # type: ignore[arg-type]
+    return max(mean + shift, 0.0)
 
 
 def estimate(runs: list[RunState], workers: int) -> Eta | None:
     """The time until every run has ended (module docstring): each run left costs the mean
-    of its cost group's finished runs (scaled by the cost model's ratio when it prices
-    them: :func:`group_scale`), the sum over ``workers`` and at least the longest run
-    left. A run whose group has no finished run costs the cost model's prediction times
-    this sweep's :func:`load_factor` when the model prices it; otherwise it is unknown: it
+    of its cost group's finished runs (moved by the cost model's difference when it prices
+    them: :func:`group_cost`), the sum over ``workers`` and at least the longest run
+    left. A run whose group has no finished run costs the cost model's prediction in this
+    sweep's wall time (:func:`wall_calibration`) when the model prices it; otherwise it is unknown: it
     counts at its lower bound (:func:`least_cost`) and the ETA is a lower bound. ``None``
     while nothing has finished (no figure to give) with runs left, unless the model prices
     every run left (an ``ETA ~...`` at the model's own scale)."""
@@ -210,16 +245,16 @@ def estimate(runs: list[RunState], workers: int) -> Eta | None:
     if not costs:
         return modelled_estimate(left, workers)
     floor = min(costs.values())
-    load = load_factor(runs)
+    calibration = wall_calibration(runs)
     unseen: list[str] = []
     times = []
     for r in left:
         group = cost_group(r)
-        known = group in costs or (r.predicted is not None and load is not None)
+        known = group in costs or (r.predicted is not None and calibration is not None)
         if not known and group not in unseen:
             unseen.append(group)
-        cost = (costs[group] * group_scale(r, runs) if group in costs
-                else r.predicted * load if known  # type: ignore[operator]
+        cost = (group_cost(r, runs, costs[group], calibration) if group in costs
+                else calibration.wall(r.predicted) if known  # type: ignore[union-attr,arg-type]
                 else least_cost(r, runs, floor))
         times.append(time_left(r, cost, known))
     return Eta(max(sum(times) / max(workers, 1), max(times)), tuple(unseen))
