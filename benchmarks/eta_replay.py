@@ -2,6 +2,11 @@
 
     python benchmarks/eta_replay.py          # the default competition, replayed (see below)
     python benchmarks/eta_replay.py FOLDER   # a finished sweep: FOLDER/multirun/<date>/<time>/
+                                             # (or that folder itself)
+
+A finished sweep's plan may carry the cost model's per-run figures (a launch with a store of
+finished runs: :mod:`dp_arena.sweep.cost_estimate`): it is then replayed with them and
+without them, side by side.
 
 At every moment a job ends, the ETA :func:`dp_arena.sweep.progress.estimate` computes from the
 runs' states (start times, wall times, skips) over the time the sweep really had left. Without
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import glob
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,13 +44,15 @@ def eta_of(states: list[RunState], workers: int = 2) -> tuple[float, bool] | Non
 
 
 def folder_jobs(folder: str) -> tuple[list[Job], int]:
-    """A finished sweep's jobs (start, end, skipped) from its started/outcome files."""
-    d = sorted(glob.glob(folder + "/multirun/*/*/"))[-1]
+    """A finished sweep's jobs (start, end, skipped, the model's figure) from its plan and
+    started/outcome files."""
+    d = folder if Path(folder, "plan.json").exists() else \
+        sorted(glob.glob(folder + "/multirun/*/*/"))[-1]
     plan = read_plan(d)
     starts = {s.index: s.started for s in read_started(d)}
     ended = {o.index: o for _, o in read_outcomes(d) if o.ran}
     jobs = [Job(j.mechanism, j.label, starts[j.index], starts[j.index] + ended[j.index].elapsed,
-                ended[j.index].status == "SKIPPED")
+                ended[j.index].status == "SKIPPED", j.predicted_seconds)
             for j in plan.of("run") if j.index in starts and j.index in ended]
     return jobs, plan.workers or 2
 
@@ -69,7 +77,10 @@ def summary(name: str, cases: list[list[Job]], workers: int = 2) -> None:
 def main() -> None:
     if len(sys.argv) > 1:
         jobs, workers = folder_jobs(sys.argv[1])
-        summary(sys.argv[1], [jobs], workers)
+        if any(j.predicted is not None for j in jobs):
+            summary("with the cost model", [jobs], workers)
+            jobs = [replace(j, predicted=None) for j in jobs]
+        summary("measured runs only" if len(sys.argv) > 1 else sys.argv[1], [jobs], workers)
         return
     for trial_first in (False, True):
         for skips in (0, 20, 60):

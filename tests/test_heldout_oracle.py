@@ -45,7 +45,8 @@ from dp_arena.mechanisms.base import Mechanism
 
 TARGETS = 20
 HOLDOUT = 0.2
-RESOURCES = ("seconds", "score_seconds", "peak_memory_mb", "fit_memory_mb", "wall_seconds")
+RESOURCES = ("seconds", "score_seconds", "peak_memory_mb", "fit_memory_mb", "wall_seconds",
+             "cpu_seconds", "fit_cpu_seconds")
 OWN_OUTPUT = ("synthetic.parquet",)
 KEYED = ("data_fingerprint", "run_key", "dataset_id")
 WORLD_PARAMS = ("dataset.data_dir",)

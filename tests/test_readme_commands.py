@@ -121,6 +121,11 @@ CHECKS: dict[str, list[Run | Covered]] = {
                  "test_sweep_prints_a_ranked_leaderboard_and_board_reads_it_back"),),
                 "the board of a finished sweep printed again")],
     "dp-arena [overrides]": [helped("dp-arena", "default sweep")],
+    "dp-arena --dry-run [overrides]": [
+        helped("dp-arena", "--dry-run"),
+        Covered(("tests/test_cost_estimate.py::"
+                 "test_dry_run_prices_from_a_real_run_and_starts_nothing",),
+                "a sweep priced from a real run's figures; nothing started or written")],
     "dp-arena-board [--experiment E] [--metric M] [--out DIR]": [
         helped("dp-arena-board", "--experiment", "--metric", "--out")],
     "dp-arena-schema data.csv --out parameters.json ...": [

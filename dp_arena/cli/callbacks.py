@@ -1,6 +1,7 @@
 """The Hydra callback that opens and closes a sweep (in the launching process, not in the
 workers): ``on_multirun_start`` is :func:`dp_arena.sweep.session.open_sweep` (checks, plan,
-parent runs, stop handlers, progress), ``on_multirun_end`` ends
+parent runs, stop handlers, progress), or with ``dry_run`` (``dp-arena --dry-run``)
+:func:`dp_arena.sweep.session.dry_run` (the plan and its cost estimate, then exit 0), ``on_multirun_end`` ends
 the progress display and is :func:`dp_arena.sweep.session.close_sweep` (summary, final tuning
 stage, leaderboard); when the reader of the output has gone (a pipe into ``head``), what
 would be printed is dropped (the board is still written and attached to the parent run), and
@@ -28,13 +29,25 @@ class SweepSummary(Callback):
 
     monitor: Any = None
 
+    def __init__(self, dry_run: bool = False) -> None:
+        #: ``dp-arena --dry-run``: plan and price the sweep, run nothing
+        #: (:func:`dp_arena.sweep.session.dry_run`)
+        self.dry_run = bool(dry_run)
+
     def __getstate__(self) -> dict[str, Any]:
         """Hydra hands the callbacks to the workers: the progress thread stays here."""
         return {k: v for k, v in self.__dict__.items() if k != "monitor"}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from dp_arena.sweep.session import open_sweep
+        from dp_arena.sweep.session import dry_run, open_sweep
 
+        if self.dry_run:
+            try:
+                dry_run(config)
+            except DPArenaError as exc:
+                print(f"dp-arena: {exc}", file=sys.stderr)
+                raise SystemExit(2) from None
+            raise SystemExit(0)
         try:
             self.monitor = open_sweep(config)
             self.ended = False

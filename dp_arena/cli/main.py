@@ -16,6 +16,11 @@ INFO logging, which is off by default.
 
 Bad input ends with one message naming the problem and the fix, no traceback (set
 ``DP_ARENA_DEBUG=1`` for one), and a non-zero exit code.
+
+``--dry-run`` checks and plans the sweep as a launch does, prints the plan's first screen and
+the cost estimate (predicted CPU seconds and peak memory per mechanism and dataset, from the
+finished runs in the tracking store: :mod:`dp_arena.sweep.cost_estimate`) and exits 0 without
+starting any run or writing to the store.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     quiet_banners(sys.argv[1:])
     sys.argv[1:] = with_verbosity(sys.argv[1:])
+    sys.argv[1:] = with_dry_run(sys.argv[1:])
     refuse_bad_command("dp-arena", Path(CONF_DIR), "config", sys.argv[1:])
     sys.argv[1:] = forced_option_settings(sys.argv[1:])
     if any(a in ("-c", "--cfg") for a in sys.argv[1:]):  # show one job, not "ambiguous value"
@@ -79,6 +85,19 @@ def install_early_stop() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+
+
+#: The override ``--dry-run`` stands for (the sweep callback's switch, not a run setting:
+#: a run's content key never sees it).
+DRY_RUN_OVERRIDE = "hydra.callbacks.summary.dry_run=true"
+
+
+def with_dry_run(argv: list[str]) -> list[str]:
+    """``--dry-run`` (ours, not Hydra's) -> :data:`DRY_RUN_OVERRIDE`: the sweep is checked
+    and priced (predicted CPU seconds and peak memory per mechanism and dataset), nothing
+    runs (:func:`dp_arena.sweep.session.dry_run`)."""
+    rest = [a for a in argv if a != "--dry-run"]
+    return rest + [DRY_RUN_OVERRIDE] if len(rest) != len(argv) else rest
 
 
 #: Hydra's and the libraries' INFO logging, shown with ``-v``.

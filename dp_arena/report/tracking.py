@@ -52,7 +52,8 @@ METRIC_NA_TAG = "metric_na/"
 #: value ranks better, as the metric declares them (:meth:`dp_arena.metrics.base.Metric.ranks_lower`).
 LOWER_IS_BETTER_TAG = "lower_is_better/"
 #: The runner's own numbers (time, memory, spend): a smaller one is better.
-RUN_NUMBERS_LOWER = frozenset({"seconds", "score_seconds", "peak_memory_mb", "fit_memory_mb",
+RUN_NUMBERS_LOWER = frozenset({"seconds", "score_seconds", "cpu_seconds", "fit_cpu_seconds",
+                               "peak_memory_mb", "fit_memory_mb",
                                "epsilon_spent", "delta_spent"})
 
 

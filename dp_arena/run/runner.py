@@ -81,6 +81,7 @@ from dp_arena.run.config import (
     parse_run_config,
 )
 from dp_arena.run.content import run_key
+from dp_arena.run.cost_inputs import cost_inputs, cost_tags
 from dp_arena.run.heldout import OPT_IN_TAG, OPT_IN_VALUE, split_scores, write_heldout_scores
 from dp_arena.run.isolation import call_isolated
 from dp_arena.run.preflight import check_data_size, check_run
@@ -161,7 +162,8 @@ def run_one(cfg: Any, on_start: Callable[[RunStarted], None] | None = None) -> R
             redo = f"run {interrupted.info.run_id[:8]} was interrupted ({interrupted.info.status})"
     record = run_record(rc, mechanism, data, fingerprint, key, code)
     tags = {**record.to_tags(), **lineage_tags(rc, experiment, checked.metrics_na),
-            **contestant_tags(mechanism)}
+            **contestant_tags(mechanism),
+            **cost_tags(cost_inputs(rc.dataset, data, float(rc.budget.epsilon)))}
     run_id = client.create_run(exp_id, run_name=record.name, tags=tags).info.run_id
     if on_start is not None:
         on_start(RunStarted(run_id, experiment, client.tracking_uri))
@@ -359,6 +361,7 @@ def compute(rc: RunConfig, mechanism: Mechanism, metrics: dict[str, Metric], dat
     numbers = {
         **scores,
         "seconds": fit.seconds, "score_seconds": scoring.seconds,
+        "cpu_seconds": fit.cpu_seconds + scoring.cpu_seconds, "fit_cpu_seconds": fit.cpu_seconds,
         "peak_memory_mb": max(fit.peak_mb, scoring.peak_mb), "fit_memory_mb": fit.extra_mb,
         "epsilon_spent": eps_spent, "delta_spent": delta_spent,
         **schema_numbers(data.schema_source, eps_spent, delta_spent),

@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -65,6 +65,7 @@ from dp_arena.run.config import (
     preset_of,
 )
 from dp_arena.run.content import job_key
+from dp_arena.run.cost_inputs import cost_inputs
 from dp_arena.run.preflight import check_data_size, check_run, with_default_delta
 from dp_arena.run.record import build_record
 from dp_arena.sweep.lines import say as say_line
@@ -230,7 +231,10 @@ def plan_sweep(configs: Sequence[Any], labels: Sequence[str] | None = None,
         seen[key] = index
         jobs.append(JobPlan(index, "run", label, experiment=experiment_for(rc, data),
                             delta=rc.budget.delta if delta_note else None,
-                            mechanism=rc.mechanism))
+                            mechanism=rc.mechanism, setting=rc.setting,
+                            epsilon=float(rc.budget.epsilon), dataset=data.name,
+                            sizes=asdict(cost_inputs(rc.dataset, data,
+                                                     float(rc.budget.epsilon)))))
     return SweepPlan(tuple(jobs), metrics_na, notes)
 
 

@@ -24,6 +24,13 @@ joblib, SLURM, Ray), shown by one writer in the launching process.
   run that will turn out to be a skip is priced as a run). On a replay of the default
   competition (tests/test_progress.py, benchmarks/eta_replay.py) the ETA is within 2 times
   the time left from the first finished run of every cost group on, fresh and resumed.
+  With the cost model (:mod:`dp_arena.sweep.cost_estimate`: each planned run's predicted CPU
+  seconds, fitted on the store's finished runs, in the plan), a run of a group none of
+  whose runs has finished costs its prediction in this sweep's wall time (overhead + slope x
+  prediction, fitted on its finished runs: the job's overhead and the machine's load)
+  instead of the lower bound, and a measured group's mean is moved to each run by the
+  model's difference (a larger dataset); before any run finished, the model's figures give an ``ETA ~3m20s`` when they
+  price every run left. Without predictions (no model, an unknown mechanism) it is as above.
 - :class:`Console`: the one writer for the terminal (stdout if it is one, else stderr if it is
   one). The progress line (:func:`status_text`, within the terminal's width) is drawn with
   ``\\r`` and ``ESC [ K``; a line for a terminal stream clears it, is written, and the
@@ -83,6 +90,9 @@ class RunState:
     seconds: float = 0.0
     label: str = ""
     group: str = ""
+    #: the cost model's CPU seconds for this run (:mod:`dp_arena.sweep.cost_estimate`;
+    #: None: the model has no finished run of its mechanism to go by, or no model)
+    predicted: float | None = None
 
     @property
     def key(self) -> str:
@@ -119,14 +129,18 @@ class Eta:
 
     seconds: float
     unseen: tuple[str, ...] = ()
+    #: priced by the cost model alone: no run of this sweep has finished to scale it by
+    modelled: bool = False
 
     @property
     def at_least(self) -> bool:
         return bool(self.unseen)
 
     def text(self) -> str:
-        """``ETA 3m20s``, or ``ETA >= 3m20s`` for a lower bound."""
-        return f"ETA {'>= ' if self.at_least else ''}{duration(self.seconds)}"
+        """``ETA 3m20s``, ``ETA >= 3m20s`` for a lower bound, ``ETA ~3m20s`` for the cost
+        model's figure before any run of the sweep finished."""
+        mark = ">= " if self.at_least else "~" if self.modelled else ""
+        return f"ETA {mark}{duration(self.seconds)}"
 
 
 def measured_costs(runs: list[RunState]) -> dict[str, float]:
@@ -161,29 +175,98 @@ def time_left(run: RunState, cost: float, known: bool) -> float:
     return max(cost - run.seconds, IN_FLIGHT_FLOOR * max(cost, run.seconds), 1.0)
 
 
+#: Finished runs the model priced needed to fit the wall time's slope on the prediction
+#: (with fewer, or predictions within a factor :data:`SLOPE_SPREAD` of each other, the slope
+#: is 1: a run's CPU seconds are wall seconds on one core).
+SLOPE_RUNS = 3
+SLOPE_SPREAD = 2.0
+
+
+@dataclass(frozen=True)
+class WallCalibration:
+    """This sweep's wall seconds of a run from the model's CPU seconds ``p``:
+    ``overhead + slope * p`` (the job's own cost, interpreter, data, MLflow: ``overhead``;
+    the machine's load: ``slope``)."""
+
+    overhead: float
+    slope: float
+
+    def wall(self, predicted: float) -> float:
+        return self.overhead + self.slope * predicted
+
+
+def wall_calibration(runs: list[RunState]) -> WallCalibration | None:
+    """From the finished runs the model priced: wall = overhead + slope x predicted, by
+    non-negative least squares when :data:`SLOPE_RUNS` or more spread over a factor
+    :data:`SLOPE_SPREAD`; else slope 1 and the median overhead; ``None`` when none has
+    finished. A cheap run's wall time is mostly the job's overhead, which a ratio would
+    spread over the dear ones (a ratio of 40 from a 0.2 s run priced a 5 s run at 200 s)."""
+    pairs = [(r.predicted, r.seconds) for r in runs
+             if r.status in ("done", "failed") and r.predicted and r.seconds > 0]
+    if not pairs:
+        return None
+    predicted = [p for p, _ in pairs]
+    if len(pairs) >= SLOPE_RUNS and max(predicted) >= SLOPE_SPREAD * min(predicted):
+        from scipy.optimize import nnls
+        import numpy as np
+
+        (overhead, slope), _ = nnls(np.array([[1.0, p] for p, _ in pairs]),
+                                    np.array([w for _, w in pairs]))
+        return WallCalibration(float(overhead), float(slope))
+    return WallCalibration(max(statistics.median(w - p for p, w in pairs), 0.0), 1.0)
+
+
+def group_cost(run: RunState, runs: list[RunState], mean: float,
+               calibration: WallCalibration | None) -> float:
+    """A run of a measured cost group: the group's mean wall time, moved by the model's
+    difference between this run and the group's finished runs (its dataset may be larger
+    than theirs) at the sweep's slope; the mean alone without a model."""
+    seen = [r.predicted for r in runs if r.status in ("done", "failed")
+            and cost_group(r) == cost_group(run)]
+    if run.predicted is None or calibration is None or not seen or None in seen:
+        return mean
+    shift = calibration.slope * (run.predicted - statistics.fmean(seen))  # type: ignore[arg-type]
+    return max(mean + shift, 0.0)
+
+
 def estimate(runs: list[RunState], workers: int) -> Eta | None:
     """The time until every run has ended (module docstring): each run left costs the mean
-    of its cost group's finished runs, the sum over ``workers`` and at least the longest run
-    left. A run whose group has no finished run is unknown: it counts at its lower bound
-    (:func:`least_cost`) and the ETA is a lower bound. ``None`` while nothing has finished
-    (no figure to give) with runs left."""
+    of its cost group's finished runs (moved by the cost model's difference when it prices
+    them: :func:`group_cost`), the sum over ``workers`` and at least the longest run
+    left. A run whose group has no finished run costs the cost model's prediction in this
+    sweep's wall time (:func:`wall_calibration`) when the model prices it; otherwise it is unknown: it
+    counts at its lower bound (:func:`least_cost`) and the ETA is a lower bound. ``None``
+    while nothing has finished (no figure to give) with runs left, unless the model prices
+    every run left (an ``ETA ~...`` at the model's own scale)."""
     left = [r for r in runs if r.status in ("pending", "running")]
     if not left:
         return Eta(0.0)
     costs = measured_costs(runs)
     if not costs:
-        return None
+        return modelled_estimate(left, workers)
     floor = min(costs.values())
+    calibration = wall_calibration(runs)
     unseen: list[str] = []
     times = []
     for r in left:
         group = cost_group(r)
-        known = group in costs
+        known = group in costs or (r.predicted is not None and calibration is not None)
         if not known and group not in unseen:
             unseen.append(group)
-        cost = costs[group] if known else least_cost(r, runs, floor)
+        cost = (group_cost(r, runs, costs[group], calibration) if group in costs
+                else calibration.wall(r.predicted) if known  # type: ignore[union-attr,arg-type]
+                else least_cost(r, runs, floor))
         times.append(time_left(r, cost, known))
     return Eta(max(sum(times) / max(workers, 1), max(times)), tuple(unseen))
+
+
+def modelled_estimate(left: list[RunState], workers: int) -> Eta | None:
+    """Before any run finished: the cost model's CPU seconds of every run left over the
+    workers (at least the longest), when it prices them all; else ``None``."""
+    if any(r.predicted is None for r in left):
+        return None
+    times = [time_left(r, r.predicted, True) for r in left]  # type: ignore[arg-type]
+    return Eta(max(sum(times) / max(workers, 1), max(times)), modelled=True)
 
 
 def eta_seconds(runs: list[RunState], workers: int) -> float | None:
@@ -217,12 +300,14 @@ def sweep_state(sweep_dir: str | Path, plan: SweepPlan, now: float | None = None
             outcome = ended.pop(job.index)
             status = ("failed" if outcome.failed else
                       "skipped" if outcome.status == "SKIPPED" else "done")
-            runs.append(RunState(mech, status, outcome.elapsed, job.label, run_group(job.label)))
+            runs.append(RunState(mech, status, outcome.elapsed, job.label, run_group(job.label),
+                                 job.predicted_seconds))
         elif job.index in started:
             runs.append(RunState(mech, "running", max(now - started[job.index].started, 0.0),
-                                 job.label, run_group(job.label)))
+                                 job.label, run_group(job.label), job.predicted_seconds))
         else:
-            runs.append(RunState(mech, "pending", 0.0, job.label, run_group(job.label)))
+            runs.append(RunState(mech, "pending", 0.0, job.label, run_group(job.label),
+                                 job.predicted_seconds))
     return runs
 
 

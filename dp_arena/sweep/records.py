@@ -54,6 +54,14 @@ class JobPlan:
     #: the job's command-line overrides (how Hydra names it); the mechanism it runs
     overrides: tuple[str, ...] = ()
     mechanism: str = ""
+    #: what the cost model prices (a run's): its setting label, epsilon, dataset, the
+    #: dataset's public sizes (:mod:`dp_arena.run.cost_inputs`) and its predicted CPU
+    #: seconds (:mod:`dp_arena.sweep.cost_estimate`; None: no finished run to go by)
+    setting: str = ""
+    epsilon: float | None = None
+    dataset: str = ""
+    sizes: Mapping[str, Any] = field(default_factory=dict)
+    predicted_seconds: float | None = None
 
 
 @dataclass(frozen=True)

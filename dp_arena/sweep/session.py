@@ -30,6 +30,16 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from dp_arena.report.tracking import resolve_tracking_uri
+from dp_arena.redact import without_credentials
+from dp_arena.report.terminal import terminal_width, wrap_lines
+from dp_arena.sweep.cost_estimate import (
+    Models,
+    estimate_lines,
+    price_plan,
+    summary_line,
+    with_predictions,
+)
+from dp_arena.sweep.cost_history import read_history
 from dp_arena.sweep.environment import check_environment
 from dp_arena.sweep.job import is_search
 from dp_arena.sweep.launch_checks import (
@@ -60,8 +70,9 @@ from dp_arena.sweep.summary import (
 from dp_arena.sweep.tuning import final_stage
 
 
-def open_sweep(config: DictConfig) -> ProgressMonitor:
-    """Check, plan and open the sweep; returns its progress monitor (running)."""
+def checked_plan(config: DictConfig) -> tuple[SweepPlan, str]:
+    """The sweep's surroundings checked, then its plan (exit 2 with each problem once);
+    returns the plan and the launcher. Nothing is created or written."""
     quiet_optuna(config)
     sweep_dir = Path(config.hydra.sweep.dir)
     # the surroundings, in seconds, before the plan (one message with the fix; nothing made)
@@ -79,11 +90,57 @@ def open_sweep(config: DictConfig) -> ProgressMonitor:
         check_tracking_server(uri)
         if uri != base_uri:
             check_tracking_store(uri)
+    return plan, launcher
+
+
+def dry_run(config: DictConfig) -> None:
+    """``dp-arena --dry-run ...``: the plan's checks and first screen, then the cost
+    estimate (:mod:`dp_arena.sweep.cost_estimate`), and exit 0 (2 on a problem). No run
+    starts; the tracking store is only read; no sweep folder or plan file is made."""
+    plan, _ = checked_plan(config)
+    announce(plan)
+    if plan.searched:
+        print("cost estimate: a search sweep's jobs are chosen as it runs; none to price",
+              flush=True)
+        return
+    uri = resolve_tracking_uri(plan.tracking_uri)
+    models = Models.of(read_history(uri))
+    cost = price_plan(plan, models)
+    lines = estimate_lines(cost, models, plan.workers or 2, without_credentials(uri))
+    for line in wrap_lines(lines, terminal_width()):
+        print(line, flush=True)
+    nothing = nothing_runs(plan)
+    if nothing:
+        print(f"dp-arena: {nothing}", file=sys.stderr)
+
+
+def priced(plan: SweepPlan) -> SweepPlan:
+    """The plan with each run's predicted CPU seconds (the ETA's model) and the estimate's
+    line said on the first screen; the plan as it is when the store cannot be read (the ETA
+    then waits for measured runs, as without a model)."""
+    if plan.searched or not plan.total:
+        return plan
+    try:
+        models = Models.of(read_history(resolve_tracking_uri(plan.tracking_uri)))
+    except Exception as exc:  # noqa: BLE001 - an estimate never stops a launch
+        print(f"cost estimate: not available ({type(exc).__name__}: the store could not be "
+              "read)", file=sys.stderr)
+        return plan
+    for line in wrap_lines([summary_line(price_plan(plan, models))], terminal_width()):
+        print(line, flush=True)
+    return with_predictions(plan, models)
+
+
+def open_sweep(config: DictConfig) -> ProgressMonitor:
+    """Check, plan and open the sweep; returns its progress monitor (running)."""
+    sweep_dir = Path(config.hydra.sweep.dir)
+    plan, launcher = checked_plan(config)
     announce(plan)
     nothing = nothing_runs(plan)
     if nothing:
         say(f"dp-arena: {nothing}")
         raise SystemExit(2)
+    plan = priced(plan)
     command = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
     with stops_deferred() as held:  # a stop now waits for the handlers that close the runs
         plan = replace(plan, parents=start_parent_runs(plan, sweep_dir, command))

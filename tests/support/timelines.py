@@ -42,6 +42,8 @@ class Job:
     start: float
     end: float
     skipped: bool = False
+    #: the cost model's CPU seconds for the run (None: no model)
+    predicted: float | None = None
 
 
 def recorded_seconds() -> dict[tuple[str, str, float], float]:
@@ -91,7 +93,7 @@ def states_at(jobs: list[Job], now: float, skipped: str = "skipped") -> list[Run
             status, secs = "running", now - j.start
         else:
             status, secs = "pending", 0.0
-        return RunState(j.mechanism, status, secs, j.label, run_group(j.label))
+        return RunState(j.mechanism, status, secs, j.label, run_group(j.label), j.predicted)
     return [state(j) for j in jobs]
 
 
