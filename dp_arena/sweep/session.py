@@ -100,18 +100,18 @@ def dry_run(config: DictConfig) -> None:
     plan, _ = checked_plan(config)
     announce(plan)
     if plan.searched:
-        print("cost estimate: a search sweep's jobs are chosen as it runs; none to price",
-              flush=True)
+        say("cost estimate: a search sweep's jobs are chosen as it runs; none to price",
+            sys.stdout)
         return
     uri = resolve_tracking_uri(plan.tracking_uri)
     models = Models.of(read_history(uri))
     cost = price_plan(plan, models)
     lines = estimate_lines(cost, models, plan.workers or 2, without_credentials(uri))
     for line in wrap_lines(lines, terminal_width()):
-        print(line, flush=True)
+        say(line, sys.stdout)
     nothing = nothing_runs(plan)
     if nothing:
-        print(f"dp-arena: {nothing}", file=sys.stderr)
+        say(f"dp-arena: {nothing}")
 
 
 def priced(plan: SweepPlan) -> SweepPlan:
@@ -123,11 +123,11 @@ def priced(plan: SweepPlan) -> SweepPlan:
     try:
         models = Models.of(read_history(resolve_tracking_uri(plan.tracking_uri)))
     except Exception as exc:  # noqa: BLE001 - an estimate never stops a launch
-        print(f"cost estimate: not available ({type(exc).__name__}: the store could not be "
-              "read)", file=sys.stderr)
+        say(f"cost estimate: not available ({type(exc).__name__}: the store could not be "
+            "read)")
         return plan
     for line in wrap_lines([summary_line(price_plan(plan, models))], terminal_width()):
-        print(line, flush=True)
+        say(line, sys.stdout)
     return with_predictions(plan, models)
 
 
