@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -29,7 +30,10 @@ from dp_arena.report.critical_difference import (
     rank_table,
 )
 from dp_arena.report.leaderboard import NotApplicableRow
+from tests.conftest import make_small_frame, make_small_schema
 from tests.support.board import frame, run
+from tests.support.forked import run_forked
+from tests.sweep_support import ENV, dp_arena
 
 # Demsar (2006), "Statistical Comparisons of Classifiers over Multiple Data Sets", JMLR 7,
 # Table 6: AUC of C4.5 (m = 0, cf = 0.25), C4.5+m, C4.5+cf and C4.5+m+cf on 14 UCI data sets,
@@ -210,3 +214,49 @@ def test_the_board_reads_at_80_columns_and_in_markdown_and_html(tmp_path):
     assert {"across_datasets.md", "across_datasets.html", "across_datasets.csv",
             "cd_kmarginal-score_eps_1.png"} <= names
     assert "data:image/png;base64," in (tmp_path / "across_datasets.html").read_text()
+
+
+# ----- a tiny suite, end to end -------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_a_tiny_suite_ends_with_the_board_across_datasets(tmp_path, shared_data,
+                                                          empty_mlflow_store):
+    """competition=suite on a shipped table and a user's CSV with its schema (a dataset option
+    in a folder Hydra searches): two DP mechanisms and the floor, epsilon 1, two trials; the
+    sweep ends with the board across datasets and its diagram, dp-arena-across reads it back,
+    and the same command again resumes (every run skipped)."""
+    shutil.copyfile(empty_mlflow_store, tmp_path / "mlflow.db")
+    make_small_frame(2000, 1).to_csv(tmp_path / "private.csv", index=False)
+    make_small_schema().save(tmp_path / "parameters.json")
+    options = tmp_path / "conf" / "dataset"
+    options.mkdir(parents=True)
+    (options / "toy.yaml").write_text(
+        f"defaults:\n  - csv\n  - _self_\npath: {tmp_path / 'private.csv'}\n"
+        f"schema: {tmp_path / 'parameters.json'}\nlabel: toy\n")
+    command = ("competition=suite", "competition.datasets=[titanic,toy]",
+               "competition.mechanisms=[independent,mst_quick,uniform]",
+               "competition.epsilons=[1]", "trial=0,1",
+               f"hydra.searchpath=[file://{tmp_path / 'conf'}]")
+    result = dp_arena(tmp_path, *command, timeout=1500)
+    out = result.stdout
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "sweep finished: 12 of 12 runs succeeded" in out
+    assert "## Across datasets: dp-arena/suite (this sweep)" in out
+    assert "2 mechanisms on 2 datasets (titanic, toy); up to 2 trials each." in out
+    assert "References, not ranked: uniform (floor)" in out
+    folder = next(tmp_path.glob("multirun/*/*/leaderboard/across_datasets"))
+    png = folder / "cd_kmarginal-score_eps_1.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ranks = (folder / "across_datasets.csv").read_text()
+    assert "kmarginal/score" in ranks and "mst [quick]" in ranks
+    # the two ranks of two mechanisms on two datasets sum to 3 = 1 + 2 on each dataset
+    table = [line.split(",") for line in ranks.splitlines()[1:]
+             if line.startswith("kmarginal/score")]
+    assert sum(float(row[4]) for row in table) == pytest.approx(3.0, abs=1e-12)
+    again = run_forked(("dp-arena-across", "--experiment", "dp-arena/suite", "--out",
+                        "again"), tmp_path, ENV)
+    assert again.returncode == 0, again.stderr
+    assert "2 mechanisms on 2 datasets (titanic, toy)" in again.stdout
+    resumed = dp_arena(tmp_path, *command, timeout=900)
+    assert resumed.returncode == 0 and "12 already finished earlier (skipped)" in resumed.stdout
+    assert "## Across datasets: dp-arena/suite (this sweep)" in resumed.stdout

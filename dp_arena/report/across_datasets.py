@@ -126,12 +126,12 @@ class AcrossBoard:
 
 # ----- labels -------------------------------------------------------------------------------
 def contestant_label(row: Mapping[str, Any]) -> str:
-    """A setting's name across datasets: the mechanism, its settings when not the defaults,
-    its tuning mode."""
+    """A setting's name across datasets: the mechanism, its settings when not the defaults
+    (``mst [quick]``), its tuning mode."""
     hyper = str(row.get("hyperparameters", "") or "")
     tuning = str(row.get("tuning", "") or "")
-    return (str(row["mechanism"]) + ("" if hyper in ("", "-") else f" ({hyper})")
-            + (f" [{tuning}]" if tuning else ""))
+    return (str(row["mechanism"]) + ("" if hyper in ("", "-") else f" {hyper}")
+            + (f" (tuning {tuning})" if tuning else ""))
 
 
 def reference_label(row: Mapping[str, Any]) -> str:

@@ -30,7 +30,7 @@ METHOD = ("Per epsilon and score: each mechanism's rank on each dataset (1 = bes
           "trials. Friedman test (Demsar 2006, no tie correction) and Iman-Davenport F; "
           "post-hoc: Nemenyi critical difference (CD), read only when Friedman rejects. "
           "W/T/L: per dataset, the paired t-test over trials of the per-dataset board. "
-          "Reference rows are named, never ranked.")
+          "The verdict is the Friedman chi2 test's. Reference rows are named, never ranked.")
 #: Short names of cell statuses in the coverage tables.
 SHORT = {"ok": "ok", "failed": "failed", "n/a": "n/a", "score n/a": "score n/a",
          "unfinished": "unfinished", "no run": "-"}
@@ -67,13 +67,14 @@ def summary_lines(board: AcrossBoard) -> list[str]:
     if test is None:
         out.append("No Friedman test: it needs 2 mechanisms or more on 2 datasets or more.")
     else:
-        f_text = ("F = inf" if math.isinf(test.iman_davenport)
-                  else f"F = {test.iman_davenport:.2f}")
+        f_text = ("F unbounded (every dataset ranks them alike)"
+                  if math.isinf(test.iman_davenport) else
+                  f"F = {test.iman_davenport:.2f} (df {test.df}, {test.df_denominator}), "
+                  f"{p_text(test.iman_davenport_p)}")
         verdict = (f"the mechanisms rank differently (alpha {board.alpha:g})" if board.rejects
                    else f"no difference shown at alpha {board.alpha:g}")
-        out.append(f"Friedman chi2 = {test.chi2:.2f} (df {test.df}), p = {p_text(test.p_value)}; "
-                   f"Iman-Davenport {f_text} (df {test.df}, {test.df_denominator}), "
-                   f"p = {p_text(test.iman_davenport_p)}: {verdict}.")
+        out.append(f"Friedman chi2 = {test.chi2:.2f} (df {test.df}), {p_text(test.p_value)}: "
+                   f"{verdict}; Iman-Davenport {f_text}.")
     if board.cd is not None:
         if board.rejects:
             groups = "; ".join(", ".join(g) for g in board.groups) or "none"
@@ -91,7 +92,7 @@ def plural(count: int, noun: str) -> str:
 
 
 def p_text(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def rank_rows(board: AcrossBoard) -> list[list[str]]:
