@@ -158,12 +158,19 @@ def column_blocks(headers: Sequence[str], rows: list[list[str]], fixed: int,
             for b in blocks]
 
 
-def board_text(board: AcrossBoard, width: int = WIDTH, files: str | None = None) -> list[str]:
-    """One score at one epsilon as plain text lines within ``width``."""
+def board_text(board: AcrossBoard, width: int = WIDTH, files: str | None = None,
+               compact: bool = False) -> list[str]:
+    """One score at one epsilon as plain text lines within ``width``; ``compact``: the prose
+    and the average ranks only (wins/ties/losses and coverage are in the files)."""
     lines = ["", cut(f"== {title(board)} ==", width), *wrap_lines(summary_lines(board), width)]
     if board.compared:
         lines += ["", *fit_table(RANK_HEADERS, rank_rows(board), width,
                                  shrinkable=("mechanism",), soft_min={"mechanism": 16}).lines]
+    if compact:
+        if files:
+            lines += wrap_lines([f"wins/ties/losses, coverage, diagram: "
+                                 f"{files}/across_datasets.md"], width)
+        return lines
     if len(board.contestants) >= 2:
         headers, rows = wtl_rows(board)
         lines += ["", *wrap_lines(["wins/ties/losses of the row against the column, one per "
@@ -188,12 +195,13 @@ def board_text(board: AcrossBoard, width: int = WIDTH, files: str | None = None)
 
 def render_text(boards: Sequence[AcrossBoard], heading: str, width: int = WIDTH,
                 files: str | None = None) -> str:
-    """Every board as plain text within ``width`` columns."""
+    """Every board as plain text within ``width`` columns: the first score (the per-dataset
+    board's ranking score when logged) in full at each epsilon, the others compact."""
     lines = [cut(heading, width), *wrap_lines([METHOD], width)]
     if not boards:
         lines += wrap_lines(["no headline score was logged by these runs"], width)
     for board in boards:
-        lines += board_text(board, width, files)
+        lines += board_text(board, width, files, compact=board.score != boards[0].score)
     return "\n".join(lines)
 
 
