@@ -144,7 +144,8 @@ def suite_runs() -> list[dict]:
     return rows
 
 
-NA_ROWS = [NotApplicableRow("e", 1.0, dataset=d, reason="needs sequence data")
+NA_ROWS = [NotApplicableRow("e", 1.0, dataset=d,
+                            reason=f"needs sequences; dataset '{d}' has none")
            for d in ("one", "two")]
 
 
@@ -158,7 +159,7 @@ def test_a_hand_made_suite_ranks_counts_and_says_what_is_missing():
     assert board.cell("d", "two").status == FAILED
     assert "time limit" in board.cell("d", "two").reason
     assert board.cell("e", "one").status == NOT_APPLICABLE
-    assert board.cell("e", "two").reason == "needs sequence data"
+    assert board.cell("e", "two").reason == "needs sequences; dataset 'two' has none"
     assert board.cell("e", "three").status == OK
     # e has a score on 1 of 3 datasets: left out of the test; d failed on two: two left out
     assert [c for c, _ in board.left_out] == ["e"]
@@ -197,6 +198,9 @@ def test_a_score_that_does_not_apply_to_a_table_is_said():
     assert board.cell("a", "two").status == SCORE_NA
     assert board.cell("a", "two").reason == "ml_efficacy needs dataset.target"
     assert board.used == ("one",) and board.friedman is None  # one dataset: no test
+    # a table where the score applies to no one counts for no one: a and b are not left out
+    assert board.unused == (("two", "no mechanism has this score there"),)
+    assert not board.left_out and board.compared == ("a", "b")
 
 
 def test_the_board_reads_at_80_columns_and_in_markdown_and_html(tmp_path):
@@ -205,7 +209,8 @@ def test_the_board_reads_at_80_columns_and_in_markdown_and_html(tmp_path):
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "Friedman chi2 = 5.40 (df 3)" in text
     assert re.search(r"d failed on two: time limit of 60 s", text)
-    assert re.search(r"e n/a on one, two: needs sequence data", text)
+    # one reason given on two datasets is said once, naming both
+    assert "e n/a on one, two: needs sequences; the dataset has none" in text
     md = render_markdown(boards, "Across datasets: test")
     assert "| # | mechanism | avg rank | 95% CI |" in md and "| m1 | a | - | 1/1/1 |" in md
     page = render_html(boards, "<b>x</b>")

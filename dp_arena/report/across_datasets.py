@@ -208,18 +208,24 @@ def choose_compared(contestants: Sequence[str], datasets: Sequence[str],
                     ) -> tuple[list[str], list[tuple[str, str]], list[str],
                                list[tuple[str, str]]]:
     """(compared contestants, left-out contestants with why, datasets used, datasets left out
-    with why): see the module docstring."""
-    need = math.ceil(len(datasets) / 2)
+    with why): see the module docstring. A dataset where no contestant has a score (the score
+    does not apply there) counts for no one."""
+    scored = [d for d in datasets
+              if any(cells.get((c, d), Cell(NO_RUN)).status == OK for c in contestants)]
+    need = max(math.ceil(len(scored) / 2), 1)
     compared, left_out = [], []
     for c in contestants:
-        have = sum(cells.get((c, d), Cell(NO_RUN)).status == OK for d in datasets)
-        if have >= max(need, 1):
+        have = sum(cells.get((c, d), Cell(NO_RUN)).status == OK for d in scored)
+        if have >= need:
             compared.append(c)
         else:
-            left_out.append((c, f"a score on {have} of {len(datasets)} datasets "
-                                f"(at least {max(need, 1)} needed)"))
+            left_out.append((c, f"a score on {have} of the {len(scored)} datasets where "
+                                f"the score was logged (at least {need} needed)"))
     used, unused = [], []
     for d in datasets:
+        if d not in scored:
+            unused.append((d, "no mechanism has this score there"))
+            continue
         missing = [(c, cells.get((c, d), Cell(NO_RUN))) for c in compared]
         missing = [(c, cell) for c, cell in missing if cell.status != OK]
         if missing:

@@ -129,11 +129,19 @@ def coverage_rows(board: AcrossBoard) -> tuple[list[str], list[list[str]], list[
             cell = board.cell(c, d)
             row.append(SHORT.get(cell.status, cell.status))
             if cell.status != OK and cell.reason:
-                reasons.setdefault((c, cell.status, cell.reason), []).append(d)
+                reasons.setdefault((c, cell.status, without_name(cell.reason, d)),
+                                   []).append(d)
         rows.append(row)
     lines = [f"{c} {status} on {', '.join(ds)}: {reason}"
              for (c, status, reason), ds in reasons.items()]
     return headers, rows, lines
+
+
+def without_name(reason: str, dataset: str) -> str:
+    """A reason with the dataset's quoted name as "the dataset", so that one reason given on
+    several datasets is said once, with the datasets it holds for."""
+    return (reason.replace(f"dataset '{dataset}'", "the dataset")
+            .replace(f"'{dataset}'", "the dataset"))
 
 
 # ----- plain text ---------------------------------------------------------------------------
