@@ -128,6 +128,21 @@ CHECKS: dict[str, list[Run | Covered]] = {
                 "a sweep priced from a real run's figures; nothing started or written")],
     "dp-arena-board [--experiment E] [--metric M] [--out DIR]": [
         helped("dp-arena-board", "--experiment", "--metric", "--out")],
+    "dp-arena-across [--experiment E] [--metric M] [--out DIR]": [
+        helped("dp-arena-across", "--experiment", "--metric", "--out"),
+        Covered(("tests/test_across_datasets.py::"
+                 "test_a_tiny_suite_ends_with_the_board_across_datasets",),
+                "reads a tiny suite's experiment back")],
+    "dp-arena-across": [helped("dp-arena-across", "--experiment")],
+    "dp-arena competition=suite": [
+        cfg("dp-arena competition=suite", "name: adult", "holdout_fraction: 0.2",
+            "name: suite"),
+        Covered(("tests/test_across_datasets.py::"
+                 "test_a_tiny_suite_ends_with_the_board_across_datasets",),
+                "a suite of two tables (a shipped one and a user's CSV) ending with the board "
+                "across datasets"),
+        Covered(("docs/running.md",), "the suite itself is a documented check: "
+                 "docs/running.md, 'A suite across datasets'")],
     "dp-arena-schema data.csv --out parameters.json ...": [
         helped("dp-arena-schema", "--out", "--public", "--epsilon", "--from-private")],
     "dp-arena-audit [overrides]": [helped("dp-arena-audit", "audit.")],

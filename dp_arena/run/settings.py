@@ -197,6 +197,8 @@ class CompetitionSettings:
     mechanisms: list[str] = field(default_factory=list)
     epsilons: list[float] = field(default_factory=list)
     trials: int = 1
+    #: the dataset options a suite sweeps (competition=suite); empty: the one ``dataset``
+    datasets: list[str] = field(default_factory=list)
 
 
 @dataclass

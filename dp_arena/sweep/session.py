@@ -29,9 +29,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from dp_arena.report.tracking import resolve_tracking_uri
 from dp_arena.redact import without_credentials
 from dp_arena.report.terminal import terminal_width, wrap_lines
+from dp_arena.report.tracking import resolve_tracking_uri
+from dp_arena.sweep.across import print_across_datasets
 from dp_arena.sweep.cost_estimate import (
     Models,
     estimate_lines,
@@ -198,6 +199,8 @@ def close_sweep(config: DictConfig) -> None:
             ids = [o.run_id for o in scored if o.run_id and o.experiment == experiment]
             files += print_leaderboard(experiment, uri, str(sweep_dir), ids, not_applicable,
                                        plan.parents.get(experiment))
+            files += print_across_datasets(experiment, uri, str(sweep_dir), ids,
+                                           not_applicable)  # several datasets: their board
         failed = sweep_failed(scored)
     finally:
         end_parent_runs(plan, "FAILED" if failed else "FINISHED", files, summary)
