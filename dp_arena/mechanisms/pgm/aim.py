@@ -169,6 +169,7 @@ class AIM(Mechanism):
     patience: int = 1
     warm_step: bool = True
     final_tol: float | None = 3e-2
+    matched_start: bool = True
     name: ClassVar[str] = "aim"
     #: the zCDP filter over the whole budget is AIM's proven bound (see the class docstring)
     filter_bound: ClassVar[bool] = True
@@ -334,11 +335,12 @@ class AIM(Mechanism):
             total = pgm.initial_total(measurements, domain)
             if last:
                 break
-            warm = model.warm_start()
+            warm = (model.matched_to(pick, measurements[-1].y, before, sigma)
+                    if self.matched_start else model.warm_start())
             del model, marginals  # the old beliefs: freed before the refit builds new ones
             trim_heap()  # and the memo's memory returned, not kept resident (heap.py)
             model = pgm.estimate(domain, measurements, self.iters, total, warm_start=warm,
-                                 **self.stopping)
+                                 from_start=self.matched_start, **self.stopping)
             marginals = pgm.TreeMarginals(model)
             moved = float(np.abs(marginals.marginal(pick) - before).sum())
             log.info("round %d: %s, sigma %.4g, budget used %.3f, %.1fs", t, pick, sigma,
