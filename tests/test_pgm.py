@@ -676,3 +676,26 @@ def test_marginals_by_slices_of_every_attribute_match_the_full_joint(fitted, mon
                                    atol=1e-8)
         assert np.array_equal(got, tm.marginal(cl, keep=False)), cl
     assert held and max(held) >= 2 and 0 in cells  # two attributes held; single cells
+
+
+def test_from_start_lets_a_converged_warm_start_stop_after_one_block():
+    """With ``from_start`` the loss a fit starts from counts as the first block's: refitting
+    a converged model to the same measurements stops after one block of 50 steps (the block
+    improved on the start by at most tol); without it the rule needs two blocks. The step
+    count is the stopping rule's arithmetic, not a timing."""
+    from dp_arena.mechanisms.pgm.mirror_descent import CALLBACK_EVERY
+
+    rng = np.random.default_rng(3)
+    domain = {"a": 3, "b": 4, "c": 2}
+    codes = pd.DataFrame({a: rng.integers(0, k, 400) for a, k in domain.items()})
+    ms = [pgm.Measurement(cl, pgm.histogram(codes, cl, domain) + rng.normal(0, 2, size=int(
+        np.prod([domain[a] for a in cl]))), 2.0) for cl in [("a", "b"), ("b", "c")]]
+    total = pgm.initial_total(ms, domain)
+    model = pgm.estimate(domain, ms, 2000, total, tol=1e-9, patience=2)
+    again = pgm.estimate(domain, ms, 1000, total, warm_start=model.warm_start(), tol=0.03,
+                         patience=1, warm_step=True, from_start=True)
+    assert again.iterations == CALLBACK_EVERY
+    assert len(again.block_losses) == 1
+    plain = pgm.estimate(domain, ms, 1000, total, warm_start=model.warm_start(), tol=0.03,
+                         patience=1, warm_step=True)
+    assert plain.iterations == 2 * CALLBACK_EVERY

@@ -133,7 +133,7 @@ class Measurement:
 # ----- estimation -------------------------------------------------------------------------
 def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters: int,
              total: float, warm_start=None, tol: float | None = None, patience: int = 2,
-             warm_step: bool = False):
+             warm_step: bool = False, from_start: bool = False):
     """Mirror descent fit of a graphical model to ``measurements`` with ``total`` records
     (:func:`dp_arena.mechanisms.pgm.mirror_descent.mirror_descent`: NumPy, ``mbi``'s algorithm step for
     step, no compilation; returns a :class:`~dp_arena.mechanisms.pgm.mirror_descent.FittedModel`).
@@ -142,7 +142,9 @@ def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters:
     (``mbi``'s early stopping, :func:`~dp_arena.mechanisms.pgm.mirror_descent.stalled`): a warm-started
     refit that has converged stops after ``50 (patience + 1)`` iterations instead of running
     all ``iters``. ``warm_step``: a warm-started fit starts from the step size its warm start
-    ended with. The rule reads only the loss, a function of the noisy measurements: it is
+    ended with; ``from_start``: the starting loss counts as a block's, so a close warm start
+    can stop after one block. The rule reads only the loss, a function of the noisy
+    measurements: it is
     post-processing and spends nothing.
 
     With structured queries (adaptive grid) the first step size comes from
@@ -154,7 +156,7 @@ def estimate(domain: dict[str, int], measurements: Sequence[Measurement], iters:
     structured = any(m.structured for m in measurements)
     return mirror_descent(domain, measurements, int(iters), float(max(total, 1.0)),
                           warm_start=warm_start, tol=tol, patience=int(patience),
-                          warm_step=warm_step,
+                          warm_step=warm_step, from_start=from_start,
                           lipschitz_constant=(unit_norm_lipschitz(domain, measurements)
                                               if structured else None))
 

@@ -80,7 +80,9 @@ class AIM(Mechanism):
     - Round ``t``: keep the candidates that are already inside a measured clique or keep the
       model's junction tree under ``max_model_size * (budget used so far)`` MB; select one with
       the exponential mechanism on ``w_r (||x_r - xhat_r||_1 - sqrt(2/pi) sigma n_r)``
-      (``n_r`` cells); measure it with Gaussian noise ``sigma``; refit (warm start). If the refit
+      (``n_r`` cells); measure it with Gaussian noise ``sigma``; refit (warm start; with
+      ``matched_start``, from the last model after one smoothed IPF step onto the new noisy
+      marginal, see below). If the refit
       moved that marginal by at most ``sqrt(2/pi) sigma n_r`` in L1, halve ``sigma`` and double the
       selection epsilon (each round then costs 4x as much). When the zCDP budget left is at
       most two rounds' cost (or after ``T`` rounds), the last round uses exactly the rho that is
@@ -102,7 +104,16 @@ class AIM(Mechanism):
     instead of 1,000 each, at a mean 3-way TVD within the seeds' spread of the old settings'
     (benchmarks/bench_pgm_adult.py). ``tol = 1e-7, patience = 2, warm_step = false,
     final_tol = 1e-7`` are the old settings (fixed iterations); ``tol: null`` runs every iteration as
-    the reference does. The stopping rule reads only the loss, a function of the
+    the reference does. ``matched_start`` (default true): each refit, and the final fit, starts
+    from the last model with ``log((y+ + s) / (m + s))`` added to the new clique's potential
+    (``y+`` the new noisy marginal's non-negative part scaled to the model's total, ``m`` the
+    model's marginal of the clique, ``s = sigma``; :meth:`dp_arena.mechanisms.pgm.mirror_descent.FittedModel.matched_to`),
+    so the new measurement is fitted at the first step, and a refit may stop after one block
+    of 50 steps when that block improved the loss it started from by at most ``tol``. At
+    epsilon 10 a refit otherwise spends hundreds of steps fitting the one new measurement
+    (its sigma is small, so it dominates the loss); the start reads the model and a released
+    measurement only (post-processing). ``matched_start: false`` is the start before
+    (benchmarks/bench_aim_epsilons.py runs both). The stopping rule reads only the loss, a function of the
     noisy measurements: post-processing, it spends nothing. The model size of a candidate
     depends only on the graph of the measured cliques and the candidate, so it is computed once
     per distinct graph within a round, and only for the candidates the exponential mechanism
@@ -169,6 +180,7 @@ class AIM(Mechanism):
     patience: int = 1
     warm_step: bool = True
     final_tol: float | None = 3e-2
+    matched_start: bool = True
     name: ClassVar[str] = "aim"
     #: the zCDP filter over the whole budget is AIM's proven bound (see the class docstring)
     filter_bound: ClassVar[bool] = True
@@ -334,11 +346,12 @@ class AIM(Mechanism):
             total = pgm.initial_total(measurements, domain)
             if last:
                 break
-            warm = model.warm_start()
+            warm = (model.matched_to(pick, measurements[-1].y, before, sigma)
+                    if self.matched_start else model.warm_start())
             del model, marginals  # the old beliefs: freed before the refit builds new ones
             trim_heap()  # and the memo's memory returned, not kept resident (heap.py)
             model = pgm.estimate(domain, measurements, self.iters, total, warm_start=warm,
-                                 **self.stopping)
+                                 from_start=self.matched_start, **self.stopping)
             marginals = pgm.TreeMarginals(model)
             moved = float(np.abs(marginals.marginal(pick) - before).sum())
             log.info("round %d: %s, sigma %.4g, budget used %.3f, %.1fs", t, pick, sigma,
@@ -347,7 +360,8 @@ class AIM(Mechanism):
                 sigma, eps = sigma / 2, eps * 2
         release.done()
 
-        warm = model.warm_start()
+        warm = (model.matched_to(pick, measurements[-1].y, before, sigma)
+                if self.matched_start else model.warm_start())
         del model, marginals
         trim_heap()
         model = pgm.estimate(domain, measurements, self.final_iters, total, warm_start=warm,
