@@ -1,6 +1,11 @@
 """The board across datasets: average ranks, the Friedman test and the Nemenyi critical
 difference against Demsar's worked example, and a hand-made suite of runs for coverage (failed,
-n/a, score n/a), wins/ties/losses and the bootstrap interval."""
+n/a, score n/a), wins/ties/losses and the bootstrap interval.
+
+Tolerances: rel=1e-12 / abs=1e-12 compare the same closed form computed twice (a sum of ranks,
+a square root) or against scipy on exact inputs: a few ulps of rounding; rel=1e-9 on p-values,
+which scipy computes by series and special functions (accurate to about 1e-14, far inside).
+"""
 
 from __future__ import annotations
 

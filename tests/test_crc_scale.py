@@ -1,6 +1,11 @@
 """A board's place on NIST's CRC scale: the archive's published rows (placed by score, marked,
 never ranked, only beside runs on the same columns and budget) and the "as good as a k% sample"
-column read from the board's own sample rows (hand-computed interpolations)."""
+column read from the board's own sample rows (hand-computed interpolations).
+
+Tolerances: rel=1e-12 on shares read from the curve: exp(interp(log)) of exact inputs, a few
+ulps of rounding; scores pooled by isotonic regression are means of two exact values (approx's
+default).
+"""
 
 from __future__ import annotations
 
@@ -42,6 +47,12 @@ def sample_runs(eps: float, means: dict[float, float], spread: float = 1.0) -> l
     return [acs_run("subsample", eps, t, m + d, reference="ceiling", hp=f"[{share:g}]",
                     **{SAMPLE_FRACTION_TAG: f"{share:g}"})
             for share, m in means.items() for t, d in enumerate((-spread, 0.0, spread))]
+
+
+def test_sample_runs_carry_the_tag_the_board_reads():
+    from dp_arena.mechanisms.reference import Subsample
+
+    assert Subsample(fraction=0.05).setting_tags() == {SAMPLE_FRACTION_TAG: "0.05"}
 
 
 def test_the_packaged_archive_holds_nists_published_rows_with_their_provenance():

@@ -26,9 +26,12 @@ from dp_arena.data.datasets import Dataset
 from dp_arena.errors import ConfigError, NotApplicable
 from dp_arena.privacy.accounting import Budget
 from dp_arena.privacy.release import Releaser
-from dp_arena.report.record import SAMPLE_FRACTION_TAG
 
 from .base import Mechanism, Reference, assign_ids
+
+#: The tag a sample row's runs carry: its share of the private rows (the board reads it as
+#: :data:`dp_arena.report.record.SAMPLE_FRACTION_TAG`, the same name; a test holds them equal).
+SAMPLE_FRACTION_TAG = "sample_fraction"
 
 
 @dataclass

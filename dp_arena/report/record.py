@@ -41,8 +41,9 @@ METRIC_KEY_TAG = "metric_key/"
 METRIC_SETTINGS_TAG = "metric_settings/"
 NOISE_NOTE = ("replayable noise derived from the local secret key: not a DP release to anyone "
               "who holds the key")
-#: Tag of a sample reference row: the share of the private rows it holds
-#: (:class:`dp_arena.mechanisms.reference.Subsample`; the board's "as good as a k% sample").
+#: Tag of a sample reference row: the share of the private rows it holds, as
+#: :class:`dp_arena.mechanisms.reference.Subsample` writes it (a lower floor: the name is
+#: repeated there, and a test holds the two equal); the board's "as good as a k% sample".
 SAMPLE_FRACTION_TAG = "sample_fraction"
 #: Longest tag value MLflow keeps (longer values are cut, as the runner always did).
 TAG_LIMIT = 5000
