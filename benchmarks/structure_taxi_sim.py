@@ -57,7 +57,7 @@ def load_real() -> pd.DataFrame:
     return load_chicago_sample().private
 
 
-def simulated(n_trips: int, seed: int, preset: str = "private") -> pd.DataFrame:
+def simulated(n_trips: int, seed: int, preset: str = "base") -> pd.DataFrame:
     """``n_trips`` simulated trips of a year preset (``private`` = the scoring year)."""
     from dp_arena.data.taxi.sim import simulate_trips
 
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="simulated trips (default: the real sample's size)")
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--preset", default="private", help="simulated year preset")
+    parser.add_argument("--preset", default="base", help="simulated year preset (base: the sample's era)")
     parser.add_argument("--curve-trips", type=int, default=1_000_000)
     parser.add_argument("--curve-draws", type=int, default=2)
     parser.add_argument("--no-curve", action="store_true")

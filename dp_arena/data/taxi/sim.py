@@ -245,7 +245,8 @@ def pooled_share(name: str) -> float:
     """The real sample's pooled share of a trend indicator (the base year's)."""
     if name == "cash":
         return real_cash_share()
-    joint = base_pair_table()
+    joint = real_pair_table()
+    joint /= joint.sum()
     codes = np.arange(N_AREA_CODES)
     if name == "airport":
         airport = np.isin(codes, AIRPORTS)
