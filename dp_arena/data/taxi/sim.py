@@ -57,7 +57,8 @@ Trips (vectorised over all trips):
   tolls), so ``trip_total >= fare + tips``; every value is an integer clipped to the schema.
 
 Rows are shuffled (not grouped by taxi). Randomness: :func:`simulate_trips` draws only from
-the ``rng`` it is given; :func:`simulate_years` spawns two child seeds of ``SeedSequence(seed)``.
+the ``rng`` it is given; :func:`simulate_years` spawns two child seeds of ``SeedSequence(seed)``
+for the years and takes the fourth for the world's random walks (:func:`world_of`).
 
 What the real sample cannot tell, and what the choices rest on
 --------------------------------------------------------------
@@ -72,26 +73,33 @@ shifts). The trait spreads are moderate and continuous by design, not fitted to 
 
 Years
 -----
-``private`` is the calibrated 2013-2016 era (the challenge's scoring data). ``public`` is the
-same city three years on (2019), and where the real sample itself shows a trend, the data sets
-the drift, not a wish for any outcome: the least-squares line of each trip's indicator on its
-year over the real 2013-2016 trips, extrapolated from 2016 to 2019
-(:data:`PUBLIC_YEAR_TRENDS`; ``benchmarks/calibrate_taxi_sim.py`` prints it, a test recomputes
-it): cash trips 66% pooled -> 34% (the sample's share falls about 6.6 points a year), trips
-touching O'Hare or Midway 11.6% -> 16.1%, pickups in the Loop or the Near North Side 54.7% ->
-61.0% (:func:`with_shares` rakes the pickup x dropoff table to both). What the sample cannot
-show rests on the City of Chicago Taxi Trips data as a whole, where yearly taxi trips roughly
-halved between 2016 and 2019 as ride-hail grew (fewer trips per taxi-week: median 12 -> 8) and
-the smallest affiliations left (the private year's 25 least popular companies leave, the five
-largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins).
+The tables are calibrated to the *base* year (``base``: the real sample's era, its trips'
+mean year 2014.1). Every other year is the base moved by a drift process over every structure
+a mechanism can copy from the public year (:mod:`dp_arena.data.taxi.drift`, sizes from
+evidence, scaled by the world's drift size ``dataset.drift``: 1 = the argued sizes, 0 = none):
+the sample's own least-squares trend lines for the cash share (-6.6 points a year), trips
+touching O'Hare or Midway (+0.9) and pickups in the Loop or the Near North Side (+1.3)
+(:func:`with_shares` rakes the pickup x dropoff table to both), fares (+2.1% a year) and tips;
+random walks per community area (the City's per-area pickups, Sep-Nov 2015 vs 2016), per
+(pickup zone, dropoff zone) and per (pickup zone, hour) (the sample's 2013 vs 2015 slices).
+``2016`` (``private``) is the base plus 1.9 years, ``public`` (2019) plus 4.9: the two are
+three years apart, as the real years were, so cash 54% -> 34%, airport 13.3% -> 16.1%,
+downtown 57% -> 61%. What the sample cannot show rests on the City of Chicago Taxi Trips
+data as a whole, where yearly taxi trips roughly halved between 2016 and 2019 as ride-hail
+grew (fewer trips per taxi-week: median 12 in 2016 -> 8 in 2019, anchored at 2016 and moved
+in log with the drift) and the smallest affiliations left (the private year's 25 least
+popular companies leave, the five largest grow). The pickup shares of the 77 areas are the
+City's (all pickups 2013-2016), so the rarest areas are as rare as the City's and a year of
+``n`` trips leaves as many (area, shift) groups empty as the City's shares say.
 Taxi ids of the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``,
 private ones ``[5_500_000, 9_999_999]``.
 
 Scoring years (presets of the private year, ``dataset.scoring_year``; the public year is 2019)
 -------------------------------------------------------------------------------------------
-- ``2016`` (default; ``private`` is an alias): the year calibrated to the real 2013-2016
-  sample. Its drift from 2019 is the sample's own trend above, run backwards.
-- ``2020``: a year of sharp change against 2019, as the challenge scored a 2020 set of about
+- ``2016`` (default; ``private`` is an alias): three years of drift before the public year
+  (above).
+- ``2020``: the drift process one more year on (the random walks continue the 2019 ones),
+  plus a shock, a separate scenario: a year of sharp change against 2019, as the challenge scored a 2020 set of about
   3.6M trips against a 2019 public year of about 14.8M. Facts (sources): all Chicago taxi
   trips 16.5M (2019) -> 3.89M (2020) (City of Chicago Taxi Trips data, yearly totals as
   tabulated at spatiotemporal-data.github.io/Chicago-mobility/taxi-data); airport passengers
