@@ -172,13 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     from dp_arena.data.taxi.sim import year_params
 
     scoring, public = year_params("2016"), year_params("public")
-    print(f"\nyears: the real sample's 2013-2016 trends (least-squares line on the trip's year)")
+    print("\nyears: the real sample's 2013-2016 trends (least-squares line on the trip's year)")
     print(f"{'share':<10}{'pooled':>8}{'2016 fit':>10}{'2019 trend':>12}{'sim 2016':>10}"
           f"{'sim 2019':>10}")
     for name, (pooled, at_last, ahead) in extrapolated_shares(
             pd.read_csv(real_sample_path())).items():
+        sim_2016, sim_2019 = (getattr(y, f"{name}_share") for y in (scoring, public))
         print(f"{name:<10}{pooled:>8.3f}{at_last:>10.3f}{ahead:>12.3f}"
-              f"{getattr(scoring, name + '_share'):>10.3f}{getattr(public, name + '_share'):>10.3f}")
+              f"{sim_2016:>10.3f}{sim_2019:>10.3f}")
     return 1 if failed else 0
 
 

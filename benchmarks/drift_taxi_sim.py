@@ -32,7 +32,6 @@ import pandas as pd
 from dp_arena.data.taxi import drift as D
 from dp_arena.data.taxi.sim import (
     base_pair_table,
-    hour_profile,
     simulate_trips,
     world_of,
 )

@@ -99,7 +99,8 @@ Scoring years (presets of the private year, ``dataset.scoring_year``; the public
 - ``2016`` (default; ``private`` is an alias): three years of drift before the public year
   (above).
 - ``2020``: the drift process one more year on (the random walks continue the 2019 ones),
-  plus a shock, a separate scenario: a year of sharp change against 2019, as the challenge scored a 2020 set of about
+  plus a shock, a separate scenario: a year of sharp change against 2019, as the challenge
+  scored a 2020 set of about
   3.6M trips against a 2019 public year of about 14.8M. Facts (sources): all Chicago taxi
   trips 16.5M (2019) -> 3.89M (2020) (City of Chicago Taxi Trips data, yearly totals as
   tabulated at spatiotemporal-data.github.io/Chicago-mobility/taxi-data); airport passengers
@@ -135,7 +136,8 @@ from dp_arena.errors import ConfigError
 
 Year = Literal["public", "private", "2016", "2020", "base"]
 #: ``private`` is the default scoring year, ``2016``; ``base`` is the drift-free year the
-#: tables are calibrated to (the real sample's mean year, :data:`~dp_arena.data.taxi.drift.BASE_YEAR`).
+#: tables are calibrated to (the real sample's mean year,
+#: :data:`~dp_arena.data.taxi.drift.BASE_YEAR`).
 YEARS: tuple[str, ...] = ("public", "private", "2016", "2020", "base")
 SCORING_YEARS: tuple[str, ...] = ("2016", "2020")
 DEFAULT_SCORING_YEAR = "2016"
