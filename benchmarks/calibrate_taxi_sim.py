@@ -1,10 +1,11 @@
-"""Calibration report: the simulated private year (``taxi_sim``) against real Chicago trips.
+"""Calibration report: the simulated base year (``taxi_sim``, the sample's era before any
+drift) against real Chicago trips.
 
     .venv/bin/python benchmarks/calibrate_taxi_sim.py [--trips 200000] [--splits 20] [--seed 0]
 
 For each column (pickup area, dropoff area, hour, day of week, miles, trip seconds, fare,
 tipped, cash, pickup x dropoff) prints the total variation distance (TVD) between a simulated
-private year and the real sample ``../shared/data/chicago-taxi-sample.csv``, beside the real
+base year and the real sample ``../shared/data/chicago-taxi-sample.csv``, beside the real
 sample's own half-vs-half TVD (median over random splits), and PASS/FAIL against the goal
 (1-way TVD <= 0.05, pickup x dropoff <= 0.15). Numeric columns are compared in the Sprint 3
 scoring bins (``Schema.encode``).
