@@ -1,8 +1,9 @@
 """Structure report: how concentrated trips are *within* the challenge's groups, for the
-simulated private year (``taxi_sim``) and the real Chicago sample.
+simulated base year (``taxi_sim``, the sample's era before any drift) and the real Chicago
+sample.
 
     .venv/bin/python benchmarks/structure_taxi_sim.py [--trips 15002] [--draws 20] [--seed 0]
-        [--preset private] [--curve-trips 1000000] [--no-curve]
+        [--preset base] [--curve-trips 1000000] [--no-curve]
 
 The challenge's k-marginal compares, within each (pickup area, shift) group, the (c1, c2) cells
 of the 28 pairs of its 8 columns (``dp_arena/metrics/challenge.py``). At the real sample's size (15,002
@@ -57,7 +58,7 @@ def load_real() -> pd.DataFrame:
     return load_chicago_sample().private
 
 
-def simulated(n_trips: int, seed: int, preset: str = "private") -> pd.DataFrame:
+def simulated(n_trips: int, seed: int, preset: str = "base") -> pd.DataFrame:
     """``n_trips`` simulated trips of a year preset (``private`` = the scoring year)."""
     from dp_arena.data.taxi.sim import simulate_trips
 
@@ -211,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="simulated trips (default: the real sample's size)")
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--preset", default="private", help="simulated year preset")
+    parser.add_argument("--preset", default="base",
+                        help="simulated year preset (base: the sample's era)")
     parser.add_argument("--curve-trips", type=int, default=1_000_000)
     parser.add_argument("--curve-draws", type=int, default=2)
     parser.add_argument("--no-curve", action="store_true")

@@ -323,3 +323,46 @@ def test_one_run_through_the_runner(tracking_uri):
         "tracking": {"uri": tracking_uri, "experiment": "test"},
     })
     assert out.status == "FINISHED" and out.scores
+
+
+# The write-up's own calibration (``calibration: writeup``, ``mechanism=archetype_writeup``).
+#: Hand-computed from 001 lines 43 and 182 at delta 2.5e-5, split 0.1, to two decimals:
+#: sqrt(2 ln(1.25 / 2.5e-6)) = sqrt(2 x 13.1224) = 5.1229 -> / 0.1 = 51.23 (epsilon 1) and
+#: / 0.999999999 = 5.12 (epsilon 10, part 1.0 clamped); sqrt(2 ln(1.25 / 2.25e-5)) =
+#: sqrt(2 x 10.9252) = 4.6744 -> / 0.9 = 5.19 (epsilon 1), / 0.999999999 = 4.67 (epsilon 10,
+#: part 9 clamped).
+WRITEUP_SIGMAS = {1.0: (51.23, 5.19), 10.0: (5.12, 4.67)}
+
+
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_writeup_calibration_is_the_writeups_formula(eps):
+    sa, sc = split_sigmas(Budget(eps, DELTA), "gdp", 0.1, "writeup")
+    assert (round(sa, 2), round(sc, 2)) == WRITEUP_SIGMAS[eps]
+    # the same for every accountant (it ignores the run's accounting), never below the tight one
+    assert split_sigmas(Budget(eps, DELTA), "zcdp", 0.1, "writeup") == (sa, sc)
+    ta, tc = split_sigmas(Budget(eps, DELTA), "gdp", 0.1)
+    assert sa > ta and sc > tc
+    with pytest.raises(ConfigError, match="calibration"):
+        split_sigmas(Budget(eps, DELTA), "gdp", 0.1, "classic")
+
+
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_writeup_calibration_charges_its_sigmas_within_the_budget(taxi, eps):
+    _, ledger = run(taxi, eps, k=4, calibration="writeup")
+    assert [round(c.scale, 2) for c in ledger.charges] == list(WRITEUP_SIGMAS[eps])
+    spent_eps, _ = ledger.spent()
+    assert spent_eps < eps
+
+
+def test_writeup_preset_changes_only_the_calibration():
+    from hydra import compose, initialize_config_dir
+
+    import dp_arena.audit.config_store  # noqa: F401 - registers every room's config schemas
+    from dp_arena.mechanisms.options import hyperparameter_label, mechanism_conf
+
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "dp_arena" / "conf"), version_base=None):
+        params = dict(compose("config", overrides=["mechanism=archetype_writeup"]).mechanism)
+    assert params.pop("name") == "archetype"
+    assert params == {**mechanism_conf("archetype"), "calibration": "writeup"}
+    assert mechanism_conf("archetype")["calibration"] == "tight"
+    assert hyperparameter_label("archetype", params, "writeup") == "[writeup]"

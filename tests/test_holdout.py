@@ -365,14 +365,14 @@ def test_taxi_sim_private_table_is_unchanged_by_its_heldout_taxis():
 
 
 def test_taxi_sim_heldout_taxis_are_new_taxis_of_the_scoring_year():
-    from dp_arena.data.taxi.sim import YEAR_PARAMS
+    from dp_arena.data.taxi.sim import year_params
     from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI
 
     ds = load_taxi_sim(n_private=5000, n_public=1000, seed=1, n_heldout=3000)
     held, private = ds.heldout, ds.private
     assert not set(held["taxi_id"]) & set(private["taxi_id"]) & set(ds.public["taxi_id"]) \
         and not set(held["taxi_id"]) & set(private["taxi_id"])
-    lo, hi = YEAR_PARAMS["2016"].id_range
+    lo, hi = year_params("2016").id_range
     assert held["taxi_id"].between(lo, hi).all()
     assert held["taxi_id"].value_counts().max() <= MAX_TRIPS_PER_TAXI
     assert ds.schema.problems(held) == []

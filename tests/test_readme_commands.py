@@ -174,7 +174,7 @@ CHECKS: dict[str, list[Run | Covered]] = {
             "epsilon: 0.5")],
     "dp-arena metrics=kmarginal metrics.kmarginal.k=3": [
         cfg("dp-arena metrics=kmarginal metrics.kmarginal.k=3", "k: 3")],
-    "dp-arena competition=sprint3": [cfg("dp-arena competition=sprint3", "n_private: 1000000")],
+    "dp-arena competition=sprint3": [cfg("dp-arena competition=sprint3", "n_private: 3600000")],
     "dp-arena tuning=dp_select space=archetype mechanism=archetype": [
         cfg("dp-arena tuning=dp_select space=archetype mechanism=archetype",
             "name: archetype", "dp_select")],
@@ -186,7 +186,7 @@ CHECKS: dict[str, list[Run | Covered]] = {
         cfg("dp-arena tracking.uri=http://mlflow.internal:5000",
             "uri: http://mlflow.internal:5000")],
     "dp-arena competition=sprint3 hydra/launcher=slurm": [
-        cfg("dp-arena competition=sprint3 hydra/launcher=slurm", "n_private: 1000000"),
+        cfg("dp-arena competition=sprint3 hydra/launcher=slurm", "n_private: 3600000"),
         Covered(("tests/test_early_refusals.py", "tests/test_launch_checks.py"),
                 "with no sbatch on the PATH the sweep is refused with the fix")],
     "dp-arena resume=false": [cfg("dp-arena resume=false", "resume: false")],

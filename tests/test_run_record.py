@@ -38,7 +38,7 @@ OPTIONS = sorted(p.stem for p in (CONF / "mechanism").glob("*.yaml"))
 #: The labels the issue found disagreeing (run row vs n/a row), by hand.
 EXPECTED = {"mst": "-", "mst_quick": "[quick]", "aim_quick": "[quick]",
             "adaptive_grid_zcdp": "accountant=zcdp", "adaptive_grid_zcdp_bs": "accountant=zcdp_bs",
-            "archetype_public_trips": "[public_trips]"}
+            "archetype_public_trips": "[public_trips]", "archetype_writeup": "[writeup]"}
 
 
 def composed(overrides: list[str]) -> dict:

@@ -222,10 +222,11 @@ def dataset_loader(name: Any) -> Callable[..., Dataset]:
 def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0,
                   unit: Unit = "user", scoring_year: str | int = "2016",
                   n_heldout: int = DEFAULT_N_HELDOUT,
-                  target: str | None = DEFAULT_TARGET) -> Dataset:
+                  target: str | None = DEFAULT_TARGET, drift: float = 1.0) -> Dataset:
     """The embedded simulated Chicago taxi data (public year 2019 + the private scoring year,
     a preset of :data:`dp_arena.data.taxi.sim.SCORING_YEARS`; the dataset is named
-    ``taxi_sim`` for 2016, ``taxi_sim_<year>`` otherwise, so boards never mix years).
+    ``taxi_sim`` for 2016, ``taxi_sim_<year>`` otherwise, so boards never mix years; a drift
+    size other than 1 (:mod:`dp_arena.data.taxi.drift`) adds ``_drift<d>`` to the name).
 
     Holdout: ``n_heldout`` more trips of the scoring year (0: none), simulated from their own
     seed stream with taxi ids no private taxi holds
@@ -238,10 +239,12 @@ def load_taxi_sim(n_private: int = 50_000, n_public: int = 50_000, seed: int = 0
     schema = taxi_schema()
     chosen = checked_target(TAXI_TARGET if target == DEFAULT_TARGET else target, schema)
     private, public = simulate_years(n_private=n_private, n_public=n_public, seed=seed,
-                                     scoring_year=str(scoring_year))
+                                     scoring_year=str(scoring_year), drift=drift)
     heldout = simulated_heldout_taxis(n_heldout, seed, str(scoring_year),
-                                      private["taxi_id"].unique()) if n_heldout else None
+                                      private["taxi_id"].unique(), drift) if n_heldout else None
     name = "taxi_sim" if str(scoring_year) == DEFAULT_SCORING_YEAR else f"taxi_sim_{scoring_year}"
+    if float(drift) != 1.0:
+        name += f"_drift{float(drift):g}"
     return Dataset(name, schema, private, public, unit=unit, id_column="taxi_id",
                    max_records_per_individual=MAX_TRIPS_PER_TAXI, heldout=heldout,
                    target=chosen)

@@ -147,12 +147,13 @@ def with_fresh_ids(table: pd.DataFrame, id_column: str, id_range: tuple[int, int
 
 
 def simulated_heldout_taxis(n_trips: int, seed: int, scoring_year: str,
-                            private_ids: np.ndarray) -> pd.DataFrame:
+                            private_ids: np.ndarray, drift: float = 1.0) -> pd.DataFrame:
     """``n_trips`` held-out trips of the scoring year (module docstring): simulated from
     :func:`heldout_seed`, their taxis relabelled with ids no private taxi holds."""
-    from dp_arena.data.taxi.sim import YEAR_PARAMS, simulate_trips
+    from dp_arena.data.taxi.sim import simulate_trips, world_of, year_params
 
     rng = np.random.default_rng(heldout_seed(seed))
-    trips = simulate_trips(n_trips, rng, str(scoring_year))  # type: ignore[arg-type]
-    return with_fresh_ids(trips, "taxi_id", YEAR_PARAMS[str(scoring_year)].id_range,
+    world = world_of(seed, drift)
+    trips = simulate_trips(n_trips, rng, str(scoring_year), world)  # type: ignore[arg-type]
+    return with_fresh_ids(trips, "taxi_id", year_params(str(scoring_year), world).id_range,
                           private_ids, rng)

@@ -57,7 +57,8 @@ Trips (vectorised over all trips):
   tolls), so ``trip_total >= fare + tips``; every value is an integer clipped to the schema.
 
 Rows are shuffled (not grouped by taxi). Randomness: :func:`simulate_trips` draws only from
-the ``rng`` it is given; :func:`simulate_years` spawns two child seeds of ``SeedSequence(seed)``.
+the ``rng`` it is given; :func:`simulate_years` spawns two child seeds of ``SeedSequence(seed)``
+for the years and takes the fourth for the world's random walks (:func:`world_of`).
 
 What the real sample cannot tell, and what the choices rest on
 --------------------------------------------------------------
@@ -72,26 +73,34 @@ shifts). The trait spreads are moderate and continuous by design, not fitted to 
 
 Years
 -----
-``private`` is the calibrated 2013-2016 era (the challenge's scoring data). ``public`` is the
-same city three years on (2019), and where the real sample itself shows a trend, the data sets
-the drift, not a wish for any outcome: the least-squares line of each trip's indicator on its
-year over the real 2013-2016 trips, extrapolated from 2016 to 2019
-(:data:`PUBLIC_YEAR_TRENDS`; ``benchmarks/calibrate_taxi_sim.py`` prints it, a test recomputes
-it): cash trips 66% pooled -> 34% (the sample's share falls about 6.6 points a year), trips
-touching O'Hare or Midway 11.6% -> 16.1%, pickups in the Loop or the Near North Side 54.7% ->
-61.0% (:func:`with_shares` rakes the pickup x dropoff table to both). What the sample cannot
-show rests on the City of Chicago Taxi Trips data as a whole, where yearly taxi trips roughly
-halved between 2016 and 2019 as ride-hail grew (fewer trips per taxi-week: median 12 -> 8) and
-the smallest affiliations left (the private year's 25 least popular companies leave, the five
-largest grow). Fares in the sample rise about 2% a year; not modelled (whole-dollar bins).
+The tables are calibrated to the *base* year (``base``: the real sample's era, its trips'
+mean year 2014.1). Every other year is the base moved by a drift process over every structure
+a mechanism can copy from the public year (:mod:`dp_arena.data.taxi.drift`, sizes from
+evidence, scaled by the world's drift size ``dataset.drift``: 1 = the argued sizes, 0 = none):
+the sample's own least-squares trend lines for the cash share (-6.6 points a year), trips
+touching O'Hare or Midway (+0.9) and pickups in the Loop or the Near North Side (+1.3)
+(:func:`with_shares` rakes the pickup x dropoff table to both), fares (+2.1% a year) and tips;
+random walks per community area (the City's per-area pickups, Sep-Nov 2015 vs 2016), per
+(pickup zone, dropoff zone) and per (pickup zone, hour) (the sample's 2013 vs 2015 slices).
+``2016`` (``private``) is the base plus 1.9 years, ``public`` (2019) plus 4.9: the two are
+three years apart, as the real years were, so cash 54% -> 34%, airport 13.3% -> 16.1%,
+downtown 57% -> 61%. What the sample cannot show rests on the City of Chicago Taxi Trips
+data as a whole, where yearly taxi trips roughly halved between 2016 and 2019 as ride-hail
+grew (fewer trips per taxi-week: median 12 in 2016 -> 8 in 2019, anchored at 2016 and moved
+in log with the drift) and the smallest affiliations left (the private year's 25 least
+popular companies leave, the five largest grow). The pickup shares of the 77 areas are the
+City's (all pickups 2013-2016), so the rarest areas are as rare as the City's and a year of
+``n`` trips leaves as many (area, shift) groups empty as the City's shares say.
 Taxi ids of the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``,
 private ones ``[5_500_000, 9_999_999]``.
 
 Scoring years (presets of the private year, ``dataset.scoring_year``; the public year is 2019)
 -------------------------------------------------------------------------------------------
-- ``2016`` (default; ``private`` is an alias): the year calibrated to the real 2013-2016
-  sample. Its drift from 2019 is the sample's own trend above, run backwards.
-- ``2020``: a year of sharp change against 2019, as the challenge scored a 2020 set of about
+- ``2016`` (default; ``private`` is an alias): three years of drift before the public year
+  (above).
+- ``2020``: the drift process one more year on (the random walks continue the 2019 ones),
+  plus a shock, a separate scenario: a year of sharp change against 2019, as the challenge
+  scored a 2020 set of about
   3.6M trips against a 2019 public year of about 14.8M. Facts (sources): all Chicago taxi
   trips 16.5M (2019) -> 3.89M (2020) (City of Chicago Taxi Trips data, yearly totals as
   tabulated at spatiotemporal-data.github.io/Chicago-mobility/taxi-data); airport passengers
@@ -119,14 +128,17 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
+from dp_arena.data.taxi import drift as D
 from dp_arena.data.taxi import sim_mix as M
 from dp_arena.data.taxi import sim_tables as T
 from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
 from dp_arena.errors import ConfigError
 
-Year = Literal["public", "private", "2016", "2020"]
-#: ``private`` is the default scoring year, ``2016``.
-YEARS: tuple[str, ...] = ("public", "private", "2016", "2020")
+Year = Literal["public", "private", "2016", "2020", "base"]
+#: ``private`` is the default scoring year, ``2016``; ``base`` is the drift-free year the
+#: tables are calibrated to (the real sample's mean year,
+#: :data:`~dp_arena.data.taxi.drift.BASE_YEAR`).
+YEARS: tuple[str, ...] = ("public", "private", "2016", "2020", "base")
 SCORING_YEARS: tuple[str, ...] = ("2016", "2020")
 DEFAULT_SCORING_YEAR = "2016"
 
@@ -195,6 +207,19 @@ class YearParams:
     company_growth: dict[int, float]  # company *class* -> weight multiplier (0 = absent)
     id_range: tuple[int, int]  # inclusive taxi_id range
     hour_factor: tuple[float, ...] = (1.0,) * 24  # multiplies the real trips per start hour
+    fare_factor: float = 1.0  # multiplies every fare quantile (fares over time)
+    tip_share_factor: float = 1.0  # multiplies every tip / fare quantile
+    card_tip_rate: float | None = None  # tipped share of card trips (None: the real one)
+
+
+@dataclass(frozen=True)
+class World:
+    """One simulated city over its years: the drift size (``dataset.drift``; 1 = the argued
+    sizes of :mod:`dp_arena.data.taxi.drift`, 0 = every year is the base year) and the seed of
+    its random walks (fixed by the data's seed, shared by all its years)."""
+
+    drift: float = 1.0
+    seed: int = 0
 
 
 def real_cash_share() -> float:
@@ -214,33 +239,63 @@ YEAR_2020_ASSUMPTIONS: dict[str, float] = {
                      / (TAXI_TRIPS_2020 / TAXI_TRIPS_2019), 3),
 }
 NIGHT_HOURS: tuple[int, ...] = (22, 23, 0, 1, 2, 3, 4)
-_SCORING_2016 = YearParams(
-    trips_median=12.0, trips_sigma=1.15, cash_share=None, airport_share=None,
-    downtown_share=None, company_growth={}, id_range=(5_500_000, 9_999_999),
-)
-YEAR_PARAMS: dict[str, YearParams] = {
-    "private": _SCORING_2016,
-    "2016": _SCORING_2016,
-    "2020": YearParams(
+#: Trips per taxi-week, anchored at 2016 (assumption, module docstring): median 12 in 2016, 8
+#: in 2019; a drifted year moves ``drift * (year - 2016) / 3`` of the way in log.
+TRIPS_MEDIAN_2016, TRIPS_MEDIAN_2019 = 12.0, 8.0
+#: The 2019 company growth factors by class, anchored at 2016 (assumption, module docstring).
+COMPANY_GROWTH_2019: dict[int, float] = {**{c: 0.0 for c in (8, 9, 10)}, 11: 0.5,
+                                         1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3}
+ID_RANGES: dict[str, tuple[int, int]] = {"public": (1_000_000, 5_499_999)}
+PRIVATE_ID_RANGE = (5_500_000, 9_999_999)
+YEAR_2020_COMPANY_GROWTH: dict[int, float] = {**{c: 0.0 for c in (8, 9, 10)}, 11: 0.25,
+                                              1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3}
+
+
+def pooled_share(name: str) -> float:
+    """The real sample's pooled share of a trend indicator (the base year's)."""
+    if name == "cash":
+        return real_cash_share()
+    joint = real_pair_table()
+    joint /= joint.sum()
+    codes = np.arange(N_AREA_CODES)
+    if name == "airport":
+        airport = np.isin(codes, AIRPORTS)
+        return float(joint[airport[:, None] | airport[None, :]].sum())
+    return float(joint[np.isin(codes, DOWNTOWN)].sum())
+
+
+@lru_cache(maxsize=64)
+def year_params(year: str, world: World = World()) -> YearParams:
+    """The parameters of ``year`` in ``world`` (module docstring "Years"): the base year moved
+    ``world.drift`` times the argued drift (:mod:`dp_arena.data.taxi.drift`); ``2020`` adds the
+    pandemic shock's labelled assumptions (:data:`YEAR_2020_ASSUMPTIONS`) on top."""
+    d = world.drift
+    t = D.years_from_base(year)
+    since_2016 = d * (D.CALENDAR_YEAR[year] - 2016.0) / 3.0
+    shares = {name: D.share_at(name, pooled_share(name), year, d)
+              for name in ("cash", "airport", "downtown")}
+    growth = ({c: g ** since_2016 for c, g in COMPANY_GROWTH_2019.items()}
+              if since_2016 > 0 else {})
+    params = YearParams(
+        trips_median=TRIPS_MEDIAN_2016 * (TRIPS_MEDIAN_2019 / TRIPS_MEDIAN_2016) ** since_2016,
+        trips_sigma=1.15, cash_share=shares["cash"], airport_share=shares["airport"],
+        downtown_share=shares["downtown"], company_growth=growth,
+        id_range=ID_RANGES.get(year, PRIVATE_ID_RANGE),
+        fare_factor=float(np.exp(d * D.FARE_LOG_SLOPE * t)),
+        tip_share_factor=float(np.exp(d * D.TIP_SHARE_LOG_SLOPE * t)),
+        card_tip_rate=float(np.clip(T.TIP_RATE[1] + d * D.CARD_TIP_RATE_SLOPE * t, 0, 0.995)),
+    )
+    if year != "2020":
+        return params
+    return YearParams(
         trips_median=YEAR_2020_ASSUMPTIONS["trips_median"], trips_sigma=1.15,
-        cash_share=YEAR_2020_ASSUMPTIONS["cash"],
-        airport_share=YEAR_2020_ASSUMPTIONS["airport"],
+        cash_share=YEAR_2020_ASSUMPTIONS["cash"], airport_share=YEAR_2020_ASSUMPTIONS["airport"],
         downtown_share=YEAR_2020_ASSUMPTIONS["downtown"],
-        company_growth={**{c: 0.0 for c in (8, 9, 10)}, 11: 0.25,
-                        1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3},
-        id_range=(5_500_000, 9_999_999),
+        company_growth=YEAR_2020_COMPANY_GROWTH, id_range=PRIVATE_ID_RANGE,
         hour_factor=tuple(YEAR_2020_ASSUMPTIONS["night_factor"] if h in NIGHT_HOURS else 1.0
                           for h in range(24)),
-    ),
-    "public": YearParams(
-        trips_median=8.0, trips_sigma=1.15, cash_share=PUBLIC_YEAR_TRENDS["cash"],
-        airport_share=PUBLIC_YEAR_TRENDS["airport"],
-        downtown_share=PUBLIC_YEAR_TRENDS["downtown"],
-        company_growth={**{c: 0.0 for c in (8, 9, 10)}, 11: 0.5,
-                        1: 1.5, 2: 1.5, 3: 1.4, 4: 1.3, 5: 1.3},
-        id_range=(1_000_000, 5_499_999),
-    ),
-}
+        fare_factor=params.fare_factor, tip_share_factor=params.tip_share_factor,
+        card_tip_rate=params.card_tip_rate)
 
 
 # ----- city structure (fixed, from the tables) --------------------------------------------
@@ -280,18 +335,40 @@ def real_pair_table() -> np.ndarray:
     return table
 
 
-@lru_cache(maxsize=len(YEARS))
-def pair_distribution(year: Year) -> np.ndarray:
-    """(78, 78) joint pickup x dropoff distribution of the year: the real table smoothed with
-    :data:`PAIR_SMOOTHING` of its independent version, trips touching an airport weighted by
-    the year's ``airport_weight``. Read-only (cached)."""
+@lru_cache(maxsize=1)
+def base_pair_table() -> np.ndarray:
+    """(78, 78) the base year's pickup x dropoff distribution: the real table smoothed with
+    :data:`PAIR_SMOOTHING` of its independent version (half a pseudo-trip per area), its rows
+    then scaled so the pickup shares of the 77 areas are the City's (all pickups 2013-2016,
+    :data:`~dp_arena.data.taxi.drift.AREA_PICKUPS_2013_2016`; the sample's 15,002 trips cannot
+    tell how rare the rarest areas are, which sets how many (area, shift) groups a year
+    leaves empty), unknown pickups keeping the sample's share. Read-only (cached)."""
     real = real_pair_table()
     real /= real.sum()
     pickup = real.sum(axis=1) + AREA_PSEUDO_TRIPS / T.N_REAL_TRIPS
     dropoff = real.sum(axis=0) + AREA_PSEUDO_TRIPS / T.N_REAL_TRIPS
     joint = (1 - PAIR_SMOOTHING) * real \
         + PAIR_SMOOTHING * np.outer(pickup / pickup.sum(), dropoff / dropoff.sum())
-    joint = with_shares(joint / joint.sum(), YEAR_PARAMS[year])
+    joint /= joint.sum()
+    city = np.zeros(N_AREA_CODES)
+    for area, trips in D.AREA_PICKUPS_2013_2016.items():
+        city[area] = trips
+    rows = joint.sum(axis=1)
+    target = np.r_[rows[0], (1 - rows[0]) * city[1:] / city[1:].sum()]
+    joint = joint * (target / rows)[:, None]
+    joint.setflags(write=False)
+    return joint
+
+
+@lru_cache(maxsize=32)
+def pair_distribution(year: Year, world: World = World()) -> np.ndarray:
+    """(78, 78) joint pickup x dropoff distribution of the year: the base table
+    (:func:`base_pair_table`) times the year's drift field
+    (:func:`dp_arena.data.taxi.drift.pair_multiplier`), raked so trips touching an airport
+    and pickups downtown have the year's shares. Read-only (cached)."""
+    f = D.fields(year, world.drift, world.seed)
+    joint = base_pair_table() * D.pair_multiplier(f)
+    joint = with_shares(joint / joint.sum(), year_params(year, world))
     joint.setflags(write=False)
     return joint
 
@@ -316,19 +393,19 @@ def with_shares(joint: np.ndarray, params: YearParams, sweeps: int = 50) -> np.n
     return out / out.sum()
 
 
-def year_company_mix(year: Year) -> np.ndarray:
+def year_company_mix(year: Year, world: World = World()) -> np.ndarray:
     """(zones, blocks, classes) company-class mix of the year: the real mix by pickup zone and
     8-hour block (:func:`dp_arena.data.taxi.sim_mix.company_mix`) with the year's growth."""
     factor = np.ones(len(T.COMPANY_CLASS_TRIPS))
-    for company_class, growth in YEAR_PARAMS[year].company_growth.items():
+    for company_class, growth in year_params(year, world).company_growth.items():
         factor[company_class] *= growth
     return M.company_mix(factor)
 
 
 def draw_company_classes(zone: np.ndarray, block: np.ndarray, year: Year,
-                         rng: np.random.Generator) -> np.ndarray:
+                         rng: np.random.Generator, world: World = World()) -> np.ndarray:
     """One company class per (zone, block) entry, from the year's mix."""
-    mix = year_company_mix(year)
+    mix = year_company_mix(year, world)
     rows = zone * M.N_BLOCKS + block
     return sample_rows(row_cdfs(mix.reshape(-1, mix.shape[-1])), mix.shape[-1], rows, rng)
 
@@ -387,8 +464,8 @@ def hour_slowness_score() -> np.ndarray:
     """(24,) standardised log slowness (inverse real median speed) of each hour: mean 0 and
     variance 1 over the real hour profile."""
     log_slowness = -np.log(np.asarray(T.HOURLY_MPH))
-    mean = hour_profile() @ log_slowness
-    sd = np.sqrt(hour_profile() @ (log_slowness - mean) ** 2)
+    mean = hour_profile("base") @ log_slowness
+    sd = np.sqrt(hour_profile("base") @ (log_slowness - mean) ** 2)
     return (log_slowness - mean) / sd
 
 
@@ -435,28 +512,38 @@ def draw_taxi_ids(n_taxis: int, params: YearParams, rng: np.random.Generator) ->
     return rng.choice(hi - lo + 1, size=n_taxis, replace=False).astype(np.int64) + lo
 
 
-def hour_profile(year: Year = "private") -> np.ndarray:
+def hour_profile(year: Year = "base", world: World = World()) -> np.ndarray:
     """(24,) share of trips by start hour: the real one times the year's hour factor."""
-    counts = day_hour_weights(year).sum(axis=0)
+    counts = day_hour_weights(year, world).sum(axis=0)
     return counts / counts.sum()
 
 
-def day_hour_weights(year: Year) -> np.ndarray:
+def day_hour_weights(year: Year, world: World = World()) -> np.ndarray:
     """(7, 24) real trips per (day, hour) times the year's hour factor."""
     return np.asarray(T.DAY_HOUR_COUNTS, dtype=float) * np.asarray(
-        YEAR_PARAMS[year].hour_factor)[None, :]
+        year_params(year, world).hour_factor)[None, :]
 
 
-def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
+def area_hour_weights(year: Year, world: World = World()) -> np.ndarray:
+    """(24, 78) pickup weights of a city (non-home) trip by start hour: the year's pickup
+    shares times its zone's hour multiplier (:func:`dp_arena.data.taxi.drift.hour_multiplier`:
+    the shift profile per area drifts)."""
+    pickup = pair_distribution(year, world).sum(axis=1)
+    hours = D.hour_multiplier(D.fields(year, world.drift, world.seed), hour_profile(year, world))
+    return pickup[None, :] * hours[D.zone_of_code(np.arange(N_AREA_CODES))].T
+
+
+def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator,
+               world: World = World()) -> Taxis:
     """All taxis of a year with their traits; trip counts sum to ``n_trips``."""
-    params = YEAR_PARAMS[year]
+    params = year_params(year, world)
     trips = draw_trip_counts(n_trips, params, rng)
     n = len(trips)
     taxi_id = draw_taxi_ids(n, params, rng)
-    home_area = sample_categorical(pair_distribution(year).sum(axis=1), n, rng)
-    shift_centre = sample_categorical(hour_profile(year), n, rng) + rng.random(n)
+    home_area = sample_categorical(pair_distribution(year, world).sum(axis=1), n, rng)
+    shift_centre = sample_categorical(hour_profile(year, world), n, rng) + rng.random(n)
     classes = draw_company_classes(M.pickup_zone(home_area),
-                                   shift_centre.astype(np.int64) // 8, year, rng)
+                                   shift_centre.astype(np.int64) // 8, year, rng, world)
     return Taxis(
         taxi_id=taxi_id,
         trips=trips,
@@ -471,12 +558,12 @@ def draw_taxis(n_trips: int, year: Year, rng: np.random.Generator) -> Taxis:
 
 
 # ----- trips ------------------------------------------------------------------------------
-def draw_times(taxis: Taxis, taxi: np.ndarray, year: Year,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def draw_times(taxis: Taxis, taxi: np.ndarray, year: Year, rng: np.random.Generator,
+               world: World = World()) -> tuple[np.ndarray, np.ndarray]:
     """(day of week, hour) per trip: the real day x hour table (times the year's hour factor),
     the hour replaced by one near the taxi's shift centre with probability = its hour tilt."""
     n = len(taxi)
-    slot = sample_categorical(day_hour_weights(year).ravel(), n, rng)
+    slot = sample_categorical(day_hour_weights(year, world).ravel(), n, rng)
     day, hour = slot // 24, slot % 24
     own = np.floor(taxis.shift_centre[taxi] + rng.normal(0.0, SHIFT_SPREAD_HOURS, size=n))
     use_own = rng.random(n) < taxis.hour_tilt[taxi]
@@ -489,29 +576,32 @@ def shift_index(day: np.ndarray, hour: np.ndarray) -> np.ndarray:
 
 
 def draw_companies(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, hour: np.ndarray,
-                   year: Year, rng: np.random.Generator) -> np.ndarray:
+                   year: Year, rng: np.random.Generator, world: World = World()) -> np.ndarray:
     """The taxi's home company on :data:`HOME_COMPANY_SHARE` of its trips, otherwise a company
     from the year's mix of the trip's pickup zone and 8-hour block."""
-    other = M.company_codes(draw_company_classes(M.pickup_zone(pickup), hour // 8, year, rng),
-                            rng)
+    other = M.company_codes(draw_company_classes(M.pickup_zone(pickup), hour // 8, year, rng,
+                                                 world), rng)
     return np.where(rng.random(len(taxi)) < HOME_COMPANY_SHARE,
                     taxis.home_company[taxi], other).astype(np.int64)
 
 
-def draw_areas(taxis: Taxis, taxi: np.ndarray, year: Year,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def draw_areas(taxis: Taxis, taxi: np.ndarray, hour: np.ndarray, year: Year,
+               rng: np.random.Generator, world: World = World()
+               ) -> tuple[np.ndarray, np.ndarray]:
     """(pickup, dropoff) code indices per trip (0 = unknown): pickup the taxi's home area with
-    probability = its home tilt, else the city's; dropoff from the pickup's row."""
-    joint = pair_distribution(year)
+    probability = its home tilt, else the city's at the trip's start hour
+    (:func:`area_hour_weights`); dropoff from the pickup's row."""
+    joint = pair_distribution(year, world)
     n = len(taxi)
-    city = sample_categorical(joint.sum(axis=1), n, rng)
+    city = sample_rows(row_cdfs(area_hour_weights(year, world)), N_AREA_CODES, hour, rng)
     pickup = np.where(rng.random(n) < taxis.home_tilt[taxi], taxis.home_area[taxi], city)
     dropoff = sample_rows(row_cdfs(joint), N_AREA_CODES, pickup, rng)
     return pickup, dropoff
 
 
 def draw_distance_time_fare(pickup: np.ndarray, dropoff: np.ndarray, hour: np.ndarray,
-                            length_z: np.ndarray, rng: np.random.Generator
+                            length_z: np.ndarray, rng: np.random.Generator,
+                            fare_factor: float = 1.0
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(true miles, seconds, fare) per trip (floats): inverse-CDF draws from the real quantiles
     of the pair's distance class, linked by a Gaussian copula fitted to the real within-class
@@ -533,15 +623,15 @@ def draw_distance_time_fare(pickup: np.ndarray, dropoff: np.ndarray, hour: np.nd
     seconds = quantile_draws(class_quantile_table(T.TRIP_SECONDS_QUANTILES), cls,
                              ndtr(z_seconds))
     fare = quantile_draws(class_quantile_table(T.FARE_QUANTILES), cls, ndtr(z_fare))
-    return miles, seconds, fare
+    return miles, seconds, fare * fare_factor
 
 
 def draw_payments(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, company: np.ndarray,
-                  year: Year, rng: np.random.Generator) -> np.ndarray:
+                  year: Year, rng: np.random.Generator, world: World = World()) -> np.ndarray:
     """Payment type per trip: cash with log-odds = the year's base + the real offsets of the
     pickup zone and company class + the taxi's propensity (:mod:`dp_arena.data.taxi.sim_mix`),
     else the real non-cash mix."""
-    params = YEAR_PARAMS[year]
+    params = year_params(year, world)
     share = real_cash_share() if params.cash_share is None else params.cash_share
     offsets = M.cash_offsets(M.pickup_zone(pickup), M.company_class_of_code(company))
     log_odds = M.solve_base(share, offsets, CASH_EFFECT_SD) + offsets + taxis.cash_effect[taxi]
@@ -552,14 +642,19 @@ def draw_payments(taxis: Taxis, taxi: np.ndarray, pickup: np.ndarray, company: n
     return np.where(is_cash, CASH, other).astype(np.int64)
 
 
-def draw_tips(fare: np.ndarray, payment: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def draw_tips(fare: np.ndarray, payment: np.ndarray, rng: np.random.Generator,
+              params: YearParams | None = None) -> np.ndarray:
     """Whole-dollar tips: tipped at the real rate of the payment type, the real tip / fare
     share, at least $1."""
     probability = np.zeros(len(fare))
     for payment_type, p in T.TIP_RATE.items():
+        if payment_type == 1 and params is not None and params.card_tip_rate is not None:
+            p = params.card_tip_rate
         probability[payment == payment_type] = p
     tipped = rng.random(len(fare)) < probability
     share = np.interp(rng.random(len(fare)), T.QUANTILE_LEVELS, T.TIP_SHARE_QUANTILES)
+    if params is not None:
+        share = share * params.tip_share_factor
     return np.where(tipped, np.maximum(np.rint(fare * share), 1), 0).astype(np.int64)
 
 
@@ -591,14 +686,16 @@ def check_arguments(n_trips: int, rng: np.random.Generator, year: str) -> None:
                           "pass numpy.random.default_rng(seed)")
 
 
-def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.DataFrame:
+def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year,
+                   world: World = World()) -> pd.DataFrame:
     """``n_trips`` simulated trips of one year, in the Sprint 3 schema's column order, int64.
 
     Draws only from ``rng``; see the module docstring for the model.
     """
     check_arguments(n_trips, rng, year)
     n_trips = int(n_trips)
-    taxis = draw_taxis(n_trips, year, rng)
+    params = year_params(year, world)
+    taxis = draw_taxis(n_trips, year, rng, world)
     taxi = rng.permutation(np.repeat(np.arange(len(taxis.trips)), taxis.trips))
 
     # One int64 block, filled column by column, becomes the frame without a copy.
@@ -607,25 +704,26 @@ def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.Dat
     out = dict(zip(names, table))
     out["taxi_id"][:] = taxis.taxi_id[taxi]
 
-    day, hour = draw_times(taxis, taxi, year, rng)
+    day, hour = draw_times(taxis, taxi, year, rng, world)
     out["trip_day_of_week"][:], out["trip_hour_of_day"][:] = day, hour
     out["shift"][:] = shift_index(day, hour)
     del day
-    pickup, dropoff = draw_areas(taxis, taxi, year, rng)
+    pickup, dropoff = draw_areas(taxis, taxi, hour, year, rng, world)
     out["pickup_community_area"][:] = area_code_to_value(pickup)
     out["dropoff_community_area"][:] = area_code_to_value(dropoff)
     company = out["company_id"]
-    company[:] = draw_companies(taxis, taxi, pickup, hour, year, rng)
+    company[:] = draw_companies(taxis, taxi, pickup, hour, year, rng, world)
     payment = out["payment_type"]
-    payment[:] = draw_payments(taxis, taxi, pickup, company, year, rng)
+    payment[:] = draw_payments(taxis, taxi, pickup, company, year, rng, world)
 
     miles, seconds, fare_value = draw_distance_time_fare(pickup, dropoff, hour,
-                                                         taxis.length_z[taxi], rng)
+                                                         taxis.length_z[taxi], rng,
+                                                         params.fare_factor)
     del dropoff, taxi, hour
     fare, tips, total = out["fare"], out["tips"], out["trip_total"]
     fare[:] = np.clip(np.rint(fare_value), 0, NUMERIC_MAX["fare"])
     del fare_value
-    tips[:] = np.minimum(draw_tips(fare, payment, rng),
+    tips[:] = np.minimum(draw_tips(fare, payment, rng, params),
                          np.minimum(NUMERIC_MAX["tips"], NUMERIC_MAX["trip_total"] - fare))
     total[:] = np.minimum(fare + tips + draw_extras(pickup, rng), NUMERIC_MAX["trip_total"])
     del pickup
@@ -637,17 +735,33 @@ def simulate_trips(n_trips: int, rng: np.random.Generator, year: Year) -> pd.Dat
     return pd.DataFrame(table.T, columns=names, copy=False)
 
 
+def world_of(seed: int, drift: float = 1.0) -> World:
+    """The world of data seed ``seed``: its random walks draw from the fourth child of
+    ``SeedSequence(seed)`` (the first two simulate the years, the third held-out taxis)."""
+    child = np.random.SeedSequence(seed).spawn(4)[3]
+    return World(drift=float(drift), seed=int(child.generate_state(1)[0]))
+
+
+def check_drift(drift: float) -> None:
+    """One clear error for a bad drift size."""
+    if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not 0 <= drift <= 5:
+        raise ConfigError(f"taxi_sim: dataset.drift must be a number in [0, 5] (got {drift!r})",
+                          "use 1 (the argued drift), 0 (no drift) or e.g. 2")
+
+
 def simulate_years(n_private: int, n_public: int, seed: int,
-                   scoring_year: str = DEFAULT_SCORING_YEAR
+                   scoring_year: str = DEFAULT_SCORING_YEAR, drift: float = 1.0
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(private, public) years: the private year is the scoring-year preset
-    (:data:`SCORING_YEARS`), the public one 2019; each year draws from its own child of
-    ``SeedSequence(seed)``."""
+    (:data:`SCORING_YEARS`), the public one 2019, both of the world :func:`world_of`
+    ``(seed, drift)``; each year draws from its own child of ``SeedSequence(seed)``."""
     scoring_year = str(scoring_year)
     if scoring_year not in SCORING_YEARS:
         raise ConfigError(f"taxi_sim: unknown scoring year {scoring_year!r}",
                           f"use one of {list(SCORING_YEARS)} (dataset.scoring_year)")
+    check_drift(drift)
+    world = world_of(seed, drift)
     public_seed, private_seed = np.random.SeedSequence(seed).spawn(2)
-    private = simulate_trips(n_private, np.random.default_rng(private_seed), scoring_year)
-    public = simulate_trips(n_public, np.random.default_rng(public_seed), "public")
+    private = simulate_trips(n_private, np.random.default_rng(private_seed), scoring_year, world)
+    public = simulate_trips(n_public, np.random.default_rng(public_seed), "public", world)
     return private, public
