@@ -133,7 +133,14 @@ CHECKS: dict[str, list[Run | Covered]] = {
         Covered(("tests/test_across_datasets.py::"
                  "test_a_tiny_suite_ends_with_the_board_across_datasets",),
                 "reads a tiny suite's experiment back")],
-    "dp-arena-across": [helped("dp-arena-across", "--experiment")],
+    "dp-arena competition=crc": [
+        cfg("dp-arena competition=crc", "name: acs", "features: demographic", "name: crc",
+            "sdnist"),
+        Covered(("tests/test_crc_scale.py::"
+                 "test_the_crc_board_shows_both_in_markdown_and_at_80_columns",),
+                "its board's archive rows and sample column"),
+        Covered(("benchmarks/RESULTS.md",), "the board itself, measured: 'NIST's ACS excerpt "
+                 "on SDNist's scale'")],
     "dp-arena competition=suite": [
         cfg("dp-arena competition=suite", "name: adult", "holdout_fraction: 0.2",
             "name: suite"),
