@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dp_arena.cli.board import OUT_FIX, out_folder_problem
+from dp_arena.cli.board import OUT_FIX, experiment_runs, out_folder_problem
 from dp_arena.cli.exits import ExplainingParser
 from dp_arena.errors import DPArenaError
 
@@ -45,22 +45,10 @@ def main(argv: list[str] | None = None) -> int:
             raise DPArenaError(problem, OUT_FIX.replace("dp-arena-board", "dp-arena-across"))
         from dp_arena.report.across_datasets import across_datasets, spans_datasets
         from dp_arena.report.across_render import render_markdown, render_text, write_across
-        from dp_arena.report.experiments import latest_experiment
-        from dp_arena.report.leaderboard import load_runs, score_columns
+        from dp_arena.report.leaderboard import score_columns
         from dp_arena.report.terminal import board_format, files_lines, terminal_width
-        from dp_arena.sweep.launch_checks import tracking_scheme_problem
 
-        problem = tracking_scheme_problem(args.tracking_uri)
-        if problem:
-            raise DPArenaError(problem.replace("tracking.uri", "--tracking-uri", 1),
-                               "pass sqlite:///path/to/mlflow.db, file:///a/folder or the "
-                               "http(s)://host:port of an MLflow server")
-        experiment = args.experiment or latest_experiment(args.tracking_uri)
-        runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
-        if runs.empty:
-            raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
-                               f"{' in sweep ' + args.sweep if args.sweep else ''}",
-                               "run dp-arena first, or check --experiment / --sweep")
+        experiment, runs = experiment_runs(args.tracking_uri, args.experiment, args.sweep)
         if not spans_datasets(runs):
             raise DPArenaError(f"the runs of {experiment!r} cover one dataset: there is "
                                "nothing to compare across datasets",

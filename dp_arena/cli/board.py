@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from dp_arena.cli.exits import ExplainingParser
 from dp_arena.errors import DPArenaError
@@ -62,24 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         problem = out_folder_problem(args.out)  # before any run is read or drawn
         if problem:
             raise DPArenaError(problem, OUT_FIX)
-        from dp_arena.report.experiments import board_of, latest_experiment
-        from dp_arena.report.leaderboard import load_runs
+        from dp_arena.report.experiments import board_of
         from dp_arena.report.render import render_markdown, write_outputs
         from dp_arena.report.terminal import board_format, files_lines, render_terminal
-        from dp_arena.sweep.launch_checks import tracking_scheme_problem
 
-        problem = tracking_scheme_problem(args.tracking_uri)
-        if problem:  # MLflow's own message is a traceback about its model registry
-            raise DPArenaError(problem.replace("tracking.uri", "--tracking-uri", 1),
-                               "pass sqlite:///path/to/mlflow.db, file:///a/folder or the "
-                               "http(s)://host:port of an MLflow server (default: "
-                               "sqlite:///mlflow.db in this folder)")
-        experiment = args.experiment or latest_experiment(args.tracking_uri)
-        runs = load_runs(experiment, args.tracking_uri, sweep=args.sweep)
-        if runs.empty:
-            raise DPArenaError(f"experiment {experiment!r} has no dp-arena runs"
-                               f"{' in sweep ' + args.sweep if args.sweep else ''}",
-                               "run dp-arena first, or check --experiment / --sweep")
+        experiment, runs = experiment_runs(args.tracking_uri, args.experiment, args.sweep)
         if args.heldout_scores:
             from dp_arena.report.headline import OWNER_READ
             from dp_arena.run.heldout import with_owner_scores
@@ -103,6 +91,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dp-arena-board: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def experiment_runs(tracking_uri: str | None, experiment: str | None,
+                    sweep: str | None) -> tuple[str, Any]:
+    """(the experiment's name, its runs) from ``--tracking-uri``/``--experiment``/``--sweep``
+    (the latest ``dp-arena/*`` experiment when none is named); one :class:`DPArenaError`
+    for a store dp-arena cannot read or an experiment without runs."""
+    from dp_arena.report.experiments import latest_experiment
+    from dp_arena.report.leaderboard import load_runs
+    from dp_arena.sweep.launch_checks import tracking_scheme_problem
+
+    problem = tracking_scheme_problem(tracking_uri)
+    if problem:  # MLflow's own message is a traceback about its model registry
+        raise DPArenaError(problem.replace("tracking.uri", "--tracking-uri", 1),
+                           "pass sqlite:///path/to/mlflow.db, file:///a/folder or the "
+                           "http(s)://host:port of an MLflow server (default: "
+                           "sqlite:///mlflow.db in this folder)")
+    name = experiment or latest_experiment(tracking_uri)
+    runs = load_runs(name, tracking_uri, sweep=sweep)
+    if runs.empty:
+        raise DPArenaError(f"experiment {name!r} has no dp-arena runs"
+                           f"{' in sweep ' + sweep if sweep else ''}",
+                           "run dp-arena first, or check --experiment / --sweep")
+    return name, runs
 
 
 if __name__ == "__main__":
