@@ -258,6 +258,11 @@ def test_the_owners_board_reads_heldout_scores_from_the_owner_files(tracking_uri
                                       if k.startswith(HELDOUT)} for r in runs}
     store_runs(tracking_uri, [{**r, "metrics": {k: v for k, v in r["metrics"].items()
                                                 if not k.startswith(HELDOUT)}} for r in runs])
+    # asked for before any owner file exists: said once, the board as without the flag
+    assert main(["--tracking-uri", tracking_uri, "--out", str(tmp_path / "none"),
+                 "--heldout-scores"]) == 0
+    assert capsys.readouterr().err.count("--heldout-scores: no held-out scores of these "
+                                         "runs in") == 1
     client = MlflowClient(tracking_uri)
     stored = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
     for r in stored:

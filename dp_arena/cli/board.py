@@ -72,7 +72,14 @@ def main(argv: list[str] | None = None) -> int:
             from dp_arena.report.headline import OWNER_READ
             from dp_arena.run.heldout import with_owner_scores
 
+            before = runs
             runs = with_owner_scores(runs)
+            if runs is before:  # no owner-side file holds a score of these runs
+                from dp_arena.run.heldout import state_dir
+
+                print(f"dp-arena-board: --heldout-scores: no held-out scores of these runs in "
+                      f"{state_dir()} (the owner's side of the machine that ran them; "
+                      "DP_ARENA_STATE_DIR names another)", file=sys.stderr)
         board = board_of(runs, experiment, args.tracking_uri, args.metric, args.alpha)
         if args.heldout_scores:
             board.attrs[OWNER_READ] = True
