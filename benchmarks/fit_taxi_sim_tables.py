@@ -6,7 +6,7 @@ Reads ``../shared/data/chicago-taxi-sample.csv`` (15,002 public City of Chicago 
 2013-2016), maps it to Sprint 3 values (``calibrate_taxi_sim.real_to_sprint3``) and writes
 aggregated, rounded tables: pickup x dropoff counts, day x hour counts, payment counts, tip
 rates and tip shares, the recorded-zero miles share, median speed by hour, quantiles of miles,
-seconds and fare by distance class (``taxi_sim.distance_class``) and the Gaussian-copula
+seconds and fare by distance class (``dp_arena.data.taxi.geography.distance_class``) and the Gaussian-copula
 correlations linking them (within-class normal scores); company classes per pickup zone and
 8-hour block, the number of small companies, and the cash log-odds offsets by zone and
 company class (a logistic regression; ``dp_arena/data/taxi/sim_mix.py``).
@@ -79,7 +79,7 @@ def hourly_mph(raw: pd.DataFrame) -> list[float]:
 
 def miles_quantiles(raw: pd.DataFrame) -> dict[int, list[float]]:
     """Quantiles of recorded miles (> 0) per distance class of the trip's area pair."""
-    from dp_arena.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.geography import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -93,7 +93,7 @@ def miles_quantiles(raw: pd.DataFrame) -> dict[int, list[float]]:
 
 def class_quantiles(raw: pd.DataFrame, column: str) -> dict[int, list[float]]:
     """Quantiles of a column's known values per distance class of the trip's area pair."""
-    from dp_arena.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.geography import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -108,7 +108,7 @@ def class_quantiles(raw: pd.DataFrame, column: str) -> dict[int, list[float]]:
 def fare_copula(raw: pd.DataFrame) -> tuple[float, float, float]:
     """(a, b, residual sd) of the least-squares fit z_fare ~ a z_miles + b z_seconds of
     within-class normal scores (trips with recorded miles > 0 and known seconds)."""
-    from dp_arena.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.geography import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -134,7 +134,7 @@ def normal_scores(values: np.ndarray) -> np.ndarray:
 def miles_seconds_copula(raw: pd.DataFrame) -> float:
     """Correlation of the normal scores of miles and seconds within distance classes (trips
     with recorded miles > 0 and known seconds): the Gaussian copula linking the two draws."""
-    from dp_arena.data.taxi.sim import distance_class
+    from dp_arena.data.taxi.geography import distance_class
 
     cls = distance_class(area_code(raw["pickup_community_area"]),
                          area_code(raw["dropoff_community_area"]))
@@ -283,7 +283,7 @@ def render(raw: pd.DataFrame) -> str:
         "#: Quantiles of tips / fare over tipped trips.\n"
         "TIP_SHARE_QUANTILES: tuple[float, ...] = (\n"
         + wrap(", ".join(map(str, tip_share_quantiles(raw)))) + ",\n)\n",
-        "#: Quantiles of recorded miles (> 0) per distance class (``taxi_sim.distance_class``).\n"
+        "#: Quantiles of recorded miles (> 0) per distance class (``dp_arena.data.taxi.geography.distance_class``).\n"
         "MILES_QUANTILES: dict[int, tuple[float, ...]] = {\n"
         + "".join(f"    {c}: (\n" + wrap(", ".join(map(str, q)), indent="        ") + ",\n    ),\n"
                   for c, q in miles_quantiles(raw).items()) + "}\n",

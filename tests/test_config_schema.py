@@ -107,7 +107,8 @@ def test_unknown_dataset_mechanism_and_metric_settings_name_the_closest_key():
     cases = [
         (lambda: load_dataset({"name": "taxi_sim", "n_privte": 5000}),
          "unknown setting dataset.n_privte (did you mean dataset.n_private?)",
-         "valid settings of dataset are n_heldout, n_private, n_public, scoring_year, seed, target, unit"),
+         "valid settings of dataset are drift, n_heldout, n_private, n_public, scoring_year, "
+         "seed, target, unit"),
         (lambda: make_mechanism("independent", {"max_contirb": 5}),
          "unknown setting mechanism.max_contirb (did you mean mechanism.max_contrib?) "
          "(mechanism 'independent' has no such setting)",

@@ -209,13 +209,29 @@ def plan_counting_compositions(overrides: list[str], monkeypatch) -> tuple[int |
     return None, len(composed)
 
 
-def test_a_bad_dataset_size_is_refused_on_the_first_of_60_jobs(monkeypatch, capsys):
+def default_sweep_jobs() -> int:
+    """How many jobs the default sweep has: the product of its swept values' counts
+    (dp_arena/conf/config.yaml)."""
+    import math
+
+    from omegaconf import OmegaConf
+
+    from dp_arena.resources import config_dir
+
+    params = OmegaConf.load(config_dir() / "config.yaml").hydra.sweeper.params
+    return math.prod(len(str(v).split(",")) for v in params.values())
+
+
+JOBS = default_sweep_jobs()
+
+
+def test_a_bad_dataset_size_is_refused_on_the_first_of_the_default_jobs(monkeypatch, capsys):
     code, composed = plan_counting_compositions(["dataset.n_private=0"], monkeypatch)
     err = capsys.readouterr().err
     assert (code, composed) == (2, 1), err
     assert without_planning(err) == [
-        "dp-arena: the sweep was not started: a problem in the first of its 60 jobs (the other "
-        "59 were not checked):",
+        f"dp-arena: the sweep was not started: a problem in the first of its {JOBS} jobs (the "
+        f"other {JOBS - 1} were not checked):",
         "- dataset.n_private must be an integer >= 1000 (got 0)",
         "  fix: set dataset.n_private to e.g. 50000",
         "  (independent eps=1 trial=0)"]
@@ -231,7 +247,7 @@ def test_other_values_given_once_are_refused_on_the_first_job(monkeypatch, capsy
     code, composed = plan_counting_compositions([override], monkeypatch)
     err = capsys.readouterr().err
     assert (code, composed) == (2, 1), err
-    assert "a problem in the first of its 60 jobs" in err and words in err
+    assert f"a problem in the first of its {JOBS} jobs" in err and words in err
     assert err.count("fix:") == 1, err
 
 
@@ -251,5 +267,5 @@ def test_dp_arena_refuses_a_bad_dataset_size_before_planning(tmp_path):
     proc = dp_arena(tmp_path, "dataset.n_private=0", "trial=0,1,2", timeout=300)
     assert_one_message(proc, "dataset.n_private must be an integer >= 1000 (got 0)",
                        "fix: set dataset.n_private to e.g. 50000")
-    assert "a problem in the first of its 60 jobs" in proc.stderr
+    assert f"a problem in the first of its {JOBS} jobs" in proc.stderr
     assert leftovers(tmp_path) == [] and not (tmp_path / "mlflow.db").exists()

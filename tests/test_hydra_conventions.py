@@ -55,7 +55,7 @@ def test_help_says_what_dp_arena_does_and_what_the_default_sweep_runs(tmp_path):
     text = proc.stdout
     assert "powered by Hydra" not in text
     assert text.startswith("dp-arena: a competition harness for differentially private")
-    assert "mechanisms: independent, archetype, prefix_tree" in text
+    assert "mechanisms: independent, archetype, archetype_writeup, prefix_tree" in text
     assert "epsilons:   1.0, 10.0" in text and "trials:     0, 1, 2" in text
     assert "dataset:    taxi_sim" in text and 'eval "$(dp-arena -sc install=bash)"' in text
     smoke = dp_arena("--help", "competition=smoke", cwd=tmp_path).stdout

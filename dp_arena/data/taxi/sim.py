@@ -38,9 +38,9 @@ Trips (vectorised over all trips):
   5% of the independent (pickup marginal x dropoff marginal) table (plus half a pseudo-trip per
   area so every area can occur); -1 = unknown / outside the city, as in the real data;
 - miles, seconds and fare: inverse-CDF draws from the real quantiles of the trip's *distance
-  class* (:func:`distance_class`: unknown end, same area, or the straight-line distance between
-  the areas' rough centroids :data:`AREA_XY` in five bands), linked by a Gaussian copula fitted
-  to the real within-class normal scores: seconds follow miles (correlation ~0.43) and the
+  class* (:mod:`dp_arena.data.taxi.geography`: unknown end, same area, or the straight-line
+  distance between the areas' rough centroids in five bands), linked by a Gaussian copula
+  fitted to the real within-class normal scores: seconds follow miles (correlation ~0.43) and the
   hour's slowness (inverse real median speed of the hour); fare follows miles and seconds (the
   meter charges distance and time). A taxi's *length trait* (a standard normal, weight 0.4 in
   the miles score) makes some taxis run long trips; all scores stay standard normal, so the
@@ -60,62 +60,9 @@ Rows are shuffled (not grouped by taxi). Randomness: :func:`simulate_trips` draw
 the ``rng`` it is given; :func:`simulate_years` spawns two child seeds of ``SeedSequence(seed)``
 for the years and takes the fourth for the world's random walks (:func:`world_of`).
 
-What the real sample cannot tell, and what the choices rest on
---------------------------------------------------------------
-The sample has no taxi id (and mostly no company), no trip total, tolls or extras. So
-taxi-weeks, trips per taxi, the traits' spread and company loyalty are assumptions: trips per
-taxi-week heavy-tailed with a median of about 12 and a long tail capped at 200, as the
-challenge's data prep capped taxi-weeks at 200 trips (Chicago medallions drove roughly 100-150
-trips a week in 2014, part-time and shared cabs far fewer); drivers lease from one affiliation
-(company) at a time, hence loyalty 0.95; drivers work a home area and a habitual shift
-(Chicago taxi studies describe most drivers as owner-operators or lessees with regular
-shifts). The trait spreads are moderate and continuous by design, not fitted to anything.
-
-Years
------
-The tables are calibrated to the *base* year (``base``: the real sample's era, its trips'
-mean year 2014.1). Every other year is the base moved by a drift process over every structure
-a mechanism can copy from the public year (:mod:`dp_arena.data.taxi.drift`, sizes from
-evidence, scaled by the world's drift size ``dataset.drift``: 1 = the argued sizes, 0 = none):
-the sample's own least-squares trend lines for the cash share (-6.6 points a year), trips
-touching O'Hare or Midway (+0.9) and pickups in the Loop or the Near North Side (+1.3)
-(:func:`with_shares` rakes the pickup x dropoff table to both), fares (+2.1% a year) and tips;
-random walks per community area (the City's per-area pickups, Sep-Nov 2015 vs 2016), per
-(pickup zone, dropoff zone) and per (pickup zone, hour) (the sample's 2013 vs 2015 slices).
-``2016`` (``private``) is the base plus 1.9 years, ``public`` (2019) plus 4.9: the two are
-three years apart, as the real years were, so cash 54% -> 34%, airport 13.3% -> 16.1%,
-downtown 57% -> 61%. What the sample cannot show rests on the City of Chicago Taxi Trips
-data as a whole, where yearly taxi trips roughly halved between 2016 and 2019 as ride-hail
-grew (fewer trips per taxi-week: median 12 in 2016 -> 8 in 2019, anchored at 2016 and moved
-in log with the drift) and the smallest affiliations left (the private year's 25 least
-popular companies leave, the five largest grow). The pickup shares of the 77 areas are the
-City's (all pickups 2013-2016), so the rarest areas are as rare as the City's and a year of
-``n`` trips leaves as many (area, shift) groups empty as the City's shares say.
-Taxi ids of the two years never overlap: public taxi-weeks use ``[1_000_000, 5_499_999]``,
-private ones ``[5_500_000, 9_999_999]``.
-
-Scoring years (presets of the private year, ``dataset.scoring_year``; the public year is 2019)
--------------------------------------------------------------------------------------------
-- ``2016`` (default; ``private`` is an alias): three years of drift before the public year
-  (above).
-- ``2020``: the drift process one more year on (the random walks continue the 2019 ones),
-  plus a shock, a separate scenario: a year of sharp change against 2019, as the challenge
-  scored a 2020 set of about
-  3.6M trips against a 2019 public year of about 14.8M. Facts (sources): all Chicago taxi
-  trips 16.5M (2019) -> 3.89M (2020) (City of Chicago Taxi Trips data, yearly totals as
-  tabulated at spatiotemporal-data.github.io/Chicago-mobility/taxi-data); airport passengers
-  O'Hare 84.6M -> 30.9M and Midway 20.8M -> 8.9M (Chicago Department of Aviation, press
-  release of 5 March 2021). Labelled assumptions (:data:`YEAR_2020_ASSUMPTIONS`): trips
-  touching an airport fell like airport passengers (-62%) while all trips fell 76%, so their
-  share rises 16.1% -> 25.8%; downtown pickups 61% -> 50% (offices and hotels emptied; the
-  direction is reported by Chinthala et al. 2021, "Impact of Covid-19 on Taxi Industry and
-  Travel Behavior: A Case Study on Chicago", the size is assumed); trips starting 22:00-04:59
-  x 0.6 (bars and restaurants closed or curfewed for much of the year; assumed); cash 34% ->
-  27% (the sample's card trend one more year; assumed not reversed); trips per taxi-week median
-  8 -> 5 (during the stay-at-home order operating taxis fell 85% and rides 95%, Northwestern
-  University Transportation Center, 2020; over the year assumed about 40% fewer trips per
-  taxi-week); the small companies' share quartered and the five largest affiliations grow as
-  in 2019 (assumed). Not modelled: longer distances and shorter times reported for 2020.
+Years, scoring years and what the choices rest on: docs/datasets.md, "The simulator's years
+and assumptions" (the 2020 shock's sources and labelled assumptions are there, and in
+:data:`YEAR_2020_ASSUMPTIONS`).
 """
 
 from __future__ import annotations
@@ -131,6 +78,7 @@ from scipy.special import ndtr
 from dp_arena.data.taxi import drift as D
 from dp_arena.data.taxi import sim_mix as M
 from dp_arena.data.taxi import sim_tables as T
+from dp_arena.data.taxi.geography import DISTANCE_BANDS, N_AREA_CODES, distance_class
 from dp_arena.data.taxi.sprint3 import MAX_TRIPS_PER_TAXI, NUMERIC_MAX, taxi_schema
 from dp_arena.errors import ConfigError
 
@@ -145,29 +93,6 @@ DEFAULT_SCORING_YEAR = "2016"
 # ----- geography --------------------------------------------------------------------------
 O_HARE, MIDWAY = 76, 56
 AIRPORTS: tuple[int, ...] = (O_HARE, MIDWAY)
-N_AREA_CODES = 78  # index 0 = unknown (-1), index k = community area k
-#: Straight-line distance bands (miles) between area centroids of :func:`distance_class`.
-DISTANCE_BANDS: tuple[float, ...] = (1.5, 3.0, 6.0, 12.0)
-
-#: Rough centroid of each community area in miles: x east, y north, the Loop at the origin.
-AREA_XY: dict[int, tuple[float, float]] = {
-    1: (-1.0, 9.5), 2: (-2.8, 9.0), 3: (-0.8, 6.8), 4: (-2.5, 6.8), 5: (-2.5, 5.0),
-    6: (-0.8, 4.8), 7: (-0.8, 2.8), 8: (0.0, 1.2), 9: (-10.0, 10.0), 10: (-8.8, 8.2),
-    11: (-7.0, 7.5), 12: (-6.0, 8.5), 13: (-4.0, 8.5), 14: (-4.2, 7.0), 15: (-7.0, 5.8),
-    16: (-4.8, 5.5), 17: (-9.0, 5.5), 18: (-9.3, 4.0), 19: (-7.5, 4.0), 20: (-5.5, 4.0),
-    21: (-4.0, 4.3), 22: (-3.5, 3.0), 23: (-4.5, 1.5), 24: (-2.0, 1.3), 25: (-7.5, 1.0),
-    26: (-5.5, 0.0), 27: (-4.2, 0.0), 28: (-1.8, -0.3), 29: (-4.5, -1.5), 30: (-4.5, -3.0),
-    31: (-2.3, -2.3), 32: (0.0, 0.0), 33: (0.3, -1.8), 34: (-0.3, -3.2), 35: (0.8, -3.5),
-    36: (1.5, -4.2), 37: (-0.3, -4.8), 38: (0.5, -5.0), 39: (1.8, -5.5), 40: (0.5, -6.5),
-    41: (2.2, -6.8), 42: (1.5, -7.8), 43: (3.0, -8.8), 44: (0.8, -10.0), 45: (2.0, -10.0),
-    46: (4.5, -10.5), 47: (1.8, -11.2), 48: (3.0, -11.2), 49: (1.0, -13.0), 50: (2.0, -13.5),
-    51: (4.0, -13.5), 52: (5.5, -12.5), 53: (0.5, -15.0), 54: (2.5, -15.5), 55: (5.5, -15.5),
-    56: (-7.0, -7.0), 57: (-5.5, -5.5), 58: (-3.8, -4.8), 59: (-2.5, -4.0), 60: (-1.2, -3.8),
-    61: (-2.5, -5.8), 62: (-5.5, -7.0), 63: (-3.8, -7.0), 64: (-8.0, -8.5), 65: (-5.5, -8.5),
-    66: (-3.8, -8.5), 67: (-2.5, -8.0), 68: (-1.2, -7.8), 69: (0.8, -8.8), 70: (-4.5, -11.0),
-    71: (-1.5, -10.0), 72: (-2.5, -12.8), 73: (-0.8, -12.5), 74: (-4.5, -13.8),
-    75: (-2.0, -14.3), 76: (-13.5, 10.5), 77: (-0.8, 8.3),
-}
 
 # ----- companies (mix by zone and block: dp_arena.data.taxi.sim_mix) ----------------------
 HOME_COMPANY_SHARE = 0.95
@@ -299,29 +224,6 @@ def year_params(year: str, world: World = World()) -> YearParams:
 
 
 # ----- city structure (fixed, from the tables) --------------------------------------------
-def area_positions() -> np.ndarray:
-    """(78, 2) positions in miles by area code index; row 0 (unknown) is NaN."""
-    xy = np.full((N_AREA_CODES, 2), np.nan)
-    for area, pos in AREA_XY.items():
-        xy[area] = pos
-    return xy
-
-
-def area_distances() -> np.ndarray:
-    """(78, 78) straight-line miles between areas; NaN where either area is unknown."""
-    xy = area_positions()
-    return np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1])
-
-
-def distance_class(pickup: np.ndarray, dropoff: np.ndarray) -> np.ndarray:
-    """Distance class of area pairs (code indices): 0 an unknown end, 1 the same area,
-    2.. the straight-line distance band (:data:`DISTANCE_BANDS`)."""
-    pickup, dropoff = np.asarray(pickup), np.asarray(dropoff)
-    band = 2 + np.searchsorted(np.asarray(DISTANCE_BANDS),
-                               np.nan_to_num(area_distances()[pickup, dropoff]), side="right")
-    return np.where((pickup == 0) | (dropoff == 0), 0, np.where(pickup == dropoff, 1, band))
-
-
 def area_code_to_value(codes: np.ndarray) -> np.ndarray:
     """Area code index (0..77) -> schema value (-1, 1..77)."""
     return np.where(codes == 0, -1, codes)

@@ -144,7 +144,7 @@ TIP_SHARE_QUANTILES: tuple[float, ...] = (
     0.287, 0.3, 0.31, 0.32, 0.331, 0.342, 0.355, 0.381, 0.396, 0.414, 0.449, 0.497, 0.594, 0.923,
 )
 
-#: Quantiles of recorded miles (> 0) per distance class (``taxi_sim.distance_class``).
+#: Quantiles of recorded miles (> 0) per distance class (``dp_arena.data.taxi.geography.distance_class``).
 MILES_QUANTILES: dict[int, tuple[float, ...]] = {
     0: (
         0.09, 0.2, 0.5, 0.64, 0.79, 0.9, 1.0, 1.1, 1.39, 1.53, 1.7, 1.9, 2.32, 2.8, 3.0, 3.6,
