@@ -150,7 +150,8 @@ def insert_by_mean(board: pd.DataFrame, row: dict, higher: bool) -> pd.DataFrame
     """``board`` with ``row`` after the last row of its pool (epsilon and ``POOL``) whose mean is
     at least as good, else before the pool's first row; ``attrs`` kept."""
     keys = [c for c in ("epsilon", *POOL) if c in row]
-    same = board.index[np.logical_and.reduce([board[c].eq(row[c]) for c in keys])].tolist()
+    same = board.index[np.logical_and.reduce([
+        board[c].eq(row[c]) | (board[c].isna() & pd.isna(row[c])) for c in keys])].tolist()
     better = [i for i in same if pd.notna(board.at[i, "mean"])
               and (board.at[i, "mean"] >= row["mean"] if higher
                    else board.at[i, "mean"] <= row["mean"])]
