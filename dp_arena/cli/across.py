@@ -11,7 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dp_arena.cli.board import OUT_FIX, experiment_runs, out_folder_problem
+from dp_arena.cli.board import (
+    OUT_FIX,
+    add_experiment_arguments,
+    experiment_runs,
+    out_folder_problem,
+)
 from dp_arena.cli.exits import ExplainingParser
 from dp_arena.errors import DPArenaError
 
@@ -22,15 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Compare the mechanisms of a dp-arena experiment across its datasets: "
                     "average ranks, wins/ties/losses, Friedman test, critical-difference "
                     "diagram.")
-    parser.add_argument("--experiment", default=None,
-                        help="MLflow experiment (default: the most recently created dp-arena/*)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
-                             "sqlite:///mlflow.db in this folder)")
+    add_experiment_arguments(parser)
     parser.add_argument("--metric", action="append", default=None,
                         help="a score to compare on (repeatable; default: every headline "
                              "score the runs logged)")
-    parser.add_argument("--sweep", default=None, help="only the runs of this sweep folder")
     parser.add_argument("--alpha", type=float, default=0.05,
                         help="level of the Friedman test, the critical difference and the "
                              "per-dataset tests behind wins/ties/losses (default 0.05)")

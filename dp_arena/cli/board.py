@@ -32,20 +32,26 @@ def out_folder_problem(out: str | Path) -> str | None:
 OUT_FIX = "pass --out with a folder you can write to, e.g. --out ~/dp-arena-board"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ExplainingParser(
-        prog="dp-arena-board",
-        description="Rank the runs of a dp-arena experiment: prints Markdown, writes CSV, "
-                    "a self-contained HTML page and PNG plots (score vs epsilon, Pareto front).")
+def add_experiment_arguments(parser: ExplainingParser) -> None:
+    """``--experiment``, ``--tracking-uri`` and ``--sweep``: which runs a board command reads
+    (:func:`experiment_runs`)."""
     parser.add_argument("--experiment", default=None,
                         help="MLflow experiment (default: the most recently created dp-arena/*)")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
                              "sqlite:///mlflow.db in this folder)")
+    parser.add_argument("--sweep", default=None, help="only the runs of this sweep folder")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = ExplainingParser(
+        prog="dp-arena-board",
+        description="Rank the runs of a dp-arena experiment: prints Markdown, writes CSV, "
+                    "a self-contained HTML page and PNG plots (score vs epsilon, Pareto front).")
+    add_experiment_arguments(parser)
     parser.add_argument("--metric", default=None,
                         help="score to rank by, e.g. kmarginal/score (default: challenge/overall "
                              "if logged, else kmarginal/score)")
-    parser.add_argument("--sweep", default=None, help="only the runs of this sweep folder")
     parser.add_argument("--alpha", type=float, default=0.05,
                         help="significance level of the paired tests that decide ties "
                              "(default 0.05)")
